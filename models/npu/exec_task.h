@@ -1,0 +1,53 @@
+// The executable form of a task, as the stream engine of an NPU runs it.
+// sim/scheduler compiles a TaskGraph into these: paths resolved to channels,
+// notify targets resolved to engines. Models need nothing else.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "sim/units.h"
+
+namespace hcclsim {
+
+class Channel;
+class TaskEngine;
+
+enum class ExecKind : std::uint8_t { NotifyRecord, NotifyWait, Transfer, Compute, Delay };
+enum class CoreKind : std::uint8_t { Aic, Aiv };
+
+struct ExecTask {
+  ExecKind kind = ExecKind::Delay;
+  // NotifyRecord: the register `notify` of `target` is set when the task ends.
+  TaskEngine* target = nullptr;
+  int notify = 0;
+  bool remote = false;              // record crosses chips
+  Time wait_timeout;                // NotifyWait: 0 = wait forever
+  // Transfer: `bytes` over `path` (empty path: nothing moves, only fixed cost).
+  std::vector<Channel*> path;
+  std::uint64_t bytes = 0;
+  bool reduce = false;              // Reduce_Inline: capped at the SDMA reduce rate
+  // Compute: `cores` cores of `core_kind` busy for `duration`; Delay: stream busy.
+  CoreKind core_kind = CoreKind::Aiv;
+  int cores = 0;
+  Time duration;
+  // Dependencies beyond stream order (explicit edges); the scheduler counts down.
+  std::uint32_t unmet_deps = 0;
+};
+
+// What the stream engines tell the scheduler. Ids index the compiled program.
+class TaskObserver {
+ public:
+  virtual void task_started(std::uint32_t id, Time at) = 0;
+  virtual void task_finished(std::uint32_t id, Time at) = 0;
+  // The wait `wait` was released by the record `record` (for flow arrows
+  // and the critical path).
+  virtual void wait_released(std::uint32_t wait, std::uint32_t record) = 0;
+  // A wait whose timeout expired; the stream stops there.
+  virtual void task_timed_out(std::uint32_t id, Time at) = 0;
+
+ protected:
+  ~TaskObserver() = default;
+};
+
+}  // namespace hcclsim

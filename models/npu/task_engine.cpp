@@ -1,0 +1,270 @@
+#include "models/npu/task_engine.h"
+
+#include <limits>
+
+namespace hcclsim {
+
+const char* phase_name(TaskEngine::Phase phase) {
+  switch (phase) {
+    case TaskEngine::Phase::Dispatch: return "being dispatched";
+    case TaskEngine::Phase::Deps: return "waiting for a task it depends on";
+    case TaskEngine::Phase::Sdma: return "waiting for a free SDMA engine";
+    case TaskEngine::Phase::Cores: return "waiting for free AI cores";
+    case TaskEngine::Phase::Fixed: return "in SDMA set-up";
+    case TaskEngine::Phase::Flow: return "moving data";
+    case TaskEngine::Phase::Notify: return "waiting for a notify record";
+    case TaskEngine::Phase::Busy: return "running";
+    case TaskEngine::Phase::Done: return "done";
+    case TaskEngine::Phase::Failed: return "failed";
+  }
+  return "?";
+}
+
+TaskEngine::TaskEngine(sc_core::sc_module_name name, int rank, const NpuParams& params)
+    : sc_core::sc_module(name),
+      rank_(rank),
+      params_(params),
+      registers_(static_cast<std::size_t>(params.notify.registers), 0),
+      waiter_(static_cast<std::size_t>(params.notify.registers), -1),
+      set_by_(static_cast<std::size_t>(params.notify.registers), 0),
+      sdma_(params.sdma.engines),
+      aic_(params.cores.aic),
+      aiv_(params.cores.aiv) {
+  SC_HAS_PROCESS(TaskEngine);
+  SC_METHOD(step);
+  sensitive << wake_;
+  dont_initialize();
+}
+
+void TaskEngine::load(std::vector<ExecTask>* tasks, std::vector<std::vector<std::uint32_t>> streams,
+                      TaskObserver* observer) {
+  tasks_ = tasks;
+  observer_ = observer;
+  streams_.clear();
+  streams_.resize(streams.size());
+  done_streams_ = 0;
+  const std::uint64_t now = sc_core::sc_time_stamp().value();
+  for (std::uint32_t s = 0; s < streams.size(); ++s) {
+    streams_[s].tasks = std::move(streams[s]);
+    streams_[s].flow.listener = this;
+    streams_[s].flow.tag = s;
+    if (streams_[s].tasks.empty()) {
+      streams_[s].phase = Phase::Done;
+      ++done_streams_;
+    } else {
+      begin_dispatch(s, now, params_.stream.op_launch);
+    }
+  }
+  wake_.notify(sc_core::SC_ZERO_TIME);
+}
+
+void TaskEngine::notify_land(int reg, std::uint32_t record_task) {
+  inbox_.push_back(Input{InputKind::Land, static_cast<std::uint32_t>(reg), record_task});
+  wake_.notify(sc_core::SC_ZERO_TIME);
+}
+
+void TaskEngine::release_dependency(std::uint32_t stream) {
+  inbox_.push_back(Input{InputKind::Dependency, stream});
+  wake_.notify(sc_core::SC_ZERO_TIME);
+}
+
+void TaskEngine::flow_finished(Flow& flow) {
+  inbox_.push_back(Input{InputKind::FlowDone, static_cast<std::uint32_t>(flow.tag)});
+  wake_.notify(sc_core::SC_ZERO_TIME);
+}
+
+void TaskEngine::step() {
+  ++activations_;
+  const std::uint64_t now = sc_core::sc_time_stamp().value();
+  // Timers first, then inputs; repeat while handling one creates work due now.
+  for (;;) {
+    bool progressed = false;
+    while (!timers_.empty() && timers_.top().at <= now) {
+      Timer t = timers_.top();
+      timers_.pop();
+      handle_timer(t, now);
+      progressed = true;
+    }
+    if (!inbox_.empty()) {
+      draining_.swap(inbox_);
+      for (const Input& in : draining_) handle_input(in, now);
+      draining_.clear();
+      progressed = true;
+    }
+    if (!progressed) break;
+  }
+  if (!timers_.empty()) wake_.notify(sc_core::sc_time::from_value(timers_.top().at - now));
+}
+
+void TaskEngine::set_timer(std::uint32_t s, TimerKind kind, std::uint64_t at) {
+  timers_.push(Timer{at, timer_seq_++, s, kind, streams_[s].token});
+}
+
+void TaskEngine::begin_dispatch(std::uint32_t s, std::uint64_t now, Time gap) {
+  Stream& st = streams_[s];
+  st.phase = Phase::Dispatch;
+  st.since_ps = now;
+  set_timer(s, TimerKind::DispatchDone, now + gap.ps);
+}
+
+void TaskEngine::handle_timer(const Timer& t, std::uint64_t now) {
+  Stream& st = streams_[t.stream];
+  switch (t.kind) {
+    case TimerKind::DispatchDone:
+      try_start(t.stream, now);
+      break;
+    case TimerKind::FixedDone: {
+      ExecTask& task = head(t.stream);
+      if (task.bytes == 0 || task.path.empty()) {
+        sdma_.release(1, [&](std::uint32_t w) { begin_transfer(w, now); });
+        complete(t.stream, now);
+        break;
+      }
+      st.phase = Phase::Flow;
+      st.flow.bytes = task.bytes;
+      st.flow.path = task.path;
+      st.flow.rate_cap = task.reduce ? params_.sdma.reduce_bandwidth : params_.sdma.copy_bandwidth;
+      st.flow.start();
+      break;
+    }
+    case TimerKind::BusyDone:
+      if (head(t.stream).kind == ExecKind::Compute) {
+        const ExecTask& task = head(t.stream);
+        cores_of(task.core_kind).release(task.cores, [&](std::uint32_t w) { begin_compute(w, now); });
+      }
+      complete(t.stream, now);
+      break;
+    case TimerKind::RecordDone: {
+      const ExecTask& task = head(t.stream);
+      task.target->notify_land(task.notify, head_id(t.stream));
+      complete(t.stream, now);
+      break;
+    }
+    case TimerKind::Timeout:
+      if (st.phase == Phase::Notify && st.token == t.token) {
+        waiter_[head(t.stream).notify] = -1;
+        st.phase = Phase::Failed;
+        st.since_ps = now;
+        ++done_streams_;  // a failed stream will not go on; the observer reports it
+        observer_->task_timed_out(head_id(t.stream), Time{now});
+      }
+      break;
+  }
+}
+
+void TaskEngine::handle_input(const Input& in, std::uint64_t now) {
+  switch (in.kind) {
+    case InputKind::Land: {
+      const int reg = static_cast<int>(in.value);
+      const std::int32_t w = waiter_[reg];
+      if (w >= 0) {
+        waiter_[reg] = -1;
+        ++streams_[w].token;  // cancels its timeout
+        observer_->wait_released(head_id(static_cast<std::uint32_t>(w)), in.record);
+        complete(static_cast<std::uint32_t>(w), now);
+      } else if (registers_[reg]) {
+        ++records_lost_;
+      } else {
+        registers_[reg] = 1;
+        set_by_[reg] = in.record;
+      }
+      break;
+    }
+    case InputKind::Dependency:
+      if (streams_[in.value].phase == Phase::Deps) try_start(in.value, now);
+      break;
+    case InputKind::FlowDone:
+      sdma_.release(1, [&](std::uint32_t w) { begin_transfer(w, now); });
+      complete(in.value, now);
+      break;
+  }
+}
+
+void TaskEngine::try_start(std::uint32_t s, std::uint64_t now) {
+  Stream& st = streams_[s];
+  ExecTask& task = head(s);
+  if (task.unmet_deps > 0) {
+    if (st.phase != Phase::Deps) st.since_ps = now;
+    st.phase = Phase::Deps;
+    return;
+  }
+  st.since_ps = now;
+  switch (task.kind) {
+    case ExecKind::NotifyRecord:
+      observer_->task_started(head_id(s), Time{now});
+      st.phase = Phase::Busy;
+      set_timer(s, TimerKind::RecordDone,
+                now + (task.remote ? params_.notify.record_remote.ps : params_.notify.record_local.ps));
+      break;
+    case ExecKind::NotifyWait:
+      observer_->task_started(head_id(s), Time{now});
+      if (registers_[task.notify]) {
+        registers_[task.notify] = 0;
+        observer_->wait_released(head_id(s), set_by_[task.notify]);
+        st.phase = Phase::Busy;
+        set_timer(s, TimerKind::BusyDone, now + params_.notify.wait.ps);
+      } else {
+        st.phase = Phase::Notify;
+        waiter_[task.notify] = static_cast<std::int32_t>(s);
+        if (task.wait_timeout.ps > 0) set_timer(s, TimerKind::Timeout, now + task.wait_timeout.ps);
+      }
+      break;
+    case ExecKind::Transfer:
+      st.phase = Phase::Sdma;
+      if (sdma_.acquire(s, 1)) begin_transfer(s, now);
+      break;
+    case ExecKind::Compute:
+      st.phase = Phase::Cores;
+      if (cores_of(task.core_kind).acquire(s, task.cores)) begin_compute(s, now);
+      break;
+    case ExecKind::Delay:
+      observer_->task_started(head_id(s), Time{now});
+      st.phase = Phase::Busy;
+      set_timer(s, TimerKind::BusyDone, now + task.duration.ps);
+      break;
+  }
+}
+
+void TaskEngine::begin_transfer(std::uint32_t s, std::uint64_t now) {
+  Stream& st = streams_[s];
+  st.phase = Phase::Fixed;
+  st.since_ps = now;
+  observer_->task_started(head_id(s), Time{now});
+  set_timer(s, TimerKind::FixedDone, now + params_.sdma.task_fixed.ps);
+}
+
+void TaskEngine::begin_compute(std::uint32_t s, std::uint64_t now) {
+  Stream& st = streams_[s];
+  st.phase = Phase::Busy;
+  st.since_ps = now;
+  observer_->task_started(head_id(s), Time{now});
+  set_timer(s, TimerKind::BusyDone, now + head(s).duration.ps);
+}
+
+void TaskEngine::complete(std::uint32_t s, std::uint64_t now) {
+  Stream& st = streams_[s];
+  const std::uint32_t id = head_id(s);
+  ++st.pos;
+  if (st.pos == st.tasks.size()) {
+    st.phase = Phase::Done;
+    st.since_ps = now;
+    ++done_streams_;
+  } else {
+    begin_dispatch(s, now, params_.stream.task_dispatch);
+  }
+  // After the stream moved on, so that a dependency released on this very
+  // stream finds it in a consistent state.
+  observer_->task_finished(id, Time{now});
+}
+
+std::vector<std::pair<std::uint32_t, TaskEngine::StreamState>> TaskEngine::unfinished() const {
+  std::vector<std::pair<std::uint32_t, StreamState>> out;
+  for (std::uint32_t s = 0; s < streams_.size(); ++s) {
+    const Stream& st = streams_[s];
+    if (st.phase == Phase::Done) continue;
+    out.push_back({s, StreamState{st.tasks[st.pos], st.phase, st.since_ps}});
+  }
+  return out;
+}
+
+}  // namespace hcclsim

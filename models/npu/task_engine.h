@@ -1,0 +1,126 @@
+// The stream engine of one NPU: runs the task lists of its streams in order,
+// each task occupying the hardware it needs.
+//
+// Contract:
+// - a stream starts its first task `op_launch` after the workload is loaded
+//   and each next one `task_dispatch` after the previous one ends, and only
+//   once the task's explicit dependencies have all finished;
+// - NotifyRecord lasts record_local / record_remote and sets the target
+//   register when it ends; NotifyWait ends at the instant its register is set
+//   (or after `wait` if it was already set) and clears it; a record that lands
+//   on a register already set is lost, as in hardware;
+// - Transfer takes one SDMA engine (FIFO if none free), pays the fixed cost,
+//   then moves its bytes as a flow over its path of channels;
+// - Compute takes `cores` AIC or AIV cores (FIFO) for its duration.
+// Inputs from other processes (records landing, dependencies released, flows
+// finishing) are queued and handled in this engine's own process, so the
+// order of events is deterministic.
+#pragma once
+
+#include <cstdint>
+#include <queue>
+#include <string>
+#include <systemc>
+#include <vector>
+
+#include "models/link/channel.h"
+#include "models/npu/exec_task.h"
+#include "models/npu/resource_pool.h"
+#include "models/params.h"
+
+namespace hcclsim {
+
+class TaskEngine : public sc_core::sc_module, public FlowListener {
+ public:
+  TaskEngine(sc_core::sc_module_name name, int rank, const NpuParams& params);
+
+  int rank() const { return rank_; }
+  const NpuParams& params() const { return params_; }
+
+  // A new workload: `streams[i]` lists ids into `tasks` in stream order.
+  // Starts them at the current simulated time once the simulation runs.
+  void load(std::vector<ExecTask>* tasks, std::vector<std::vector<std::uint32_t>> streams,
+            TaskObserver* observer);
+
+  // From other engines / the scheduler; handled at the current time.
+  void notify_land(int reg, std::uint32_t record_task);
+  void release_dependency(std::uint32_t stream);
+  void flow_finished(Flow& flow) override;
+
+  bool all_done() const { return done_streams_ == streams_.size(); }
+
+  enum class Phase : std::uint8_t { Dispatch, Deps, Sdma, Cores, Fixed, Flow, Notify, Busy, Done, Failed };
+  struct StreamState {
+    std::uint32_t task;   // head task id (meaningless when Done)
+    Phase phase;
+    std::uint64_t since_ps;
+  };
+  // One entry per stream not yet done, for deadlock reports.
+  std::vector<std::pair<std::uint32_t, StreamState>> unfinished() const;
+  bool register_set(int reg) const { return registers_[reg] != 0; }
+
+  std::uint64_t activations() const { return activations_; }
+  std::uint64_t records_lost() const { return records_lost_; }
+
+ private:
+  enum class TimerKind : std::uint8_t { DispatchDone, FixedDone, BusyDone, RecordDone, Timeout };
+  struct Timer {
+    std::uint64_t at;
+    std::uint64_t seq;
+    std::uint32_t stream;
+    TimerKind kind;
+    std::uint32_t token;
+    bool operator>(const Timer& o) const { return at != o.at ? at > o.at : seq > o.seq; }
+  };
+  enum class InputKind : std::uint8_t { Land, Dependency, FlowDone };
+  struct Input {
+    InputKind kind;
+    std::uint32_t value;
+    std::uint32_t record = 0;   // Land: the record task
+  };
+  struct Stream {
+    std::vector<std::uint32_t> tasks;
+    std::size_t pos = 0;
+    Phase phase = Phase::Dispatch;
+    std::uint64_t since_ps = 0;
+    std::uint32_t token = 0;        // invalidates stale timeouts
+    Flow flow;                      // at most one transfer in flight per stream
+  };
+
+  void step();
+  void handle_timer(const Timer& t, std::uint64_t now);
+  void handle_input(const Input& in, std::uint64_t now);
+  void begin_dispatch(std::uint32_t s, std::uint64_t now, Time gap);
+  void try_start(std::uint32_t s, std::uint64_t now);
+  void begin_transfer(std::uint32_t s, std::uint64_t now);
+  void begin_compute(std::uint32_t s, std::uint64_t now);
+  void complete(std::uint32_t s, std::uint64_t now);
+  void set_timer(std::uint32_t s, TimerKind kind, std::uint64_t at);
+  ExecTask& head(std::uint32_t s) { return (*tasks_)[streams_[s].tasks[streams_[s].pos]]; }
+  std::uint32_t head_id(std::uint32_t s) const { return streams_[s].tasks[streams_[s].pos]; }
+  ResourcePool& cores_of(CoreKind kind) { return kind == CoreKind::Aic ? aic_ : aiv_; }
+
+  int rank_;
+  NpuParams params_;
+  std::vector<ExecTask>* tasks_ = nullptr;
+  TaskObserver* observer_ = nullptr;
+  std::vector<Stream> streams_;
+  std::size_t done_streams_ = 0;
+  std::vector<std::uint8_t> registers_;
+  std::vector<std::int32_t> waiter_;   // stream blocked on each register, -1 if none
+  std::vector<std::uint32_t> set_by_;  // record task that set each register
+  ResourcePool sdma_;
+  ResourcePool aic_;
+  ResourcePool aiv_;
+  std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>> timers_;
+  std::uint64_t timer_seq_ = 0;
+  std::vector<Input> inbox_;
+  std::vector<Input> draining_;
+  sc_core::sc_event wake_;
+  std::uint64_t activations_ = 0;
+  std::uint64_t records_lost_ = 0;
+};
+
+const char* phase_name(TaskEngine::Phase phase);
+
+}  // namespace hcclsim

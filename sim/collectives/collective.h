@@ -1,0 +1,64 @@
+// Collective operations as hccl_test names them, and their expansion into
+// task graphs by the level-0 (inside one server) algorithms. No SystemC here.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/data_check.h"
+#include "sim/task_graph.h"
+
+namespace hcclsim {
+
+enum class CollOp : std::uint8_t { AllReduce, AllGather, ReduceScatter, AlltoAll, Broadcast, Reduce };
+enum class ReduceOp : std::uint8_t { Sum, Prod, Max, Min };
+enum class DataType : std::uint8_t { Fp32, Fp16, Bf16, Int8, Int16, Int32, Int64 };
+enum class Level0Algo : std::uint8_t { Mesh, Ring };
+
+// Names as hccl_test spells them ("all_reduce", "fp16", "sum"); parse_* return
+// nullopt for an unknown name.
+const std::vector<std::string>& coll_op_names();
+std::optional<CollOp> parse_coll_op(const std::string& name);
+std::string coll_op_name(CollOp op);
+std::string coll_op_title(CollOp op);   // "AllReduce"
+const std::vector<std::string>& data_type_names();
+std::optional<DataType> parse_data_type(const std::string& name);
+std::string data_type_name(DataType type);
+std::uint64_t data_type_size(DataType type);
+const std::vector<std::string>& reduce_op_names();
+std::optional<ReduceOp> parse_reduce_op(const std::string& name);
+std::string reduce_op_name(ReduceOp op);
+std::string level0_algo_name(Level0Algo algo);
+bool has_reduction(CollOp op);
+
+struct CollectiveSpec {
+  CollOp op = CollOp::AllReduce;
+  int ranks = 8;                   // ranks 0..ranks-1 of the platform
+  DataType dtype = DataType::Fp16;
+  ReduceOp reduce_op = ReduceOp::Sum;
+  std::uint64_t count = 0;         // elements, as hccl_test's count (per rank; see README)
+  int root = 0;                    // Broadcast, Reduce
+  std::uint64_t buffer_bytes = 0;  // HCCL_BUFFSIZE: the CCL_IN and CCL_OUT areas hold this much each
+};
+
+// Per-rank buffer sizes of a collective, in bytes.
+struct BufferSizes {
+  std::uint64_t input = 0;
+  std::uint64_t output = 0;
+};
+BufferSizes buffer_sizes(const CollectiveSpec& spec);
+
+// What rank `rank`'s output must hold afterwards (empty for a Reduce
+// non-root, whose output is not defined).
+std::vector<Piece> expected_output(const CollectiveSpec& spec, int rank);
+
+// Expands the collective. Throws std::invalid_argument when the algorithm
+// does not support the op (e.g. AlltoAll on a ring), like HCCL refuses it.
+TaskGraph build_collective(const CollectiveSpec& spec, Level0Algo algo);
+
+// The algorithm HCCL picks on one A2 server when HCCL_ALGO leaves level 0 unset.
+Level0Algo default_level0(CollOp op);
+
+}  // namespace hcclsim

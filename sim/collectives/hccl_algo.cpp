@@ -1,0 +1,84 @@
+#include "sim/collectives/hccl_algo.h"
+
+#include <map>
+#include <sstream>
+#include <stdexcept>
+#include <vector>
+
+namespace hcclsim {
+
+namespace {
+
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> out;
+  std::string part;
+  std::istringstream in(text);
+  while (std::getline(in, part, sep)) out.push_back(part);
+  if (!text.empty() && text.back() == sep) out.push_back("");
+  return out;
+}
+
+const char* hccl_op_name(CollOp op) {
+  static const char* names[] = {"allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "reduce"};
+  return names[static_cast<std::size_t>(op)];
+}
+
+// "level0:NA;level1:ring" -> level 0 choice.
+std::optional<Level0Algo> parse_levels(const std::string& levels, const std::string& whole) {
+  std::optional<Level0Algo> level0;
+  for (const std::string& item : split(levels, ';')) {
+    const auto colon = item.find(':');
+    if (colon == std::string::npos) {
+      throw std::invalid_argument("'" + item + "' in \"" + whole + "\" is not of the form levelN:ALGO");
+    }
+    const std::string level = item.substr(0, colon);
+    const std::string algo = item.substr(colon + 1);
+    if (level == "level0") {
+      if (algo == "NA") {
+        level0.reset();
+      } else if (algo == "ring") {
+        level0 = Level0Algo::Ring;
+      } else if (algo == "fullmesh" || algo == "mesh") {
+        level0 = Level0Algo::Mesh;
+      } else {
+        throw std::invalid_argument("level0 algorithm '" + algo + "' is not known; expected NA, fullmesh (mesh) or ring");
+      }
+    } else if (level == "level1" || level == "level2") {
+      static const std::vector<std::string> known{"NA", "ring", "H-D_R", "NHR", "NHR_V1", "NB", "pipeline",
+                                                  "pairwise", "AHC", "AHC_BROKE", "star"};
+      bool ok = false;
+      for (const auto& k : known) ok = ok || k == algo;
+      if (!ok) throw std::invalid_argument(level + " algorithm '" + algo + "' is not known");
+    } else {
+      throw std::invalid_argument("'" + level + "' in \"" + whole + "\" is not a level; expected level0, level1 or level2");
+    }
+  }
+  return level0;
+}
+
+}  // namespace
+
+std::optional<Level0Algo> parse_hccl_algo(const std::string& text, CollOp op) {
+  if (text.empty()) return std::nullopt;
+  if (text.find('=') == std::string::npos) return parse_levels(text, text);
+  std::optional<Level0Algo> mine;
+  for (const std::string& entry : split(text, '/')) {
+    const auto eq = entry.find('=');
+    if (eq == std::string::npos) {
+      throw std::invalid_argument("'" + entry + "' in \"" + text + "\" is not of the form op=level0:ALGO;...");
+    }
+    const std::string name = entry.substr(0, eq);
+    bool known = false;
+    for (int o = 0; o <= static_cast<int>(CollOp::Reduce); ++o) known = known || name == hccl_op_name(static_cast<CollOp>(o));
+    if (!known) {
+      throw std::invalid_argument("'" + name +
+                                  "' is not an HCCL op name; expected allreduce, allgather, reducescatter, alltoall, "
+                                  "broadcast or reduce");
+    }
+    const auto choice = parse_levels(entry.substr(eq + 1), text);
+    if (name == hccl_op_name(op)) mine = choice;
+  }
+  return mine;
+}
+
+}  // namespace hcclsim

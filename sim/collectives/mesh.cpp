@@ -1,0 +1,247 @@
+// Level-0 Mesh, HCCL's choice inside an A2 server: every rank has a main
+// stream and one stream ("Plane") per peer, so all HCCS links work at once.
+// Per loop over the HCCL buffer: copy in on the main stream, fork the planes,
+// pairwise phases (notify pre-sync when the pair has not yet synchronised in
+// this loop, SDMA Memcpy / Reduce_Inline, post-sync), join, copy out.
+#include <functional>
+#include <optional>
+
+#include "sim/collectives/plan.h"
+
+namespace hcclsim {
+
+namespace {
+
+struct Move {
+  BufferRef src;
+  BufferRef dst;
+  std::uint64_t elems;
+  bool reduce;
+};
+
+class MeshBuilder : public PlanBuilder {
+ public:
+  explicit MeshBuilder(const CollectiveSpec& spec) : PlanBuilder(spec) {
+    for (int r = 0; r < p_; ++r) {
+      main_.push_back(graph_.add_thread(r, "Main"));
+      plane_.emplace_back(static_cast<std::size_t>(p_), ThreadId{0});
+      int index = 0;
+      for (int j = 0; j < p_; ++j) {
+        if (j != r) plane_[r][j] = graph_.add_thread(r, "Plane" + std::to_string(index++));
+      }
+    }
+  }
+
+  TaskGraph build() {
+    switch (spec_.op) {
+      case CollOp::AllReduce: all_reduce(); break;
+      case CollOp::ReduceScatter: reduce_scatter(); break;
+      case CollOp::AllGather: all_gather(); break;
+      case CollOp::AlltoAll: all_to_all(); break;
+      case CollOp::Broadcast: broadcast(); break;
+      case CollOp::Reduce: reduce(); break;
+    }
+    return std::move(graph_);
+  }
+
+ private:
+  // Notify indices on every rank.
+  int ready(int peer) const { return peer; }
+  int done(int peer) const { return p_ + peer; }
+  int start(int peer) const { return 2 * p_ + peer; }
+  int finish(int peer) const { return 3 * p_ + peer; }
+
+  void begin_loop() { synced_.assign(static_cast<std::size_t>(p_ * p_), false); }
+  void fork() {
+    for (int r = 0; r < p_; ++r) {
+      for (int j = 0; j < p_; ++j) {
+        if (j == r) continue;
+        graph_.record(main_[r], r, start(j), "fork");
+        graph_.wait(plane_[r][j], start(j), "fork");
+      }
+    }
+  }
+  void join() {
+    for (int r = 0; r < p_; ++r) {
+      for (int j = 0; j < p_; ++j) {
+        if (j != r) graph_.record(plane_[r][j], r, finish(j), "join");
+      }
+      for (int j = 0; j < p_; ++j) {
+        if (j != r) graph_.wait(main_[r], finish(j), "join");
+      }
+    }
+  }
+  // One pairwise phase: `move_of(r, j)` is what r sends to j, if anything.
+  // Pairs with nothing to move in either direction do not synchronise.
+  void phase(const std::string& name, const std::function<std::optional<Move>(int, int)>& move_of) {
+    for (int r = 0; r < p_; ++r) {
+      for (int j = 0; j < p_; ++j) {
+        if (j == r) continue;
+        const std::optional<Move> mine = move_of(r, j);
+        if (!mine && !move_of(j, r)) continue;
+        const ThreadId t = plane_[r][j];
+        if (!synced_[static_cast<std::size_t>(r * p_ + j)]) {
+          graph_.record(t, j, ready(r), name + " pre-sync");
+          graph_.wait(t, ready(j), name + " pre-sync");
+          synced_[static_cast<std::size_t>(r * p_ + j)] = true;
+        }
+        if (mine) move(t, mine->src, mine->dst, mine->elems, mine->reduce, name);
+        graph_.record(t, j, done(r), name + " post-sync");
+        graph_.wait(t, done(j), name + " post-sync");
+      }
+    }
+  }
+
+  // Reduce-scatter of `n` elements held in every rank's CCL_IN at element
+  // `base`: rank j ends with chunk j (of size `chunk_of(j)`) fully reduced.
+  void reduce_scatter_phase(const std::function<Span(int)>& chunk_of) {
+    phase("ReduceScatter", [&](int r, int j) -> std::optional<Move> {
+      const Span c = chunk_of(j);
+      return Move{ccl_in(r, c.first), ccl_in(j, c.first), c.count, true};
+    });
+  }
+
+  void all_reduce() {
+    for (const Span& loop : loops(spec_.count, buffer_elements())) {
+      begin_loop();
+      for (int r = 0; r < p_; ++r) move(main_[r], input(r, loop.first), ccl_in(r, 0), loop.count, false, "copy in");
+      fork();
+      reduce_scatter_phase([&](int j) { return chunk(loop.count, j); });
+      join();
+      fork();
+      phase("AllGather", [&](int r, int j) -> std::optional<Move> {
+        const Span c = chunk(loop.count, r);
+        return Move{ccl_in(r, c.first), ccl_in(j, c.first), c.count, false};
+      });
+      join();
+      for (int r = 0; r < p_; ++r) move(main_[r], ccl_in(r, 0), output(r, loop.first), loop.count, false, "copy out");
+    }
+  }
+
+  void reduce_scatter() {
+    const std::uint64_t per_rank = spec_.count;
+    for (const Span& loop : loops(per_rank, buffer_elements() / static_cast<std::uint64_t>(p_))) {
+      begin_loop();
+      const std::uint64_t n = loop.count;
+      for (int r = 0; r < p_; ++r) {
+        for (int j = 0; j < p_; ++j) {
+          move(main_[r], input(r, static_cast<std::uint64_t>(j) * per_rank + loop.first),
+               ccl_in(r, static_cast<std::uint64_t>(j) * n), n, false, "copy in");
+        }
+      }
+      fork();
+      reduce_scatter_phase([&](int j) { return Span{static_cast<std::uint64_t>(j) * n, n}; });
+      join();
+      for (int r = 0; r < p_; ++r) {
+        move(main_[r], ccl_in(r, static_cast<std::uint64_t>(r) * n), output(r, loop.first), n, false, "copy out");
+      }
+    }
+  }
+
+  void all_gather() {
+    const std::uint64_t per_rank = spec_.count;
+    for (const Span& loop : loops(per_rank, buffer_elements() / static_cast<std::uint64_t>(p_))) {
+      begin_loop();
+      const std::uint64_t n = loop.count;
+      for (int r = 0; r < p_; ++r) {
+        move(main_[r], input(r, loop.first), ccl_in(r, static_cast<std::uint64_t>(r) * n), n, false, "copy in");
+      }
+      fork();
+      phase("AllGather", [&](int r, int j) -> std::optional<Move> {
+        const std::uint64_t at = static_cast<std::uint64_t>(r) * n;
+        return Move{ccl_in(r, at), ccl_in(j, at), n, false};
+      });
+      join();
+      for (int r = 0; r < p_; ++r) {
+        for (int j = 0; j < p_; ++j) {
+          move(main_[r], ccl_in(r, static_cast<std::uint64_t>(j) * n),
+               output(r, static_cast<std::uint64_t>(j) * per_rank + loop.first), n, false, "copy out");
+        }
+      }
+    }
+  }
+
+  void all_to_all() {
+    const std::uint64_t per_peer = spec_.count;
+    for (const Span& loop : loops(per_peer, buffer_elements() / static_cast<std::uint64_t>(p_))) {
+      begin_loop();
+      const std::uint64_t n = loop.count;
+      for (int r = 0; r < p_; ++r) {
+        const std::uint64_t own = static_cast<std::uint64_t>(r) * per_peer + loop.first;
+        move(main_[r], input(r, own), output(r, own), n, false, "local block");
+        for (int j = 0; j < p_; ++j) {
+          if (j == r) continue;
+          move(main_[r], input(r, static_cast<std::uint64_t>(j) * per_peer + loop.first),
+               ccl_in(r, static_cast<std::uint64_t>(j) * n), n, false, "copy in");
+        }
+      }
+      fork();
+      phase("AlltoAll", [&](int r, int j) -> std::optional<Move> {
+        return Move{ccl_in(r, static_cast<std::uint64_t>(j) * n), ccl_out(j, static_cast<std::uint64_t>(r) * n), n,
+                    false};
+      });
+      join();
+      for (int r = 0; r < p_; ++r) {
+        for (int j = 0; j < p_; ++j) {
+          if (j == r) continue;
+          move(main_[r], ccl_out(r, static_cast<std::uint64_t>(j) * n),
+               output(r, static_cast<std::uint64_t>(j) * per_peer + loop.first), n, false, "copy out");
+        }
+      }
+    }
+  }
+
+  // Scatter from the root, then every rank passes its chunk to the others.
+  void broadcast() {
+    const int root = spec_.root;
+    for (const Span& loop : loops(spec_.count, buffer_elements())) {
+      begin_loop();
+      move(main_[root], input(root, loop.first), ccl_in(root, 0), loop.count, false, "copy in");
+      fork();
+      phase("Scatter", [&](int r, int j) -> std::optional<Move> {
+        if (r != root) return std::nullopt;
+        const Span c = chunk(loop.count, j);
+        return Move{ccl_in(r, c.first), ccl_in(j, c.first), c.count, false};
+      });
+      join();
+      fork();
+      phase("AllGather", [&](int r, int j) -> std::optional<Move> {
+        if (j == root) return std::nullopt;
+        const Span c = chunk(loop.count, r);
+        return Move{ccl_in(r, c.first), ccl_in(j, c.first), c.count, false};
+      });
+      join();
+      for (int r = 0; r < p_; ++r) move(main_[r], ccl_in(r, 0), output(r, loop.first), loop.count, false, "copy out");
+    }
+  }
+
+  // Reduce-scatter, then every rank sends its reduced chunk to the root.
+  void reduce() {
+    const int root = spec_.root;
+    for (const Span& loop : loops(spec_.count, buffer_elements())) {
+      begin_loop();
+      for (int r = 0; r < p_; ++r) move(main_[r], input(r, loop.first), ccl_in(r, 0), loop.count, false, "copy in");
+      fork();
+      reduce_scatter_phase([&](int j) { return chunk(loop.count, j); });
+      join();
+      fork();
+      phase("Gather", [&](int r, int j) -> std::optional<Move> {
+        if (j != root) return std::nullopt;
+        const Span c = chunk(loop.count, r);
+        return Move{ccl_in(r, c.first), ccl_in(j, c.first), c.count, false};
+      });
+      join();
+      move(main_[root], ccl_in(root, 0), output(root, loop.first), loop.count, false, "copy out");
+    }
+  }
+
+  std::vector<ThreadId> main_;
+  std::vector<std::vector<ThreadId>> plane_;  // plane_[r][j]: r's stream towards j
+  std::vector<bool> synced_;
+};
+
+}  // namespace
+
+TaskGraph build_mesh(const CollectiveSpec& spec) { return MeshBuilder(spec).build(); }
+
+}  // namespace hcclsim

@@ -1,0 +1,72 @@
+// Shared pieces of the level-0 algorithms: slicing data into loops that fit
+// the HCCL buffer, splitting a slice into per-rank chunks, and naming buffers
+// in elements.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/collectives/collective.h"
+
+namespace hcclsim {
+
+// A range of elements.
+struct Span {
+  std::uint64_t first = 0;
+  std::uint64_t count = 0;
+};
+
+class PlanBuilder {
+ public:
+  explicit PlanBuilder(const CollectiveSpec& spec)
+      : spec_(spec), p_(spec.ranks), esz_(data_type_size(spec.dtype)) {}
+
+ protected:
+  // Loops of at most `per_loop` elements each over `count` elements (at least one loop).
+  static std::vector<Span> loops(std::uint64_t count, std::uint64_t per_loop) {
+    if (count == 0) return {Span{0, 0}};
+    per_loop = std::max<std::uint64_t>(per_loop, 1);
+    std::vector<Span> out;
+    for (std::uint64_t first = 0; first < count; first += per_loop) {
+      out.push_back(Span{first, std::min(per_loop, count - first)});
+    }
+    return out;
+  }
+  // Chunk j of p of n elements: sizes differ by at most one, larger ones first.
+  Span chunk(std::uint64_t n, int j) const {
+    const std::uint64_t base = n / static_cast<std::uint64_t>(p_);
+    const std::uint64_t rem = n % static_cast<std::uint64_t>(p_);
+    const std::uint64_t uj = static_cast<std::uint64_t>(j);
+    return Span{uj * base + std::min(uj, rem), base + (uj < rem ? 1 : 0)};
+  }
+  // Elements one HCCL buffer area holds.
+  std::uint64_t buffer_elements() const { return spec_.buffer_bytes / esz_; }
+
+  BufferRef input(int rank, std::uint64_t elem) const { return {rank, BufferKind::Input, elem * esz_}; }
+  BufferRef output(int rank, std::uint64_t elem) const { return {rank, BufferKind::Output, elem * esz_}; }
+  BufferRef ccl_in(int rank, std::uint64_t elem) const { return {rank, BufferKind::Scratch, elem * esz_}; }
+  BufferRef ccl_out(int rank, std::uint64_t elem) const {
+    return {rank, BufferKind::Scratch, spec_.buffer_bytes + elem * esz_};
+  }
+  // Copies or reduces `elems` elements; nothing for zero elements.
+  void move(ThreadId thread, BufferRef src, BufferRef dst, std::uint64_t elems, bool reduce, std::string label) {
+    if (elems == 0) return;
+    if (reduce) {
+      graph_.reduce(thread, src, dst, elems * esz_, std::move(label));
+    } else {
+      graph_.copy(thread, src, dst, elems * esz_, std::move(label));
+    }
+  }
+
+  CollectiveSpec spec_;
+  int p_;
+  std::uint64_t esz_;
+  TaskGraph graph_;
+};
+
+TaskGraph build_mesh(const CollectiveSpec& spec);
+TaskGraph build_ring(const CollectiveSpec& spec);
+
+}  // namespace hcclsim

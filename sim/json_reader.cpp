@@ -1,0 +1,308 @@
+// Strict, located reading of JSON configs.
+#include "sim/json_reader.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <utility>
+
+namespace hcclsim {
+namespace {
+
+using json = nlohmann::json;
+
+// "string \"abc\"", "number 2.5", "boolean true", "null", "array", "object".
+std::string describe_value(const json& v) {
+  if (v.is_object() || v.is_array() || v.is_null()) return v.type_name();
+  std::string text = v.dump();
+  constexpr std::size_t kMaxShown = 40;
+  if (text.size() > kMaxShown) text = text.substr(0, kMaxShown) + "...";
+  return std::string(v.type_name()) + " " + text;
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& s : items) {
+    if (!out.empty()) out += ", ";
+    out += s;
+  }
+  return out;
+}
+
+// The part of a nlohmann parse_error message after its "... line L, column C: "
+// prefix, e.g. "syntax error while parsing value - invalid literal; ...".
+std::string parse_error_detail(const std::string& what) {
+  const std::size_t head = what.find("parse error");
+  if (head != std::string::npos) {
+    const std::size_t colon = what.find(": ", head);
+    if (colon != std::string::npos) return what.substr(colon + 2);
+  }
+  return what;
+}
+
+std::int64_t to_int64(const json& v, const JsonLocation& loc) {
+  if (v.is_number_integer() && !v.is_number_unsigned()) return v.get<std::int64_t>();
+  if (v.is_number_unsigned()) {
+    const auto u = v.get<std::uint64_t>();
+    if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+      loc.fail("integer " + std::to_string(u) + " is too large (at most " +
+               std::to_string(std::numeric_limits<std::int64_t>::max()) + ")");
+    }
+    return static_cast<std::int64_t>(u);
+  }
+  if (v.is_number_float()) {
+    // Integral floats such as 4.0 or 1e3 are accepted; fractions are not.
+    const double d = v.get<double>();
+    if (!std::isfinite(d) || d != std::floor(d)) {
+      loc.fail("expected an integer, got " + describe_value(v));
+    }
+    // [-2^63, 2^63) is exactly representable at both ends.
+    if (d < -9223372036854775808.0 || d >= 9223372036854775808.0) {
+      loc.fail("integer " + v.dump() + " is out of the 64-bit range");
+    }
+    return static_cast<std::int64_t>(d);
+  }
+  loc.fail("expected an integer, got " + describe_value(v));
+}
+
+std::int64_t check_range(std::int64_t value, std::int64_t min, std::int64_t max,
+                         const JsonLocation& loc) {
+  if (value < min || value > max) {
+    loc.fail("value " + std::to_string(value) + " is out of range; expected an integer in [" +
+             std::to_string(min) + ", " + std::to_string(max) + "]");
+  }
+  return value;
+}
+
+const std::string& as_string(const json& v, const JsonLocation& loc) {
+  if (!v.is_string()) loc.fail("expected a string, got " + describe_value(v));
+  return v.get_ref<const std::string&>();
+}
+
+std::string check_choice(const json& v, const std::vector<std::string>& allowed,
+                         const JsonLocation& loc) {
+  const std::string& s = as_string(v, loc);
+  for (const auto& a : allowed) {
+    if (a == s) return s;
+  }
+  loc.fail("invalid value \"" + s + "\"; expected one of: " + join(allowed));
+}
+
+// The string of a quantity with a unit; `example` is e.g. "1.5us". A
+// calibrated constant may carry its citation: {"value": "1.5us", "source": "..."}.
+const std::string& unit_string(const json& v, const JsonLocation& loc, const char* example) {
+  if (v.is_object()) {
+    ObjectReader cited(v, loc);
+    cited.required_string("source");
+    const json& inner = cited.required_value("value");
+    cited.finish();
+    return unit_string(inner, loc.key("value"), example);
+  }
+  if (!v.is_string()) {
+    loc.fail(std::string("expected a string with a unit such as \"") + example + "\", got " +
+             describe_value(v));
+  }
+  return v.get_ref<const std::string&>();
+}
+
+template <typename Parse>
+auto parse_unit(const json& v, const JsonLocation& loc, const char* example, Parse parse) {
+  const std::string& s = unit_string(v, loc, example);
+  try {
+    return parse(s);
+  } catch (const UnitError& e) {
+    loc.fail(e.what());
+  }
+}
+
+Time read_time(const json& v, const JsonLocation& loc) {
+  return parse_unit(v, loc, "1.5us", [](const std::string& s) { return parse_time(s); });
+}
+std::uint64_t read_size(const json& v, const JsonLocation& loc) {
+  return parse_unit(v, loc, "64KiB", [](const std::string& s) { return parse_size(s); });
+}
+Bandwidth read_bandwidth(const json& v, const JsonLocation& loc) {
+  return parse_unit(v, loc, "56GBps", [](const std::string& s) { return parse_bandwidth(s); });
+}
+
+}  // namespace
+
+void JsonLocation::fail(const std::string& message) const { throw InputError(describe(), message); }
+
+json load_json_file(const std::string& file) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec)) {
+    throw InputError(file, "cannot open file: it is a directory");
+  }
+  std::ifstream in(file, std::ios::binary);
+  if (!in) {
+    const int err = errno;
+    throw InputError(file, std::string("cannot open file: ") +
+                               (err != 0 ? std::strerror(err) : "unknown error"));
+  }
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  if (in.bad() || buf.bad()) {
+    throw InputError(file, "cannot read file");
+  }
+  return parse_json_text(buf.str(), file);
+}
+
+json parse_json_text(const std::string& text, const std::string& file) {
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error& e) {
+    // e.byte is 1-based: the index of the last character read (n+1 at end of input).
+    std::size_t offset = e.byte == 0 ? 0 : e.byte - 1;
+    if (offset > text.size()) offset = text.size();
+    std::size_t line = 1;
+    std::size_t line_start = 0;
+    for (std::size_t i = 0; i < offset; ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        line_start = i + 1;
+      }
+    }
+    const std::size_t column = offset - line_start + 1;
+    throw InputError(file, "invalid JSON at line " + std::to_string(line) + ", column " +
+                               std::to_string(column) + ": " + parse_error_detail(e.what()));
+  }
+}
+
+ObjectReader::ObjectReader(const json& value, JsonLocation where)
+    : value_(value), where_(std::move(where)) {
+  if (!value_.is_object()) where_.fail("expected an object, got " + describe_value(value_));
+}
+
+bool ObjectReader::has(const std::string& key) const {
+  expected_.insert(key);
+  return value_.contains(key);
+}
+
+const json& ObjectReader::get(const std::string& key) {
+  expected_.insert(key);
+  const auto it = value_.find(key);
+  if (it == value_.end()) location_of(key).fail("missing required key '" + key + "'");
+  return *it;
+}
+
+const json* ObjectReader::optional_value(const std::string& key) {
+  expected_.insert(key);
+  const auto it = value_.find(key);
+  return it == value_.end() ? nullptr : &*it;
+}
+
+const json& ObjectReader::required_value(const std::string& key) { return get(key); }
+
+std::string ObjectReader::required_string(const std::string& key) {
+  return as_string(get(key), location_of(key));
+}
+
+std::optional<std::string> ObjectReader::optional_string(const std::string& key) {
+  const json* v = optional_value(key);
+  if (v == nullptr) return std::nullopt;
+  return as_string(*v, location_of(key));
+}
+
+std::string ObjectReader::string_or(const std::string& key, const std::string& fallback) {
+  const json* v = optional_value(key);
+  return v == nullptr ? fallback : as_string(*v, location_of(key));
+}
+
+std::string ObjectReader::required_choice(const std::string& key,
+                                          const std::vector<std::string>& allowed) {
+  return check_choice(get(key), allowed, location_of(key));
+}
+
+std::string ObjectReader::choice_or(const std::string& key, const std::vector<std::string>& allowed,
+                                    const std::string& fallback) {
+  const json* v = optional_value(key);
+  return v == nullptr ? fallback : check_choice(*v, allowed, location_of(key));
+}
+
+std::int64_t ObjectReader::required_int(const std::string& key) {
+  return to_int64(get(key), location_of(key));
+}
+
+std::int64_t ObjectReader::int_or(const std::string& key, std::int64_t fallback) {
+  const json* v = optional_value(key);
+  return v == nullptr ? fallback : to_int64(*v, location_of(key));
+}
+
+std::int64_t ObjectReader::required_int_in(const std::string& key, std::int64_t min,
+                                           std::int64_t max) {
+  const JsonLocation loc = location_of(key);
+  return check_range(to_int64(get(key), loc), min, max, loc);
+}
+
+std::int64_t ObjectReader::int_in_or(const std::string& key, std::int64_t min, std::int64_t max,
+                                     std::int64_t fallback) {
+  const json* v = optional_value(key);
+  if (v == nullptr) return fallback;
+  const JsonLocation loc = location_of(key);
+  return check_range(to_int64(*v, loc), min, max, loc);
+}
+
+bool ObjectReader::bool_or(const std::string& key, bool fallback) {
+  const json* v = optional_value(key);
+  if (v == nullptr) return fallback;
+  if (!v->is_boolean()) location_of(key).fail("expected a boolean, got " + describe_value(*v));
+  return v->get<bool>();
+}
+
+Time ObjectReader::required_time(const std::string& key) {
+  return read_time(get(key), location_of(key));
+}
+
+Time ObjectReader::time_or(const std::string& key, Time fallback) {
+  const json* v = optional_value(key);
+  return v == nullptr ? fallback : read_time(*v, location_of(key));
+}
+
+std::uint64_t ObjectReader::required_size(const std::string& key) {
+  return read_size(get(key), location_of(key));
+}
+
+std::uint64_t ObjectReader::size_or(const std::string& key, std::uint64_t fallback) {
+  const json* v = optional_value(key);
+  return v == nullptr ? fallback : read_size(*v, location_of(key));
+}
+
+Bandwidth ObjectReader::required_bandwidth(const std::string& key) {
+  return read_bandwidth(get(key), location_of(key));
+}
+
+Bandwidth ObjectReader::bandwidth_or(const std::string& key, Bandwidth fallback) {
+  const json* v = optional_value(key);
+  return v == nullptr ? fallback : read_bandwidth(*v, location_of(key));
+}
+
+ObjectReader ObjectReader::required_object(const std::string& key) {
+  return ObjectReader(get(key), location_of(key));
+}
+
+const json& ObjectReader::required_array(const std::string& key) {
+  const json& v = get(key);
+  if (!v.is_array()) location_of(key).fail("expected an array, got " + describe_value(v));
+  return v;
+}
+
+void ObjectReader::finish() const {
+  for (auto it = value_.begin(); it != value_.end(); ++it) {
+    if (expected_.count(it.key()) != 0) continue;
+    std::string message = "unknown key '" + it.key() + "'; ";
+    if (expected_.empty()) {
+      message += "no keys are expected here";
+    } else {
+      message += "expected one of: " +
+                 join(std::vector<std::string>(expected_.begin(), expected_.end()));
+    }
+    location_of(it.key()).fail(message);
+  }
+}
+
+}  // namespace hcclsim

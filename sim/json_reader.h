@@ -1,0 +1,86 @@
+// Strict reading of JSON configs into typed values. Every value is read
+// through an ObjectReader that knows its file and JSON path, so every error
+// names both; finish() refuses keys nobody asked for and lists the expected ones.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "sim/error.h"
+#include "sim/units.h"
+
+namespace hcclsim {
+
+// Parses a file; a syntax error names the file, line and column.
+nlohmann::json load_json_file(const std::string& file);
+// Same for text already in memory (`file` is only used in messages).
+nlohmann::json parse_json_text(const std::string& text, const std::string& file);
+
+// Location of a JSON value: file + path like "$.links[3].bandwidth".
+struct JsonLocation {
+  std::string file;
+  std::string path = "$";
+
+  JsonLocation key(const std::string& k) const { return {file, path + "." + k}; }
+  JsonLocation index(std::size_t i) const { return {file, path + "[" + std::to_string(i) + "]"}; }
+  std::string describe() const { return file + " at " + path; }
+  [[noreturn]] void fail(const std::string& message) const;
+};
+
+class ObjectReader {
+ public:
+  // Throws InputError if `value` is not an object.
+  ObjectReader(const nlohmann::json& value, JsonLocation where);
+
+  bool has(const std::string& key) const;
+
+  std::string required_string(const std::string& key);
+  std::optional<std::string> optional_string(const std::string& key);
+  std::string string_or(const std::string& key, const std::string& fallback);
+  // One of `allowed` (error lists them).
+  std::string required_choice(const std::string& key, const std::vector<std::string>& allowed);
+  std::string choice_or(const std::string& key, const std::vector<std::string>& allowed,
+                        const std::string& fallback);
+
+  std::int64_t required_int(const std::string& key);
+  std::int64_t int_or(const std::string& key, std::int64_t fallback);
+  // Integer within [min, max] inclusive.
+  std::int64_t required_int_in(const std::string& key, std::int64_t min, std::int64_t max);
+  std::int64_t int_in_or(const std::string& key, std::int64_t min, std::int64_t max,
+                         std::int64_t fallback);
+  bool bool_or(const std::string& key, bool fallback);
+
+  // Quantities with units: the JSON value must be a string like "1.5us", or
+  // a cited constant {"value": "1.5us", "source": "where it was measured"}.
+  Time required_time(const std::string& key);
+  Time time_or(const std::string& key, Time fallback);
+  std::uint64_t required_size(const std::string& key);
+  std::uint64_t size_or(const std::string& key, std::uint64_t fallback);
+  Bandwidth required_bandwidth(const std::string& key);
+  Bandwidth bandwidth_or(const std::string& key, Bandwidth fallback);
+
+  // Nested values. required_array checks the value is an array.
+  ObjectReader required_object(const std::string& key);
+  const nlohmann::json& required_array(const std::string& key);
+  const nlohmann::json& required_value(const std::string& key);
+  const nlohmann::json* optional_value(const std::string& key);
+
+  JsonLocation location() const { return where_; }
+  JsonLocation location_of(const std::string& key) const { return where_.key(key); }
+
+  // Refuses keys that were never asked for: "unknown key 'bandwith'; expected
+  // one of: bandwidth, latency". Call after reading every field.
+  void finish() const;
+
+ private:
+  const nlohmann::json& get(const std::string& key);  // marks the key as expected
+  const nlohmann::json& value_;
+  JsonLocation where_;
+  mutable std::set<std::string> expected_;  // has() is const but still marks the key
+};
+
+}  // namespace hcclsim

@@ -1,0 +1,161 @@
+#include "sim/perf.h"
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "sim/error.h"
+#include "sim/scheduler.h"
+
+namespace hcclsim {
+
+namespace {
+bool per_rank_blocks(CollOp op) {
+  return op == CollOp::AllGather || op == CollOp::ReduceScatter || op == CollOp::AlltoAll;
+}
+
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+}  // namespace
+
+std::uint64_t count_for_size(CollOp op, int ranks, DataType dtype, std::uint64_t data_size) {
+  const std::uint64_t unit = data_type_size(dtype) * (per_rank_blocks(op) ? static_cast<std::uint64_t>(ranks) : 1);
+  return data_size / unit;
+}
+
+std::uint64_t data_size_of(CollOp op, int ranks, DataType dtype, std::uint64_t count) {
+  return count * data_type_size(dtype) * (per_rank_blocks(op) ? static_cast<std::uint64_t>(ranks) : 1);
+}
+
+double bus_factor(CollOp op, int ranks) {
+  const double n = ranks;
+  switch (op) {
+    case CollOp::AllReduce: return 2.0 * (n - 1) / n;
+    case CollOp::AllGather:
+    case CollOp::ReduceScatter:
+    case CollOp::AlltoAll: return (n - 1) / n;
+    case CollOp::Broadcast:
+    case CollOp::Reduce: return 1.0;
+  }
+  return 1.0;
+}
+
+std::vector<PerfRow> run_perf(Platform& platform, const PerfRequest& request, TraceWriter* trace) {
+  std::vector<PerfRow> rows;
+  Scheduler scheduler(platform);
+  const Level0Algo algo = request.algo.value_or(default_level0(request.op));
+  for (const std::uint64_t size : request.sizes) {
+    CollectiveSpec spec;
+    spec.op = request.op;
+    spec.ranks = request.ranks;
+    spec.dtype = request.dtype;
+    spec.reduce_op = request.reduce_op;
+    spec.root = request.root;
+    spec.buffer_bytes = request.buffer_bytes;
+    spec.count = count_for_size(request.op, request.ranks, request.dtype, size);
+    const TaskGraph graph = build_collective(spec, algo);
+    const BufferSizes sizes = buffer_sizes(spec);
+
+    std::optional<DataTracker> tracker;
+    if (request.check) {
+      const bool idempotent = request.reduce_op == ReduceOp::Max || request.reduce_op == ReduceOp::Min;
+      tracker.emplace(spec.ranks, sizes.input, sizes.output, 2 * spec.buffer_bytes, idempotent);
+    }
+    const RunResult result = scheduler.run(graph, tracker ? &*tracker : nullptr);
+    if (!result.failure.empty()) {
+      throw GraphError(coll_op_name(spec.op) + " of " + std::to_string(size) + " bytes on " +
+                       std::to_string(spec.ranks) + " ranks (" + level0_algo_name(algo) +
+                       ") did not finish: " + result.failure);
+    }
+
+    PerfRow row{};
+    row.op = spec.op;
+    row.ranks = spec.ranks;
+    row.dtype = spec.dtype;
+    row.reduce_op = spec.reduce_op;
+    row.algo = "level0:" + level0_algo_name(algo);
+    row.count = spec.count;
+    row.input_bytes = sizes.input;
+    row.output_bytes = sizes.output;
+    row.data_size = data_size_of(spec.op, spec.ranks, spec.dtype, spec.count);
+    row.time = result.elapsed();
+    const double seconds = static_cast<double>(row.time.ps) / 1e12;
+    row.algbw_gbps = seconds > 0 ? static_cast<double>(row.data_size) / seconds / 1e9 : 0.0;
+    row.busbw_gbps = row.algbw_gbps * bus_factor(spec.op, spec.ranks);
+    row.tasks = graph.tasks().size();
+    row.activations = result.activations;
+    if (!tracker) {
+      row.check = "skipped";
+    } else if (!result.check_error.empty()) {
+      row.check = "fail: " + result.check_error;
+    } else {
+      row.check = "success";
+      for (int r = 0; r < spec.ranks && row.check == "success"; ++r) {
+        if (spec.op == CollOp::Reduce && r != spec.root) continue;
+        const std::string diff = compare_pieces(tracker->buffer(r, BufferKind::Output).normalized(0, sizes.output),
+                                                expected_output(spec, r));
+        if (!diff.empty()) row.check = "fail: rank " + std::to_string(r) + " output " + diff;
+      }
+    }
+    if (trace) trace->add_run(graph, result, platform, coll_op_name(spec.op) + " " + format_size(row.data_size));
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::string format_table(const std::vector<PerfRow>& rows) {
+  std::ostringstream os;
+  char line[256];
+  std::snprintf(line, sizeof line, "%14s %14s %16s %16s %s\n", "data_size", "aveg_time", "alg_bandwidth",
+                "bus_bandwidth", "check_result");
+  os << line;
+  for (const PerfRow& r : rows) {
+    std::snprintf(line, sizeof line, "%14llu %14s %16s %16s ", static_cast<unsigned long long>(r.data_size),
+                  format_us(r.time, 3).c_str(), fixed(r.algbw_gbps, 4).c_str(), fixed(r.busbw_gbps, 4).c_str());
+    os << line << r.check << "\n";
+  }
+  return os.str();
+}
+
+std::string format_csv(const std::vector<PerfRow>& rows) {
+  std::ostringstream os;
+  os << "op,ranks,dtype,reduce_op,algo,count,input_bytes,output_bytes,data_size,time_us,algbw_GBps,busbw_GBps,"
+        "check_result\n";
+  for (const PerfRow& r : rows) {
+    std::string check = r.check;
+    for (char& c : check) {
+      if (c == ',' || c == '\n') c = ';';
+    }
+    os << coll_op_name(r.op) << "," << r.ranks << "," << data_type_name(r.dtype) << "," << reduce_op_name(r.reduce_op)
+       << "," << r.algo << "," << r.count << "," << r.input_bytes << "," << r.output_bytes << "," << r.data_size << ","
+       << format_us(r.time, 6) << "," << fixed(r.algbw_gbps, 4) << "," << fixed(r.busbw_gbps, 4) << "," << check
+       << "\n";
+  }
+  return os.str();
+}
+
+std::string format_json(const std::vector<PerfRow>& rows) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const PerfRow& r : rows) {
+    out.push_back({{"op", coll_op_name(r.op)},
+                   {"ranks", r.ranks},
+                   {"dtype", data_type_name(r.dtype)},
+                   {"reduce_op", reduce_op_name(r.reduce_op)},
+                   {"algo", r.algo},
+                   {"count", r.count},
+                   {"input_bytes", r.input_bytes},
+                   {"output_bytes", r.output_bytes},
+                   {"data_size", r.data_size},
+                   {"time_us", std::stod(format_us(r.time, 6))},
+                   {"algbw_GBps", std::stod(fixed(r.algbw_gbps, 4))},
+                   {"busbw_GBps", std::stod(fixed(r.busbw_gbps, 4))},
+                   {"check_result", r.check},
+                   {"tasks", r.tasks}});
+  }
+  return out.dump(2) + "\n";
+}
+
+}  // namespace hcclsim

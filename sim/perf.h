@@ -1,0 +1,64 @@
+// hccl_test on the simulator: one collective over a sweep of sizes, each
+// size run on the same elaborated hardware after the previous one, timed
+// from its own start, with the data check and the bandwidth figures.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/collectives/collective.h"
+#include "sim/trace.h"
+#include "topologies/platform.h"
+
+namespace hcclsim {
+
+struct PerfRequest {
+  CollOp op = CollOp::AllReduce;
+  int ranks = 8;
+  DataType dtype = DataType::Fp16;
+  ReduceOp reduce_op = ReduceOp::Sum;
+  int root = 0;
+  std::vector<std::uint64_t> sizes;       // data_size of each row, bytes
+  std::optional<Level0Algo> algo;         // nullopt: HCCL's choice
+  std::uint64_t buffer_bytes = 0;         // HCCL_BUFFSIZE
+  bool check = true;
+};
+
+struct PerfRow {
+  CollOp op;
+  int ranks;
+  DataType dtype;
+  ReduceOp reduce_op;
+  std::string algo;
+  std::uint64_t count;          // elements, hccl_test's count
+  std::uint64_t input_bytes;    // per rank
+  std::uint64_t output_bytes;   // per rank
+  std::uint64_t data_size;      // bytes the bandwidths divide (README)
+  Time time;
+  double algbw_gbps;
+  double busbw_gbps;
+  std::string check;            // "success", "fail: ...", or "skipped"
+  std::uint64_t tasks;
+  std::uint64_t activations;
+};
+
+// Elements per rank (hccl_test's count) for a requested data_size, rounded
+// down to whole elements per rank; the row reports the size actually used.
+std::uint64_t count_for_size(CollOp op, int ranks, DataType dtype, std::uint64_t data_size);
+std::uint64_t data_size_of(CollOp op, int ranks, DataType dtype, std::uint64_t count);
+// nccl-tests bus bandwidth factor: AllReduce 2(n-1)/n; AllGather,
+// ReduceScatter, AlltoAll (n-1)/n; Broadcast, Reduce 1.
+double bus_factor(CollOp op, int ranks);
+
+// Runs the sweep; a row whose run deadlocks throws GraphError (a bug in an
+// algorithm, never the user's input).
+std::vector<PerfRow> run_perf(Platform& platform, const PerfRequest& request, TraceWriter* trace = nullptr);
+
+// Output formats.
+std::string format_table(const std::vector<PerfRow>& rows);
+std::string format_csv(const std::vector<PerfRow>& rows);
+std::string format_json(const std::vector<PerfRow>& rows);
+
+}  // namespace hcclsim

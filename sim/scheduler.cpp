@@ -1,0 +1,176 @@
+#include "sim/scheduler.h"
+
+#include <algorithm>
+#include <sstream>
+#include <systemc>
+
+#include "sim/error.h"
+
+namespace hcclsim {
+
+void Scheduler::compile(const TaskGraph& graph) {
+  const auto& tasks = graph.tasks();
+  exec_.assign(tasks.size(), ExecTask{});
+  successors_.assign(tasks.size(), {});
+  stream_of_.assign(tasks.size(), 0);
+  for (TaskId id = 0; id < tasks.size(); ++id) {
+    const Task& t = tasks[id];
+    const int rank = graph.rank_of(id);
+    ExecTask& e = exec_[id];
+    switch (t.kind) {
+      case TaskKind::NotifyRecord:
+        e.kind = ExecKind::NotifyRecord;
+        e.target = &platform_.engine(t.peer);
+        e.notify = t.notify;
+        e.remote = !platform_.same_chip(rank, t.peer);
+        break;
+      case TaskKind::NotifyWait:
+        e.kind = ExecKind::NotifyWait;
+        e.notify = t.notify;
+        e.wait_timeout = t.timeout;
+        break;
+      case TaskKind::Memcpy:
+      case TaskKind::ReduceInline:
+        e.kind = ExecKind::Transfer;
+        e.bytes = t.bytes;
+        e.reduce = t.kind == TaskKind::ReduceInline;
+        if (t.bytes > 0) e.path = platform_.route(t.src.rank, t.dst.rank);
+        break;
+      case TaskKind::Compute: {
+        e.kind = ExecKind::Compute;
+        e.core_kind = t.core_kind;
+        e.cores = t.cores;
+        e.duration = t.duration;
+        const CoreParams& cores = platform_.engine(rank).params().cores;
+        const int available = t.core_kind == CoreKind::Aic ? cores.aic : cores.aiv;
+        if (t.cores < 1 || t.cores > available) {
+          throw GraphError(graph.describe(id) + " needs " + std::to_string(t.cores) + " cores but the NPU has " +
+                           std::to_string(available));
+        }
+        break;
+      }
+      case TaskKind::Delay:
+        e.kind = ExecKind::Delay;
+        e.duration = t.duration;
+        break;
+    }
+  }
+  for (const auto& [before, after] : graph.dependencies()) {
+    successors_[before].push_back(after);
+    ++exec_[after].unmet_deps;
+  }
+}
+
+RunResult Scheduler::run(const TaskGraph& graph, DataTracker* tracker) {
+  const int npus = platform_.npus();
+  graph.validate(npus, platform_.spec().npu.notify.registers);
+  graph_ = &graph;
+  tracker_ = tracker;
+  in_flight_.clear();
+  compile(graph);
+
+  result_ = RunResult{};
+  result_.begin = Time{sc_core::sc_time_stamp().value()};
+  result_.end = result_.begin;
+  result_.timings.assign(graph.tasks().size(), TaskTiming{});
+  const std::uint64_t activations_before = platform_.activations();
+
+  std::vector<std::vector<std::vector<std::uint32_t>>> streams(static_cast<std::size_t>(npus));
+  for (const Thread& th : graph.threads()) {
+    auto& list = streams[static_cast<std::size_t>(th.rank)];
+    for (TaskId id : th.tasks) stream_of_[id] = static_cast<std::uint32_t>(list.size());
+    list.push_back(th.tasks);
+  }
+  for (int n = 0; n < npus; ++n) {
+    platform_.engine(n).load(&exec_, std::move(streams[static_cast<std::size_t>(n)]), this);
+  }
+  sc_core::sc_start();
+
+  result_.activations = platform_.activations() - activations_before;
+  if (result_.failure.empty()) {
+    bool all_done = true;
+    for (int n = 0; n < npus; ++n) all_done = all_done && platform_.engine(n).all_done();
+    if (!all_done) result_.failure = deadlock_report();
+  }
+  graph_ = nullptr;
+  return result_;
+}
+
+void Scheduler::task_started(std::uint32_t id, Time at) {
+  TaskTiming& timing = result_.timings[id];
+  timing.start = at;
+  timing.started = true;
+  if (!tracker_) return;
+  const Task& t = graph_->task(id);
+  if (t.kind != TaskKind::Memcpy && t.kind != TaskKind::ReduceInline) return;
+  std::string bad = tracker_->bounds_error(t.src, t.bytes);
+  if (bad.empty()) bad = tracker_->bounds_error(t.dst, t.bytes);
+  if (!bad.empty()) {
+    if (result_.check_error.empty()) result_.check_error = graph_->describe(id) + ": " + bad;
+    return;
+  }
+  in_flight_[id] = tracker_->read(t.src, t.bytes);
+}
+
+void Scheduler::task_finished(std::uint32_t id, Time at) {
+  TaskTiming& timing = result_.timings[id];
+  timing.end = at;
+  timing.finished = true;
+  if (result_.end < at) result_.end = at;
+  if (tracker_) {
+    auto found = in_flight_.find(id);
+    if (found != in_flight_.end()) {
+      const Task& t = graph_->task(id);
+      if (t.kind == TaskKind::ReduceInline) {
+        tracker_->reduce(t.dst, found->second);
+      } else {
+        tracker_->write(t.dst, found->second);
+      }
+      in_flight_.erase(found);
+    }
+  }
+  for (TaskId next : successors_[id]) {
+    if (--exec_[next].unmet_deps == 0) {
+      platform_.engine(graph_->rank_of(next)).release_dependency(stream_of_[next]);
+    }
+  }
+}
+
+void Scheduler::wait_released(std::uint32_t wait, std::uint32_t record) {
+  result_.timings[wait].released_by = record;
+}
+
+void Scheduler::task_timed_out(std::uint32_t id, Time at) {
+  if (!result_.failure.empty()) return;
+  result_.timed_out = true;
+  std::ostringstream os;
+  os << "HCCL_E_TIMEOUT: " << graph_->describe(id) << " timed out at " << format_us(at) << " us after waiting "
+     << format_us(at - result_.timings[id].start) << " us; nothing recorded notify " << graph_->task(id).notify
+     << " in time";
+  result_.failure = os.str();
+}
+
+std::string Scheduler::deadlock_report() const {
+  std::ostringstream os;
+  os << "deadlock: the simulation ran out of events with tasks unfinished. Blocked threads:";
+  for (int n = 0; n < platform_.npus(); ++n) {
+    for (const auto& [stream, state] : platform_.engine(n).unfinished()) {
+      (void)stream;
+      os << "\n  " << graph_->describe(state.task) << " " << phase_name(state.phase) << " since "
+         << format_us(Time{state.since_ps}) << " us";
+      if (state.phase == TaskEngine::Phase::Notify) {
+        os << " (notify " << graph_->task(state.task).notify << " of rank " << n << " is never recorded)";
+      }
+      if (state.phase == TaskEngine::Phase::Deps) {
+        for (const auto& [before, after] : graph_->dependencies()) {
+          if (after == state.task && !result_.timings[before].finished) {
+            os << "\n    depends on unfinished " << graph_->describe(before);
+          }
+        }
+      }
+    }
+  }
+  return os.str();
+}
+
+}  // namespace hcclsim

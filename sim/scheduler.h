@@ -1,0 +1,66 @@
+// Runs a TaskGraph on a Platform: compiles tasks into the engines' executable
+// form, starts every stream, lets SystemC run until no event is left, then
+// either reports the timings or, if tasks remain, a deadlock report naming
+// each blocked thread and what it waits for. Never spins: an unfinishable
+// graph simply runs out of events.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "models/npu/exec_task.h"
+#include "sim/data_check.h"
+#include "sim/task_graph.h"
+#include "topologies/platform.h"
+
+namespace hcclsim {
+
+struct TaskTiming {
+  Time start;
+  Time end;
+  bool started = false;
+  bool finished = false;
+  std::int64_t released_by = -1;   // NotifyWait: the record that released it
+};
+
+struct RunResult {
+  Time begin;                      // simulated time when the run started
+  Time end;                        // when its last task finished
+  Time elapsed() const { return end - begin; }
+  std::vector<TaskTiming> timings;  // by TaskId, absolute simulated time
+  // Empty when every task finished. Otherwise why not: a deadlock or a timeout.
+  std::string failure;
+  bool timed_out = false;
+  std::string check_error;         // data check: first out-of-bounds access, if any
+  std::uint64_t activations = 0;   // SystemC process activations in this run
+};
+
+class Scheduler : private TaskObserver {
+ public:
+  explicit Scheduler(Platform& platform) : platform_(platform) {}
+
+  // `ranks_used`: graph rank r runs on NPU r. `tracker` (optional) follows data.
+  RunResult run(const TaskGraph& graph, DataTracker* tracker = nullptr);
+
+ private:
+  void task_started(std::uint32_t id, Time at) override;
+  void task_finished(std::uint32_t id, Time at) override;
+  void task_timed_out(std::uint32_t id, Time at) override;
+  void wait_released(std::uint32_t wait, std::uint32_t record) override;
+  void compile(const TaskGraph& graph);
+  std::string deadlock_report() const;
+
+  Platform& platform_;
+  const TaskGraph* graph_ = nullptr;
+  DataTracker* tracker_ = nullptr;
+  std::vector<ExecTask> exec_;
+  std::vector<std::vector<TaskId>> successors_;
+  std::vector<std::uint32_t> stream_of_;   // task -> stream index within its rank's engine
+  std::unordered_map<TaskId, std::vector<Piece>> in_flight_;  // data read at start
+  RunResult result_;
+};
+
+}  // namespace hcclsim

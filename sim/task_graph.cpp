@@ -1,0 +1,201 @@
+#include "sim/task_graph.h"
+
+#include <algorithm>
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/strong_components.hpp>
+#include <map>
+#include <sstream>
+
+#include "sim/error.h"
+
+namespace hcclsim {
+
+const char* task_kind_name(TaskKind kind) {
+  switch (kind) {
+    case TaskKind::NotifyRecord: return "Notify Record";
+    case TaskKind::NotifyWait: return "Notify Wait";
+    case TaskKind::Memcpy: return "Memcpy";
+    case TaskKind::ReduceInline: return "Reduce_Inline";
+    case TaskKind::Compute: return "Compute";
+    case TaskKind::Delay: return "Delay";
+  }
+  return "?";
+}
+
+const char* buffer_kind_name(BufferKind kind) {
+  switch (kind) {
+    case BufferKind::Input: return "input";
+    case BufferKind::Output: return "output";
+    case BufferKind::Scratch: return "hccl_buffer";
+  }
+  return "?";
+}
+
+ThreadId TaskGraph::add_thread(int rank, std::string name) {
+  threads_.push_back(Thread{rank, std::move(name), {}});
+  return static_cast<ThreadId>(threads_.size() - 1);
+}
+
+TaskId TaskGraph::add(Task task) {
+  const TaskId id = static_cast<TaskId>(tasks_.size());
+  threads_.at(task.thread).tasks.push_back(id);
+  tasks_.push_back(std::move(task));
+  return id;
+}
+
+void TaskGraph::add_dependency(TaskId before, TaskId after) { dependencies_.emplace_back(before, after); }
+
+TaskId TaskGraph::record(ThreadId thread, int peer, int notify, std::string label) {
+  Task t;
+  t.kind = TaskKind::NotifyRecord;
+  t.thread = thread;
+  t.peer = peer;
+  t.notify = notify;
+  t.label = std::move(label);
+  return add(std::move(t));
+}
+
+TaskId TaskGraph::wait(ThreadId thread, int notify, std::string label, Time timeout) {
+  Task t;
+  t.kind = TaskKind::NotifyWait;
+  t.thread = thread;
+  t.notify = notify;
+  t.timeout = timeout;
+  t.label = std::move(label);
+  return add(std::move(t));
+}
+
+static Task data_task(TaskKind kind, ThreadId thread, BufferRef src, BufferRef dst, std::uint64_t bytes,
+                      std::string label) {
+  Task t;
+  t.kind = kind;
+  t.thread = thread;
+  t.src = src;
+  t.dst = dst;
+  t.bytes = bytes;
+  t.label = std::move(label);
+  return t;
+}
+
+TaskId TaskGraph::copy(ThreadId thread, BufferRef src, BufferRef dst, std::uint64_t bytes, std::string label) {
+  return add(data_task(TaskKind::Memcpy, thread, src, dst, bytes, std::move(label)));
+}
+
+TaskId TaskGraph::reduce(ThreadId thread, BufferRef src, BufferRef dst, std::uint64_t bytes,
+                         std::string label) {
+  return add(data_task(TaskKind::ReduceInline, thread, src, dst, bytes, std::move(label)));
+}
+
+std::string TaskGraph::describe(TaskId id) const {
+  const Task& t = tasks_[id];
+  const Thread& th = threads_[t.thread];
+  const auto pos = std::find(th.tasks.begin(), th.tasks.end(), id) - th.tasks.begin();
+  std::ostringstream os;
+  os << "rank " << th.rank << " thread '" << th.name << "' task #" << pos << " (" << task_kind_name(t.kind);
+  if (t.kind == TaskKind::NotifyRecord) os << " to notify " << t.notify << " of rank " << t.peer;
+  if (t.kind == TaskKind::NotifyWait) os << " on notify " << t.notify;
+  if (!t.label.empty()) os << ", " << t.label;
+  os << ")";
+  return os.str();
+}
+
+void TaskGraph::validate(int ranks, int notify_registers) const {
+  for (ThreadId th = 0; th < threads_.size(); ++th) {
+    if (threads_[th].rank < 0 || threads_[th].rank >= ranks) {
+      throw GraphError("thread '" + threads_[th].name + "' is on rank " + std::to_string(threads_[th].rank) +
+                       ", outside 0.." + std::to_string(ranks - 1));
+    }
+  }
+  // Records and waits per notify (rank, index).
+  struct NotifyUse {
+    std::vector<TaskId> records;
+    std::vector<TaskId> waits;
+  };
+  std::map<std::pair<int, int>, NotifyUse> uses;
+  for (TaskId id = 0; id < tasks_.size(); ++id) {
+    const Task& t = tasks_[id];
+    const int rank = rank_of(id);
+    if (t.kind == TaskKind::NotifyRecord || t.kind == TaskKind::NotifyWait) {
+      const int owner = t.kind == TaskKind::NotifyRecord ? t.peer : rank;
+      if (owner < 0 || owner >= ranks) {
+        throw GraphError(describe(id) + " targets rank " + std::to_string(owner) + ", which does not exist");
+      }
+      if (t.notify < 0 || t.notify >= notify_registers) {
+        throw GraphError(describe(id) + " uses notify " + std::to_string(t.notify) +
+                         ", which does not exist (each NPU has notifies 0.." +
+                         std::to_string(notify_registers - 1) + ")");
+      }
+      auto& use = uses[{owner, t.notify}];
+      (t.kind == TaskKind::NotifyRecord ? use.records : use.waits).push_back(id);
+    }
+    if (t.kind == TaskKind::Memcpy || t.kind == TaskKind::ReduceInline) {
+      for (const BufferRef& b : {t.src, t.dst}) {
+        if (b.rank < 0 || b.rank >= ranks) {
+          throw GraphError(describe(id) + " touches rank " + std::to_string(b.rank) + ", which does not exist");
+        }
+      }
+      if (t.src.rank != rank && t.dst.rank != rank) {
+        throw GraphError(describe(id) + " moves data between two other ranks; one end must be its own rank");
+      }
+    }
+  }
+  for (const auto& [before, after] : dependencies_) {
+    if (before >= tasks_.size() || after >= tasks_.size()) throw GraphError("a dependency names a task that does not exist");
+  }
+
+  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
+  Graph g(tasks_.size());
+  for (const Thread& th : threads_) {
+    for (std::size_t i = 1; i < th.tasks.size(); ++i) boost::add_edge(th.tasks[i - 1], th.tasks[i], g);
+  }
+  for (const auto& [before, after] : dependencies_) boost::add_edge(before, after, g);
+
+  for (const auto& [key, use] : uses) {
+    const auto& [owner, notify] = key;
+    if (!use.waits.empty() && use.records.empty()) {
+      throw GraphError(describe(use.waits.front()) + " waits on notify " + std::to_string(notify) + " of rank " +
+                       std::to_string(owner) + ", but no task records it");
+    }
+    for (TaskId w : use.waits) {
+      if (tasks_[w].thread != tasks_[use.waits.front()].thread) {
+        throw GraphError(describe(use.waits.front()) + " and " + describe(w) +
+                         " wait on the same notify from two threads; a notify belongs to one thread");
+      }
+    }
+    // With one recording thread the k-th record releases the k-th wait; that
+    // pairing is static and joins the cycle check.
+    bool one_recorder = true;
+    for (TaskId r : use.records) one_recorder = one_recorder && tasks_[r].thread == tasks_[use.records.front()].thread;
+    if (one_recorder && use.waits.size() > use.records.size()) {
+      throw GraphError(describe(use.waits[use.records.size()]) + " has no record to release it: notify " +
+                       std::to_string(notify) + " of rank " + std::to_string(owner) + " is waited on " +
+                       std::to_string(use.waits.size()) + " times but recorded " +
+                       std::to_string(use.records.size()) + " times");
+    }
+    if (one_recorder) {
+      for (std::size_t k = 0; k < use.waits.size(); ++k) boost::add_edge(use.records[k], use.waits[k], g);
+    }
+  }
+
+  std::vector<std::size_t> component(tasks_.size());
+  const std::size_t count = boost::strong_components(g, component.data());
+  if (count == tasks_.size()) return;
+  std::vector<std::size_t> size(count, 0);
+  for (std::size_t c : component) ++size[c];
+  for (TaskId id = 0; id < tasks_.size(); ++id) {
+    if (size[component[id]] < 2) continue;
+    std::ostringstream os;
+    os << "the task graph has a cycle; these tasks wait on each other:";
+    int listed = 0;
+    for (TaskId other = 0; other < tasks_.size() && listed < 12; ++other) {
+      if (component[other] == component[id]) {
+        os << "\n  " << describe(other);
+        ++listed;
+      }
+    }
+    if (size[component[id]] > 12) os << "\n  ... and " << size[component[id]] - 12 << " more";
+    throw GraphError(os.str());
+  }
+}
+
+}  // namespace hcclsim

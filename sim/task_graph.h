@@ -1,0 +1,95 @@
+// A collective or a program as tasks on threads (streams) of ranks.
+//
+// Edges: each thread runs its tasks in order; a notify wait is released by a
+// notify record to its (rank, notify index); an explicit dependency makes a
+// task wait for another to finish (InterHcclGroupSync, Commit). Built by the
+// algorithms and front ends, validated, then compiled by the scheduler.
+// Knows nothing of hardware timing or SystemC.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/npu/exec_task.h"
+#include "sim/units.h"
+
+namespace hcclsim {
+
+using TaskId = std::uint32_t;
+using ThreadId = std::uint32_t;
+
+enum class TaskKind : std::uint8_t { NotifyRecord, NotifyWait, Memcpy, ReduceInline, Compute, Delay };
+const char* task_kind_name(TaskKind kind);  // the msprof names: "Notify Record", "Memcpy", ...
+
+// Buffers the data check follows: the user's input and output, and the HCCL
+// buffer (CCL buffer, HCCL_BUFFSIZE) of each rank.
+enum class BufferKind : std::uint8_t { Input, Output, Scratch };
+const char* buffer_kind_name(BufferKind kind);
+
+struct BufferRef {
+  int rank = 0;
+  BufferKind buffer = BufferKind::Input;
+  std::uint64_t offset = 0;
+};
+
+struct Task {
+  TaskKind kind = TaskKind::Delay;
+  ThreadId thread = 0;
+  // NotifyRecord: sets `notify` of `peer`. NotifyWait: waits on `notify` of its own rank.
+  int peer = -1;
+  int notify = -1;
+  Time timeout;                       // NotifyWait; 0 = forever
+  // Memcpy / ReduceInline: `bytes` from src to dst; src or dst is on this rank.
+  BufferRef src;
+  BufferRef dst;
+  std::uint64_t bytes = 0;
+  // Compute / Delay.
+  CoreKind core_kind = CoreKind::Aiv;
+  int cores = 0;
+  Time duration;
+  std::string label;                  // shown in the trace, e.g. "AllGather#1 step 3"
+};
+
+struct Thread {
+  int rank = 0;
+  std::string name;                   // track name, e.g. "Plane1" or "domain0/aiv"
+  std::vector<TaskId> tasks;
+};
+
+class TaskGraph {
+ public:
+  ThreadId add_thread(int rank, std::string name);
+  // Appends to the task's thread (in-order edge from the previous task).
+  TaskId add(Task task);
+  // `after` starts only once `before` has finished.
+  void add_dependency(TaskId before, TaskId after);
+
+  // Convenience builders.
+  TaskId record(ThreadId thread, int peer, int notify, std::string label = {});
+  TaskId wait(ThreadId thread, int notify, std::string label = {}, Time timeout = {});
+  TaskId copy(ThreadId thread, BufferRef src, BufferRef dst, std::uint64_t bytes, std::string label = {});
+  TaskId reduce(ThreadId thread, BufferRef src, BufferRef dst, std::uint64_t bytes, std::string label = {});
+
+  const std::vector<Task>& tasks() const { return tasks_; }
+  const std::vector<Thread>& threads() const { return threads_; }
+  const Task& task(TaskId id) const { return tasks_[id]; }
+  const Thread& thread(ThreadId id) const { return threads_[id]; }
+  int rank_of(TaskId id) const { return threads_[tasks_[id].thread].rank; }
+  const std::vector<std::pair<TaskId, TaskId>>& dependencies() const { return dependencies_; }
+
+  // "rank 3 Plane2 task #7 (Notify Wait notify 12)".
+  std::string describe(TaskId id) const;
+
+  // Throws GraphError naming the tasks involved: a notify index outside
+  // [0, notify_registers), a rank outside [0, ranks), a wait that nothing
+  // records, two threads waiting on one notify, a cycle.
+  void validate(int ranks, int notify_registers) const;
+
+ private:
+  std::vector<Task> tasks_;
+  std::vector<Thread> threads_;
+  std::vector<std::pair<TaskId, TaskId>> dependencies_;
+};
+
+}  // namespace hcclsim

@@ -1,0 +1,146 @@
+#include "tools/cli_common.h"
+
+#include <sys/resource.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <stdexcept>
+
+#include "sim/collectives/hccl_algo.h"
+#include "sim/error.h"
+
+namespace hcclsim {
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& i : items) out += (out.empty() ? "" : ", ") + i;
+  return out;
+}
+
+std::string default_topology() {
+  // Next to the build tree's source, so `build/hcclsim perf all_reduce` works from anywhere.
+  return std::string(HCCLSIM_SOURCE_DIR) + "/configs/topologies/a2-server.json";
+}
+
+Args::Args(std::vector<std::string> words) : words_(std::move(words)), used_(words_.size(), false) {}
+
+std::string Args::positional(const std::string& what, const std::string& command) {
+  for (std::size_t i = 0; i < words_.size(); ++i) {
+    if (used_[i]) continue;
+    if (!words_[i].empty() && words_[i][0] == '-') {
+      ++i;  // skip the option's value; flags are consumed before positionals are read
+      continue;
+    }
+    used_[i] = true;
+    return words_[i];
+  }
+  throw InputError(what, "missing " + what + " after '" + command + "'");
+}
+
+std::optional<std::string> Args::optional(const std::string& name) {
+  std::optional<std::string> found;
+  for (std::size_t i = 0; i < words_.size(); ++i) {
+    if (words_[i] != name || used_[i]) continue;
+    if (i + 1 >= words_.size()) throw InputError("option " + name, "expects a value");
+    used_[i] = used_[i + 1] = true;
+    found = words_[i + 1];
+  }
+  return found;
+}
+
+std::string Args::value(const std::string& name, const std::string& fallback) {
+  return optional(name).value_or(fallback);
+}
+
+bool Args::flag(const std::string& name) {
+  bool found = false;
+  for (std::size_t i = 0; i < words_.size(); ++i) {
+    if (words_[i] == name && !used_[i]) {
+      used_[i] = true;
+      found = true;
+    }
+  }
+  return found;
+}
+
+int Args::int_in(const std::string& name, int min, int max, int fallback, const std::string& why) {
+  const std::optional<std::string> text = optional(name);
+  if (!text) return fallback;
+  std::size_t used = 0;
+  long v = 0;
+  try {
+    v = std::stol(*text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text->size() || text->empty()) throw InputError("option " + name, "expected an integer, got '" + *text + "'");
+  if (v < min || v > max) {
+    throw InputError("option " + name, "value " + *text + " is out of range; expected an integer in [" +
+                                           std::to_string(min) + ", " + std::to_string(max) + "]" +
+                                           (why.empty() ? "" : " (" + why + ")"));
+  }
+  return static_cast<int>(v);
+}
+
+std::uint64_t Args::size(const std::string& name, std::uint64_t fallback) {
+  const std::optional<std::string> text = optional(name);
+  if (!text) return fallback;
+  try {
+    return parse_size(*text, /*allow_bare_bytes=*/true);
+  } catch (const UnitError& e) {
+    throw InputError("option " + name, e.what());
+  }
+}
+
+void Args::finish() const {
+  for (std::size_t i = 0; i < words_.size(); ++i) {
+    if (!used_[i]) throw InputError("command line", "unexpected argument '" + words_[i] + "' (see hcclsim help)");
+  }
+}
+
+std::optional<Level0Algo> parse_algo(const std::optional<std::string>& text, CollOp op) {
+  if (!text) return std::nullopt;
+  try {
+    return parse_hccl_algo(*text, op);
+  } catch (const std::invalid_argument& e) {
+    throw InputError("option --algo", e.what());
+  }
+}
+
+double WallClock::seconds() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void print_stats(const WallClock& clock, std::uint64_t tasks, std::uint64_t events) {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  const double wall = clock.seconds();
+  std::fprintf(stderr, "stats: wall %.3f s, %llu tasks, %llu events (%.3g events/s), peak RSS %.1f MiB\n", wall,
+               static_cast<unsigned long long>(tasks), static_cast<unsigned long long>(events),
+               wall > 0 ? static_cast<double>(events) / wall : 0.0, static_cast<double>(usage.ru_maxrss) / 1024.0);
+}
+
+void write_trace(const TraceWriter& trace, const std::string& file) {
+  std::ofstream out(file);
+  if (!out) throw InputError("option --trace", "cannot write " + file);
+  trace.write(out);
+}
+
+int run_command(const std::vector<std::string>& words, const std::function<int(const std::string&, Args&)>& body) {
+  try {
+    Args args(std::vector<std::string>(words.begin() + 1, words.end()));
+    return body(words[0], args);
+  } catch (const InputError& e) {
+    std::cerr << "hcclsim: error: " << e.what() << "\n";
+    return 2;
+  } catch (const GraphError& e) {
+    std::cerr << "hcclsim: " << e.what() << "\n";
+    return 1;
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "hcclsim: error: " << e.what() << "\n";
+    return 2;
+  }
+}
+
+}  // namespace hcclsim

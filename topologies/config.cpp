@@ -1,0 +1,174 @@
+#include "topologies/config.h"
+
+#include <filesystem>
+#include <set>
+
+#include "sim/json_reader.h"
+
+namespace hcclsim {
+
+namespace {
+
+ChannelParams read_channel(ObjectReader r) {
+  ChannelParams c;
+  c.bandwidth = r.required_bandwidth("bandwidth");
+  c.latency = r.required_time("latency");
+  c.segment_bytes = r.required_size("segment");
+  if (c.segment_bytes == 0) r.location_of("segment").fail("a segment must hold at least one byte");
+  r.finish();
+  return c;
+}
+
+// "13.5TFLOPS" -> flops per second. The digits are exactly those of a
+// decimal size ("13.5TB"), so the size parser does the exact arithmetic.
+std::uint64_t read_flops(ObjectReader& r, const std::string& key) {
+  const JsonLocation loc = r.location_of(key);
+  const nlohmann::json* v = &r.required_value(key);
+  if (v->is_object()) {  // a cited constant
+    ObjectReader cited(*v, loc);
+    cited.required_string("source");
+    v = &cited.required_value("value");
+    cited.finish();
+  }
+  const std::string text = v->is_string() ? v->get<std::string>() : std::string();
+  for (const auto& [suffix, as_size] : {std::pair{"TFLOPS", "TB"}, std::pair{"GFLOPS", "GB"}}) {
+    const std::string s = suffix;
+    if (text.size() > s.size() && text.compare(text.size() - s.size(), s.size(), s) == 0) {
+      try {
+        return parse_size(text.substr(0, text.size() - s.size()) + as_size);
+      } catch (const UnitError& e) {
+        loc.fail(e.what());
+      }
+    }
+  }
+  loc.fail("expected a string with a unit such as \"8TFLOPS\" or \"500GFLOPS\"");
+}
+
+}  // namespace
+
+HardwareProfile load_profile(const std::string& file) {
+  const nlohmann::json doc = load_json_file(file);
+  ObjectReader root(doc, JsonLocation{file});
+  HardwareProfile profile;
+  profile.file = file;
+  profile.name = root.required_string("name");
+  root.optional_string("description");
+  {
+    ObjectReader npu = root.required_object("npu");
+    NpuParams& p = profile.npu;
+    p.model = npu.required_string("model");
+    {
+      ObjectReader cores = npu.required_object("cores");
+      p.cores.aic = static_cast<int>(cores.required_int_in("aic", 0, 1024));
+      p.cores.aiv = static_cast<int>(cores.required_int_in("aiv", 0, 1024));
+      p.cores.aic_flops_per_s = read_flops(cores, "aic_fp16_rate");
+      p.cores.aiv_bandwidth = cores.required_bandwidth("aiv_bandwidth");
+      cores.finish();
+    }
+    {
+      ObjectReader sdma = npu.required_object("sdma");
+      p.sdma.engines = static_cast<int>(sdma.required_int_in("engines", 1, 1024));
+      p.sdma.task_fixed = sdma.required_time("task_fixed");
+      p.sdma.copy_bandwidth = sdma.required_bandwidth("copy_bandwidth");
+      p.sdma.reduce_bandwidth = sdma.required_bandwidth("reduce_bandwidth");
+      sdma.finish();
+    }
+    {
+      ObjectReader notify = npu.required_object("notify");
+      p.notify.registers = static_cast<int>(notify.required_int_in("registers", 1, 1 << 20));
+      p.notify.record_local = notify.required_time("record_local");
+      p.notify.record_remote = notify.required_time("record_remote");
+      p.notify.wait = notify.required_time("wait");
+      notify.finish();
+    }
+    {
+      ObjectReader stream = npu.required_object("stream");
+      p.stream.task_dispatch = stream.required_time("task_dispatch");
+      p.stream.op_launch = stream.required_time("op_launch");
+      stream.finish();
+    }
+    p.local_memory = read_channel(npu.required_object("local_memory"));
+    p.hccl_buffer_bytes = npu.required_size("hccl_buffer");
+    if (p.hccl_buffer_bytes == 0) npu.location_of("hccl_buffer").fail("the HCCL buffer cannot be empty");
+    npu.finish();
+  }
+  {
+    ObjectReader links = root.required_object("links");
+    for (const std::string kind : {"hccs", "sio", "ub", "roce"}) {
+      if (links.has(kind)) profile.links[kind] = read_channel(links.required_object(kind));
+    }
+    links.finish();
+  }
+  root.finish();
+  return profile;
+}
+
+TopologySpec load_topology(const std::string& file, const std::optional<std::string>& profile_override) {
+  const nlohmann::json doc = load_json_file(file);
+  ObjectReader root(doc, JsonLocation{file});
+  TopologySpec spec;
+  spec.name = root.required_string("name");
+  root.optional_string("description");
+  const std::string profile_ref = root.required_string("profile");
+  const std::string profile_file =
+      profile_override ? *profile_override
+                       : (std::filesystem::path(file).parent_path() / profile_ref).lexically_normal().string();
+  const HardwareProfile profile = load_profile(profile_file);
+  spec.npu = profile.npu;
+  spec.npus = static_cast<int>(root.required_int_in("npus", 1, 1 << 20));
+  spec.npus_per_server = static_cast<int>(root.int_in_or("npus_per_server", 1, 1 << 20, spec.npus));
+  spec.npus_per_chip = static_cast<int>(root.int_in_or("npus_per_chip", 1, 2, 1));
+  spec.switches = static_cast<int>(root.int_in_or("switches", 0, 1 << 20, 0));
+  const int nodes = spec.npus + spec.switches;
+
+  const nlohmann::json& links = root.required_array("links");
+  for (std::size_t i = 0; i < links.size(); ++i) {
+    const JsonLocation loc = root.location_of("links").index(i);
+    ObjectReader link(links[i], loc);
+    const std::string kind = link.required_choice("kind", {"hccs", "sio", "ub", "roce"});
+    const auto params = profile.links.find(kind);
+    if (params == profile.links.end()) {
+      link.location_of("kind").fail("link kind '" + kind + "' is not described in profile " + profile_file);
+    }
+    auto read_nodes = [&](const std::string& key) {
+      std::vector<int> out;
+      const nlohmann::json& arr = link.required_array(key);
+      for (std::size_t k = 0; k < arr.size(); ++k) {
+        const JsonLocation nloc = link.location_of(key).index(k);
+        if (!arr[k].is_number_integer() || arr[k].get<std::int64_t>() < 0 || arr[k].get<std::int64_t>() >= nodes) {
+          nloc.fail("expected a node index in [0, " + std::to_string(nodes - 1) + "]");
+        }
+        out.push_back(arr[k].get<int>());
+      }
+      return out;
+    };
+    std::vector<std::pair<int, int>> pairs;
+    if (link.has("between")) {
+      const std::vector<int> ends = read_nodes("between");
+      if (ends.size() != 2 || ends[0] == ends[1]) {
+        link.location_of("between").fail("expected two different node indices");
+      }
+      pairs.push_back({ends[0], ends[1]});
+    } else if (link.has("full_mesh")) {
+      const std::vector<int> members = read_nodes("full_mesh");
+      for (std::size_t a = 0; a < members.size(); ++a) {
+        for (std::size_t b = a + 1; b < members.size(); ++b) pairs.push_back({members[a], members[b]});
+      }
+    } else {
+      loc.fail("a link needs \"between\": [a, b] or \"full_mesh\": [nodes...]");
+    }
+    link.finish();
+    for (const auto& [a, b] : pairs) spec.links.push_back(LinkSpec{a, b, kind, params->second});
+  }
+  std::set<std::pair<int, int>> seen;
+  for (const LinkSpec& l : spec.links) {
+    if (!seen.insert({std::min(l.a, l.b), std::max(l.a, l.b)}).second) {
+      root.location_of("links").fail("nodes " + std::to_string(l.a) + " and " + std::to_string(l.b) +
+                                     " are linked twice");
+    }
+  }
+  root.finish();
+  return spec;
+}
+
+}  // namespace hcclsim

@@ -1,0 +1,66 @@
+// The hardware of a topology, elaborated once as SystemC modules: one stream
+// engine per NPU, one channel per link direction and per NPU's local memory.
+// Workloads run on it one after another; routes are looked up here.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "models/link/channel.h"
+#include "models/npu/task_engine.h"
+#include "models/params.h"
+
+namespace hcclsim {
+
+// A full-duplex link between two nodes (NPUs are nodes 0..npus-1; switches
+// follow). Each direction becomes one Channel.
+struct LinkSpec {
+  int a = 0;
+  int b = 0;
+  std::string kind;          // "hccs", "sio", "ub", "roce"
+  ChannelParams params;
+};
+
+struct TopologySpec {
+  std::string name;
+  int npus = 0;
+  int switches = 0;
+  int npus_per_chip = 1;     // A3: two dies (ranks) per chip
+  int npus_per_server = 8;
+  NpuParams npu;
+  std::vector<LinkSpec> links;
+};
+
+class Platform {
+ public:
+  explicit Platform(const TopologySpec& spec);
+  ~Platform();
+
+  int npus() const { return spec_.npus; }
+  const TopologySpec& spec() const { return spec_; }
+  TaskEngine& engine(int npu) { return *engines_.at(static_cast<std::size_t>(npu)); }
+  Channel& local_memory(int npu) { return *local_memory_.at(static_cast<std::size_t>(npu)); }
+  bool same_chip(int a, int b) const { return a / spec_.npus_per_chip == b / spec_.npus_per_chip; }
+
+  // Channels from `src` to `dst` NPU: the local memory channel when equal,
+  // else the fewest-hop path over links (ties broken by lowest node id).
+  // Throws std::invalid_argument when no path exists.
+  const std::vector<Channel*>& route(int src, int dst);
+  // Channel from node a to node b, or nullptr if they are not linked.
+  Channel* channel(int a, int b) const;
+
+  std::uint64_t activations() const;  // SystemC process activations so far
+  const std::vector<std::unique_ptr<Channel>>& channels() const { return channels_; }
+
+ private:
+  TopologySpec spec_;
+  std::vector<std::unique_ptr<TaskEngine>> engines_;
+  std::vector<std::unique_ptr<Channel>> local_memory_;
+  std::vector<std::unique_ptr<Channel>> channels_;
+  std::vector<std::vector<std::pair<int, Channel*>>> adjacency_;  // node -> (neighbour, channel)
+  std::map<std::pair<int, int>, std::vector<Channel*>> routes_;
+};
+
+}  // namespace hcclsim
