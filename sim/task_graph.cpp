@@ -86,6 +86,35 @@ TaskId TaskGraph::reduce(ThreadId thread, BufferRef src, BufferRef dst, std::uin
   return add(data_task(TaskKind::ReduceInline, thread, src, dst, bytes, std::move(label)));
 }
 
+std::vector<TaskId> TaskGraph::append(const TaskGraph& part, const std::vector<int>& rank_map, int notify_base,
+                                      const std::string& thread_prefix) {
+  std::vector<ThreadId> thread_map;
+  for (const Thread& th : part.threads_) thread_map.push_back(add_thread(rank_map.at(th.rank), thread_prefix + th.name));
+  std::vector<TaskId> ids;
+  ids.reserve(part.tasks_.size());
+  for (const Task& original : part.tasks_) {
+    Task t = original;
+    t.thread = thread_map[original.thread];
+    if (t.kind == TaskKind::NotifyRecord || t.kind == TaskKind::NotifyWait) t.notify += notify_base;
+    if (t.kind == TaskKind::NotifyRecord) t.peer = rank_map.at(t.peer);
+    if (t.kind == TaskKind::Memcpy || t.kind == TaskKind::ReduceInline) {
+      t.src.rank = rank_map.at(t.src.rank);
+      t.dst.rank = rank_map.at(t.dst.rank);
+    }
+    ids.push_back(add(std::move(t)));
+  }
+  for (const auto& [before, after] : part.dependencies_) add_dependency(ids[before], ids[after]);
+  return ids;
+}
+
+int TaskGraph::notifies_used() const {
+  int used = 0;
+  for (const Task& t : tasks_) {
+    if (t.kind == TaskKind::NotifyRecord || t.kind == TaskKind::NotifyWait) used = std::max(used, t.notify + 1);
+  }
+  return used;
+}
+
 std::string TaskGraph::describe(TaskId id) const {
   const Task& t = tasks_[id];
   const Thread& th = threads_[t.thread];

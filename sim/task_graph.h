@@ -71,6 +71,14 @@ class TaskGraph {
   TaskId copy(ThreadId thread, BufferRef src, BufferRef dst, std::uint64_t bytes, std::string label = {});
   TaskId reduce(ThreadId thread, BufferRef src, BufferRef dst, std::uint64_t bytes, std::string label = {});
 
+  // Copies `part` into this graph: its rank r becomes rank_map[r], its notify
+  // n becomes notify_base + n, its thread names get `thread_prefix`. Returns
+  // the new id of each of part's tasks (index = old id).
+  std::vector<TaskId> append(const TaskGraph& part, const std::vector<int>& rank_map, int notify_base,
+                             const std::string& thread_prefix);
+  // One more than the largest notify index used (0 if none).
+  int notifies_used() const;
+
   const std::vector<Task>& tasks() const { return tasks_; }
   const std::vector<Thread>& threads() const { return threads_; }
   const Task& task(TaskId id) const { return tasks_[id]; }
