@@ -1,5 +1,7 @@
 // hcclsim command line: `perf` (hccl_test-style sweeps) and `run` (programs).
+#include <cstdio>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -8,8 +10,10 @@
 #include <systemc>
 #include <vector>
 
+#include "sim/critical_path.h"
 #include "sim/error.h"
 #include "sim/perf.h"
+#include "sim/program/program_json.h"
 #include "tools/cli_common.h"
 #include "topologies/config.h"
 
@@ -20,6 +24,8 @@ const char* kUsage = R"(hcclsim - a cycle-approximate simulator of HCCL collecti
 
 usage:
   hcclsim perf <op> [options]       hccl_test-style sweep of one collective
+  hcclsim run --program FILE [opts] run a communication program (HCCL thread/notify
+                                    API and Ascend C Hccl kernels, see README)
   hcclsim help                      this text
 
 <op>: all_reduce | all_gather | reduce_scatter | alltoall | broadcast | reduce
@@ -41,6 +47,15 @@ perf options:
   --trace FILE      write a Chrome trace-event JSON (Perfetto, MindStudio Insight)
   --no-check        skip the data check (check_result shows "skipped")
   --stats           print wall time, tasks, events/s and peak memory to stderr
+
+run options:
+  --program FILE    program JSON (configs/programs/)
+  --topology FILE   as for perf; --profile FILE as for perf
+  --format F        table | json (default table)
+  --trace FILE      Chrome trace: a track per domain/engine/thread, flow arrows
+                    from each notify record to the wait it released
+  run prints the total time, per handle its start, end and duration, Query
+  results, and the critical path (the chain of tasks that set the total).
 
 Columns: data_size (bytes), aveg_time (us), alg_bandwidth = data_size/time (GB/s,
 1e9 B/s), bus_bandwidth = alg_bandwidth x bus factor (AllReduce 2(n-1)/n; AllGather,
@@ -132,6 +147,152 @@ int perf(Args& args) {
   return 0;
 }
 
+Arch arch_of(const NpuParams& npu, const std::string& topology_file) {
+  if (npu.model == "910B") return Arch::A2;
+  if (npu.model == "910C") return Arch::A3;
+  throw InputError(topology_file, "NPU model '" + npu.model + "' is neither 910B (A2) nor 910C (A3)");
+}
+
+std::string task_line(const TaskGraph& g, const RunResult& r, TaskId id, Platform& platform) {
+  const Task& t = g.task(id);
+  std::string line = format_us(r.timings[id].start) + " -> " + format_us(r.timings[id].end) + "  rank " +
+                     std::to_string(g.rank_of(id)) + " " + g.thread(t.thread).name + "  " + task_kind_name(t.kind);
+  if (!t.label.empty()) line += " (" + t.label + ")";
+  if ((t.kind == TaskKind::Memcpy || t.kind == TaskKind::ReduceInline) && t.bytes > 0) {
+    line += " " + std::to_string(t.bytes) + " B over";
+    for (Channel* ch : platform.route(t.src.rank, t.dst.rank)) line += " [" + ch->label() + "]";
+  }
+  return line;
+}
+
+int run(Args& args) {
+  const std::string program_file = args.optional("--program").value_or("");
+  if (program_file.empty()) throw InputError("option --program", "run needs --program FILE");
+  const std::string topology_file = args.value("--topology", default_topology());
+  const std::optional<std::string> profile = args.optional("--profile");
+  const std::string format = args.value("--format", "table");
+  if (format != "table" && format != "json") {
+    throw InputError("option --format", "unknown format '" + format + "'; expected table or json");
+  }
+  const std::optional<std::string> trace_file = args.optional("--trace");
+  const bool stats = args.flag("--stats");
+  args.finish();
+
+  const TopologySpec spec = load_topology(topology_file, profile);
+  Program program(arch_of(spec.npu, topology_file), spec.npus, spec.npu);
+  const LoadedProgram loaded = load_program(program_file, program);
+  Program::Built built;
+  try {
+    built = program.build();
+  } catch (const ProgramError& e) {
+    std::cerr << "hcclsim: program " << loaded.name << " cannot finish: " << e.what() << "\n";
+    return 1;
+  } catch (const std::invalid_argument& e) {
+    throw InputError(program_file, e.what());
+  }
+  WallClock clock;
+  Platform platform(spec);
+  Scheduler scheduler(platform);
+  const RunResult result = scheduler.run(built.graph);
+  if (trace_file) {
+    TraceWriter trace;
+    trace.add_run(built.graph, result, platform, loaded.name);
+    write_trace(trace, *trace_file);
+  }
+  if (!result.failure.empty()) {
+    std::cerr << "hcclsim: program " << loaded.name << " did not finish: " << result.failure << "\n";
+    return 1;
+  }
+
+  struct Span {
+    Time start;
+    Time end;
+  };
+  auto span_of = [&](const std::vector<std::vector<TaskId>>& repeats) {
+    Span s{Time{~0ULL}, Time{}};
+    for (const auto& ids : repeats) {
+      for (TaskId id : ids) {
+        if (!result.timings[id].started) continue;
+        s.start = std::min(s.start, result.timings[id].start);
+        s.end = std::max(s.end, result.timings[id].end);
+      }
+    }
+    if (s.start.ps == ~0ULL) s.start = Time{};
+    return s;
+  };
+  auto handle_name = [&](int domain, int handle) {
+    const auto found = loaded.handle_names.find({domain, handle});
+    return found == loaded.handle_names.end() ? std::to_string(handle) : found->second;
+  };
+  // Query: repeats of the handle finished on that rank when the Query ran.
+  auto completed_at = [&](const Program::QueryInfo& q) {
+    int done = 0;
+    for (const Program::HandleInfo& h : built.handles) {
+      if (h.domain != q.domain || h.handle != q.handle) continue;
+      for (const auto& ids : h.tasks) {
+        bool finished = true;
+        for (TaskId id : ids) {
+          if (built.graph.rank_of(id) == q.rank) finished = finished && result.timings[id].end <= result.timings[q.task].start;
+        }
+        done += finished ? 1 : 0;
+      }
+    }
+    return done;
+  };
+  const std::vector<PathStep> path = critical_path(built.graph, result);
+
+  if (format == "json") {
+    nlohmann::json out{{"program", loaded.name}, {"topology", spec.name}, {"ranks", spec.npus},
+                       {"total_us", std::stod(format_us(result.elapsed(), 6))}};
+    out["handles"] = nlohmann::json::array();
+    for (const Program::HandleInfo& h : built.handles) {
+      const Span s = span_of(h.tasks);
+      out["handles"].push_back({{"domain", h.domain}, {"handle", h.handle}, {"name", handle_name(h.domain, h.handle)},
+                                {"op", h.op}, {"repeat", h.repeat}, {"start_us", std::stod(format_us(s.start, 6))},
+                                {"end_us", std::stod(format_us(s.end, 6))},
+                                {"duration_us", std::stod(format_us(s.end - s.start, 6))}});
+    }
+    out["queries"] = nlohmann::json::array();
+    for (const auto& q : built.queries) {
+      out["queries"].push_back({{"rank", q.rank}, {"domain", q.domain}, {"handle", q.handle},
+                                {"at_us", std::stod(format_us(result.timings[q.task].start, 6))},
+                                {"completed_repeats", completed_at(q)}});
+    }
+    out["critical_path"] = nlohmann::json::array();
+    for (const PathStep& step : path) {
+      const Task& t = built.graph.task(step.task);
+      out["critical_path"].push_back({{"rank", built.graph.rank_of(step.task)},
+                                      {"thread", built.graph.thread(t.thread).name},
+                                      {"task", task_kind_name(t.kind)}, {"label", t.label}, {"via", step.via},
+                                      {"start_us", std::stod(format_us(result.timings[step.task].start, 6))},
+                                      {"end_us", std::stod(format_us(result.timings[step.task].end, 6))}});
+    }
+    std::cout << out.dump(2) << "\n";
+  } else {
+    std::cout << "# program " << loaded.name << " on " << spec.name << " (" << spec.npus << " ranks)\n";
+    std::cout << "total_time_us " << format_us(result.elapsed()) << "\n\n";
+    std::printf("%-12s %6s %-12s %7s %14s %14s %14s\n", "handle", "domain", "op", "repeat", "start_us", "end_us",
+                "duration_us");
+    for (const Program::HandleInfo& h : built.handles) {
+      const Span s = span_of(h.tasks);
+      std::printf("%-12s %6d %-12s %7d %14s %14s %14s\n", handle_name(h.domain, h.handle).c_str(), h.domain,
+                  h.op.c_str(), h.repeat, format_us(s.start).c_str(), format_us(s.end).c_str(),
+                  format_us(s.end - s.start).c_str());
+    }
+    for (const auto& q : built.queries) {
+      std::cout << "query: rank " << q.rank << " domain " << q.domain << " handle " << handle_name(q.domain, q.handle)
+                << " at " << format_us(result.timings[q.task].start) << " us: " << completed_at(q)
+                << " repeat(s) completed\n";
+    }
+    std::cout << "\ncritical path (" << path.size() << " tasks, times in us):\n";
+    for (const PathStep& step : path) {
+      std::cout << "  [" << step.via << "] " << task_line(built.graph, result, step.task, platform) << "\n";
+    }
+  }
+  if (stats) print_stats(clock, built.graph.tasks().size(), result.activations);
+  return 0;
+}
+
 }  // namespace
 }  // namespace hcclsim
 
@@ -144,6 +305,7 @@ int sc_main(int argc, char* argv[]) {
   }
   return run_command(words, [&](const std::string& command, Args& args) -> int {
     if (command == "perf") return perf(args);
+    if (command == "run") return run(args);
     throw InputError("command", "unknown command '" + command + "'; expected perf, run or help");
   });
 }

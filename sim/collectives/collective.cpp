@@ -54,6 +54,20 @@ bool has_reduction(CollOp op) {
 }
 
 BufferSizes buffer_sizes(const CollectiveSpec& spec) {
+  if (spec.op == CollOp::AlltoAll && !spec.alltoallv_counts.empty()) {
+    BufferSizes largest;
+    for (int r = 0; r < spec.ranks; ++r) {
+      std::uint64_t in = 0;
+      std::uint64_t out = 0;
+      for (int j = 0; j < spec.ranks; ++j) {
+        in += spec.pair_count(r, j);
+        out += spec.pair_count(j, r);
+      }
+      largest.input = std::max(largest.input, in * data_type_size(spec.dtype));
+      largest.output = std::max(largest.output, out * data_type_size(spec.dtype));
+    }
+    return largest;
+  }
   const std::uint64_t unit = spec.count * data_type_size(spec.dtype);
   const std::uint64_t p = static_cast<std::uint64_t>(spec.ranks);
   switch (spec.op) {
@@ -71,7 +85,7 @@ std::vector<Piece> expected_output(const CollectiveSpec& spec, int rank) {
   const std::uint64_t unit = spec.count * data_type_size(spec.dtype);
   const RankSet everyone = RankSet::all(spec.ranks);
   std::vector<Piece> out;
-  if (unit == 0) return out;
+  if (unit == 0 && spec.alltoallv_counts.empty()) return out;
   switch (spec.op) {
     case CollOp::AllReduce: out.push_back(Piece::value(unit, 0, everyone)); break;
     case CollOp::Reduce:
@@ -84,11 +98,16 @@ std::vector<Piece> expected_output(const CollectiveSpec& spec, int rank) {
     case CollOp::AllGather:
       for (int j = 0; j < spec.ranks; ++j) out.push_back(Piece::value(unit, 0, RankSet::single(j)));
       break;
-    case CollOp::AlltoAll:
+    case CollOp::AlltoAll: {
+      const std::uint64_t esz = data_type_size(spec.dtype);
       for (int j = 0; j < spec.ranks; ++j) {
-        out.push_back(Piece::value(unit, unit * static_cast<std::uint64_t>(rank), RankSet::single(j)));
+        std::uint64_t displ = 0;  // where rank j's block for `rank` starts in j's input
+        for (int k = 0; k < rank; ++k) displ += spec.pair_count(j, k);
+        const std::uint64_t n = spec.pair_count(j, rank);
+        if (n > 0) out.push_back(Piece::value(n * esz, displ * esz, RankSet::single(j)));
       }
       break;
+    }
   }
   return out;
 }

@@ -41,6 +41,12 @@ struct CollectiveSpec {
   std::uint64_t count = 0;         // elements, as hccl_test's count (per rank; see README)
   int root = 0;                    // Broadcast, Reduce
   std::uint64_t buffer_bytes = 0;  // HCCL_BUFFSIZE: the CCL_IN and CCL_OUT areas hold this much each
+  // AlltoAllV: elements rank r sends to rank j, [r][j]; empty for AlltoAll.
+  // Blocks sit back to back in rank order in the input and the output.
+  std::vector<std::vector<std::uint64_t>> alltoallv_counts;
+  std::uint64_t pair_count(int from, int to) const {
+    return alltoallv_counts.empty() ? count : alltoallv_counts[static_cast<std::size_t>(from)][static_cast<std::size_t>(to)];
+  }
 };
 
 // Per-rank buffer sizes of a collective, in bytes.
@@ -48,10 +54,11 @@ struct BufferSizes {
   std::uint64_t input = 0;
   std::uint64_t output = 0;
 };
+// (AlltoAllV: the largest over the ranks.)
 BufferSizes buffer_sizes(const CollectiveSpec& spec);
 
 // What rank `rank`'s output must hold afterwards (empty for a Reduce
-// non-root, whose output is not defined).
+// non-root, whose output is not defined). Also for AlltoAllV.
 std::vector<Piece> expected_output(const CollectiveSpec& spec, int rank);
 
 // Expands the collective. Throws std::invalid_argument when the algorithm

@@ -161,31 +161,50 @@ class MeshBuilder : public PlanBuilder {
     }
   }
 
+  // AlltoAll and AlltoAllV: per loop every pair moves up to `n` elements
+  // through CCL_IN (sender) and CCL_OUT (receiver).
   void all_to_all() {
-    const std::uint64_t per_peer = spec_.count;
-    for (const Span& loop : loops(per_peer, buffer_elements() / static_cast<std::uint64_t>(p_))) {
+    std::uint64_t largest = 0;
+    std::vector<std::vector<std::uint64_t>> send_displ(static_cast<std::size_t>(p_)), recv_displ(send_displ);
+    for (int r = 0; r < p_; ++r) {
+      std::uint64_t s = 0;
+      std::uint64_t d = 0;
+      for (int j = 0; j < p_; ++j) {
+        send_displ[r].push_back(s);
+        recv_displ[r].push_back(d);
+        s += spec_.pair_count(r, j);
+        d += spec_.pair_count(j, r);
+        largest = std::max(largest, spec_.pair_count(r, j));
+      }
+    }
+    // Elements of the pair (r, j) that fall in this loop.
+    auto part = [&](const Span& loop, int r, int j) {
+      const std::uint64_t total = spec_.pair_count(r, j);
+      return total <= loop.first ? 0 : std::min(loop.count, total - loop.first);
+    };
+    for (const Span& loop : loops(largest, buffer_elements() / static_cast<std::uint64_t>(p_))) {
       begin_loop();
       const std::uint64_t n = loop.count;
       for (int r = 0; r < p_; ++r) {
-        const std::uint64_t own = static_cast<std::uint64_t>(r) * per_peer + loop.first;
-        move(main_[r], input(r, own), output(r, own), n, false, "local block");
+        move(main_[r], input(r, send_displ[r][r] + loop.first), output(r, recv_displ[r][r] + loop.first),
+             part(loop, r, r), false, "local block");
         for (int j = 0; j < p_; ++j) {
           if (j == r) continue;
-          move(main_[r], input(r, static_cast<std::uint64_t>(j) * per_peer + loop.first),
-               ccl_in(r, static_cast<std::uint64_t>(j) * n), n, false, "copy in");
+          move(main_[r], input(r, send_displ[r][j] + loop.first), ccl_in(r, static_cast<std::uint64_t>(j) * n),
+               part(loop, r, j), false, "copy in");
         }
       }
       fork();
       phase("AlltoAll", [&](int r, int j) -> std::optional<Move> {
-        return Move{ccl_in(r, static_cast<std::uint64_t>(j) * n), ccl_out(j, static_cast<std::uint64_t>(r) * n), n,
-                    false};
+        return Move{ccl_in(r, static_cast<std::uint64_t>(j) * n), ccl_out(j, static_cast<std::uint64_t>(r) * n),
+                    part(loop, r, j), false};
       });
       join();
       for (int r = 0; r < p_; ++r) {
         for (int j = 0; j < p_; ++j) {
           if (j == r) continue;
-          move(main_[r], ccl_out(r, static_cast<std::uint64_t>(j) * n),
-               output(r, static_cast<std::uint64_t>(j) * per_peer + loop.first), n, false, "copy out");
+          move(main_[r], ccl_out(r, static_cast<std::uint64_t>(j) * n), output(r, recv_displ[r][j] + loop.first),
+               part(loop, j, r), false, "copy out");
         }
       }
     }

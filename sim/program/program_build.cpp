@@ -1,0 +1,296 @@
+// Program::build: the recorded calls become one TaskGraph.
+//
+// Host threads become streams named "d<domain>/<ENGINE>/thread<i>"; each
+// keeps its notifies at a base of its own in its rank's notify registers.
+// Kernel calls run in order on "kernel/AIC" or "kernel/AIV". Each prepared
+// collective repeat is expanded by the level-0 algorithm into streams
+// "d<domain>/Main", "d<domain>/Plane<i>", using the domain's notify region;
+// on every rank its first tasks wait for that repeat's Commit, for the
+// previous collective of the domain (one domain runs its tasks in order) and
+// for the handles named by earlier InterHcclGroupSync calls. A zero-length
+// marker on "d<domain>/done" closes each repeat on each rank: Wait and later
+// syncs depend on it.
+#include <map>
+#include <set>
+
+#include "sim/program/program.h"
+
+namespace hcclsim {
+
+namespace {
+
+struct PartInfo {
+  std::vector<TaskId> first;  // per part thread on the rank
+  std::vector<TaskId> last;
+};
+
+std::string domain_prefix(int domain) { return "d" + std::to_string(domain) + "/"; }
+
+}  // namespace
+
+Program::Built Program::build() const {
+  Built out;
+  TaskGraph& g = out.graph;
+
+  // Host threads and their notify bases.
+  std::vector<int> next_notify(static_cast<std::size_t>(ranks_), 0);
+  std::map<ThreadHandle, ThreadId> stream_of;
+  std::map<ThreadHandle, int> notify_base;
+  for (std::size_t i = 0; i < threads_.size(); ++i) {
+    const ThreadRec& t = threads_[i];
+    if (t.alias >= 0) continue;
+    const ThreadHandle h = i + 1;
+    stream_of[h] = g.add_thread(t.rank, domain_prefix(t.domain) + comm_engine_name(t.engine) + "/thread" +
+                                            std::to_string(t.index));
+    notify_base[h] = next_notify[static_cast<std::size_t>(t.rank)];
+    next_notify[static_cast<std::size_t>(t.rank)] += static_cast<int>(t.notifies);
+  }
+  for (const HostOp& op : host_ops_) {
+    const ThreadId th = stream_of.at(op.thread);
+    const int rank = threads_[op.thread - 1].rank;
+    switch (op.kind) {
+      case HostKind::Record: g.record(th, op.peer, notify_base.at(op.target) + static_cast<int>(op.notify)); break;
+      case HostKind::Wait:
+        g.wait(th, notify_base.at(op.thread) + static_cast<int>(op.notify), {}, op.time);
+        break;
+      case HostKind::LocalCopy:
+        g.copy(th, {rank, BufferKind::Input, 0}, {rank, BufferKind::Output, 0}, op.bytes, "local copy");
+        break;
+      case HostKind::LocalReduce:
+        g.reduce(th, {rank, BufferKind::Input, 0}, {rank, BufferKind::Output, 0}, op.bytes, "local reduce");
+        break;
+      case HostKind::Write:
+        g.copy(th, {rank, BufferKind::Input, 0}, {op.peer, BufferKind::Output, 0}, op.bytes, "write");
+        break;
+      case HostKind::Read:
+        g.copy(th, {op.peer, BufferKind::Input, 0}, {rank, BufferKind::Output, 0}, op.bytes, "read");
+        break;
+      case HostKind::Compute: {
+        Task t;
+        t.kind = TaskKind::Compute;
+        t.thread = th;
+        t.core_kind = op.core;
+        t.cores = op.cores;
+        t.duration = op.time;
+        g.add(std::move(t));
+        break;
+      }
+    }
+  }
+
+  // Kernel threads. Ids of Commit / Wait tasks per (rank, domain, handle).
+  using HandleKey = std::tuple<int, int, int>;  // global rank, domain, handle
+  std::map<HandleKey, std::vector<TaskId>> commits;
+  std::map<HandleKey, std::vector<TaskId>> waits;
+  struct Gate {
+    int src_domain;
+    int src_handle;
+  };
+  // Gates for each prepared (rank, domain, handle): earlier InterHcclGroupSync.
+  std::map<HandleKey, std::vector<Gate>> gates;
+  for (const auto& [key, rec] : kernels_) {
+    const int rank = key.first;
+    const CoreKind core = static_cast<CoreKind>(key.second);
+    const ThreadId th = g.add_thread(rank, std::string("kernel/") + (core == CoreKind::Aic ? "AIC" : "AIV"));
+    std::map<int, std::vector<Gate>> syncs_so_far;  // per domain
+    for (const KernelStep& step : rec.steps) {
+      Task t;
+      t.kind = TaskKind::Delay;
+      t.thread = th;
+      const HandleKey hk{rank, step.domain, step.handle};
+      const std::string what = "d" + std::to_string(step.domain) + " handle " + std::to_string(step.handle);
+      switch (step.kind) {
+        case StepKind::Init: t.label = "InitV2 context " + std::to_string(step.context); break;
+        case StepKind::Prepare:
+          t.label = "Prepare " + what;
+          gates[hk] = syncs_so_far[step.domain];
+          break;
+        case StepKind::Commit: t.label = "Commit " + what; break;
+        case StepKind::Wait: t.label = "Wait " + what; break;
+        case StepKind::Query: t.label = "Query " + what; break;
+        case StepKind::InterSync:
+          t.label = "InterHcclGroupSync d" + std::to_string(step.domain) + " on d" + std::to_string(step.src_domain) +
+                    " handle " + std::to_string(step.src_handle);
+          syncs_so_far[step.domain].push_back(Gate{step.src_domain, step.src_handle});
+          break;
+        case StepKind::Finalize: t.label = "Finalize context " + std::to_string(step.context); break;
+        case StepKind::Matmul:
+        case StepKind::Vector:
+          t.kind = TaskKind::Compute;
+          t.core_kind = step.kind == StepKind::Matmul ? CoreKind::Aic : CoreKind::Aiv;
+          t.cores = step.cores;
+          t.duration = step.duration;
+          t.label = step.kind == StepKind::Matmul ? "matmul" : "vector";
+          break;
+      }
+      const TaskId id = g.add(std::move(t));
+      if (step.kind == StepKind::Commit) commits[hk].push_back(id);
+      if (step.kind == StepKind::Wait) waits[hk].push_back(id);
+      if (step.kind == StepKind::Query) out.queries.push_back(QueryInfo{rank, step.domain, step.handle, id});
+    }
+  }
+
+  // The prepared handles of each domain, in order, checked to agree across ranks.
+  struct DomainPlan {
+    std::vector<int> members;
+    std::vector<std::vector<const Prepared*>> per_rank;  // [domain rank][handle]
+  };
+  std::map<int, DomainPlan> plans;
+  for (const auto& [key, ctx] : contexts_) {
+    if (!ctx.initialised) continue;
+    DomainPlan& plan = plans[ctx.domain];
+    plan.members = domains_.at(ctx.domain);
+    plan.per_rank.resize(plan.members.size());
+    const auto pos = std::find(plan.members.begin(), plan.members.end(), key.first) - plan.members.begin();
+    for (const Prepared& p : ctx.prepared) plan.per_rank[static_cast<std::size_t>(pos)].push_back(&p);
+  }
+
+  // Expand each handle's collective once (repeats are identical).
+  std::map<std::pair<int, int>, TaskGraph> parts;  // (domain, handle)
+  std::map<int, int> region_size;
+  for (auto& [domain, plan] : plans) {
+    const std::size_t handles = plan.per_rank.front().size();
+    for (std::size_t r = 0; r < plan.per_rank.size(); ++r) {
+      if (plan.per_rank[r].size() != handles) {
+        throw ProgramError("domain " + std::to_string(domain) + ": rank " + std::to_string(plan.members[r]) +
+                           " prepares " + std::to_string(plan.per_rank[r].size()) + " collectives but rank " +
+                           std::to_string(plan.members[0]) + " prepares " + std::to_string(handles) +
+                           "; every rank of a domain must prepare the same collectives in the same order");
+      }
+    }
+    for (std::size_t h = 0; h < handles; ++h) {
+      const PrepareArgs& a = plan.per_rank[0][h]->args;
+      for (std::size_t r = 1; r < plan.per_rank.size(); ++r) {
+        const PrepareArgs& b = plan.per_rank[r][h]->args;
+        if (a.op != b.op || a.alltoallv != b.alltoallv || a.batch_write != b.batch_write || a.count != b.count ||
+            a.dtype != b.dtype || a.reduce_op != b.reduce_op || a.repeat != b.repeat) {
+          throw ProgramError("domain " + std::to_string(domain) + " handle " + std::to_string(h) + ": rank " +
+                             std::to_string(plan.members[r]) + " prepares a different collective from rank " +
+                             std::to_string(plan.members[0]));
+        }
+      }
+      const int p = static_cast<int>(plan.members.size());
+      TaskGraph part;
+      if (a.batch_write) {
+        for (int r = 0; r < p; ++r) {
+          const ThreadId th = part.add_thread(r, "Batch");
+          for (const auto& [peer, bytes] : plan.per_rank[static_cast<std::size_t>(r)][h]->args.batch) {
+            part.copy(th, {r, BufferKind::Input, 0}, {peer, BufferKind::Output, 0}, bytes, "BatchWrite");
+          }
+        }
+      } else {
+        CollectiveSpec spec;
+        spec.op = a.op;
+        spec.ranks = p;
+        spec.dtype = a.dtype;
+        spec.reduce_op = a.reduce_op;
+        spec.count = a.count;
+        spec.buffer_bytes = npu_.hccl_buffer_bytes;
+        if (a.alltoallv) {
+          for (int r = 0; r < p; ++r) spec.alltoallv_counts.push_back(plan.per_rank[static_cast<std::size_t>(r)][h]->args.send_counts);
+        }
+        if (p < 2) throw ProgramError("domain " + std::to_string(domain) + " has one rank: a collective needs two");
+        part = build_collective(spec, default_level0(spec.op));
+      }
+      region_size[domain] = std::max(region_size[domain], part.notifies_used());
+      parts.emplace(std::pair{domain, static_cast<int>(h)}, std::move(part));
+    }
+  }
+  int host_notifies = 0;
+  for (int n : next_notify) host_notifies = std::max(host_notifies, n);
+  std::map<int, int> region_base;
+  int next_region = host_notifies;
+  for (const auto& [domain, size] : region_size) {
+    region_base[domain] = next_region;
+    next_region += size;
+  }
+
+  // Append every repeat; remember first/last tasks per rank and markers.
+  std::map<std::pair<int, int>, ThreadId> marker_thread;    // (domain, global rank)
+  std::map<std::tuple<int, int, int, int>, TaskId> marker;  // (domain, handle, repeat, global rank)
+  struct RepeatPart {
+    int domain;
+    int handle;
+    int repeat;
+    std::map<int, PartInfo> per_rank;  // global rank
+  };
+  std::vector<RepeatPart> repeats;
+  for (auto& [domain, plan] : plans) {
+    for (std::size_t h = 0; h < plan.per_rank.front().size(); ++h) {
+      const TaskGraph& part = parts.at({domain, static_cast<int>(h)});
+      const PrepareArgs& a = plan.per_rank[0][h]->args;
+      HandleInfo info{domain, plan.members[0], static_cast<HcclHandle>(h),
+                      a.batch_write ? "batch_write" : (a.alltoallv ? "alltoallv" : coll_op_name(a.op)), a.repeat, {}};
+      for (int rep = 0; rep < a.repeat; ++rep) {
+        const std::vector<TaskId> ids = g.append(part, plan.members, region_base[domain], domain_prefix(domain));
+        info.tasks.push_back(ids);
+        RepeatPart rp{domain, static_cast<int>(h), rep, {}};
+        for (const Thread& th : part.threads()) {
+          if (th.tasks.empty()) continue;
+          PartInfo& pi = rp.per_rank[plan.members[static_cast<std::size_t>(th.rank)]];
+          pi.first.push_back(ids[th.tasks.front()]);
+          pi.last.push_back(ids[th.tasks.back()]);
+        }
+        for (int member : plan.members) {
+          auto mt = marker_thread.find({domain, member});
+          if (mt == marker_thread.end()) {
+            mt = marker_thread.emplace(std::pair{domain, member}, g.add_thread(member, domain_prefix(domain) + "done")).first;
+          }
+          Task t;
+          t.kind = TaskKind::Delay;
+          t.thread = mt->second;
+          t.label = info.op + " handle " + std::to_string(h) + " repeat " + std::to_string(rep) + " done";
+          const TaskId m = g.add(std::move(t));
+          marker[{domain, static_cast<int>(h), rep, member}] = m;
+          for (TaskId last : rp.per_rank[member].last) g.add_dependency(last, m);
+        }
+        repeats.push_back(std::move(rp));
+      }
+      out.handles.push_back(std::move(info));
+    }
+  }
+
+  // Gating: Commit, the domain's previous repeat, InterHcclGroupSync.
+  std::map<std::pair<int, int>, TaskId> previous;  // (domain, global rank) -> last marker
+  for (const RepeatPart& rp : repeats) {
+    const DomainPlan& plan = plans.at(rp.domain);
+    for (int member : plan.members) {
+      const HandleKey hk{member, rp.domain, rp.handle};
+      std::vector<TaskId> before;
+      const auto c = commits.find(hk);
+      if (c == commits.end() || static_cast<int>(c->second.size()) <= rp.repeat) {
+        throw ProgramError("rank " + std::to_string(member) + " never commits repeat " + std::to_string(rp.repeat + 1) +
+                           " of handle " + std::to_string(rp.handle) + " of domain " + std::to_string(rp.domain) +
+                           " (committed " + std::to_string(c == commits.end() ? 0 : c->second.size()) +
+                           " times): that collective never starts and its Wait and Finalize would block forever");
+      }
+      before.push_back(c->second[static_cast<std::size_t>(rp.repeat)]);
+      const auto prev = previous.find({rp.domain, member});
+      if (prev != previous.end()) before.push_back(prev->second);
+      for (const Gate& gate : gates[hk]) {
+        const auto& src_plan = plans.at(gate.src_domain);
+        const int src_repeats = src_plan.per_rank.front().at(static_cast<std::size_t>(gate.src_handle))->args.repeat;
+        before.push_back(marker.at({gate.src_domain, gate.src_handle, src_repeats - 1, member}));
+      }
+      const TaskId own_marker = marker.at({rp.domain, rp.handle, rp.repeat, member});
+      const auto pi = rp.per_rank.find(member);
+      for (TaskId b : before) {
+        if (pi == rp.per_rank.end() || pi->second.first.empty()) {
+          g.add_dependency(b, own_marker);
+        } else {
+          for (TaskId f : pi->second.first) g.add_dependency(b, f);
+        }
+      }
+      previous[{rp.domain, member}] = own_marker;
+    }
+  }
+  for (const auto& [hk, ids] : waits) {
+    const auto& [rank, domain, handle] = hk;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      g.add_dependency(marker.at({domain, handle, static_cast<int>(i), rank}), ids[i]);
+    }
+  }
+  return out;
+}
+
+}  // namespace hcclsim
