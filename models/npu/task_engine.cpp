@@ -1,5 +1,6 @@
 #include "models/npu/task_engine.h"
 
+#include <algorithm>
 #include <limits>
 
 namespace hcclsim {
@@ -43,6 +44,11 @@ void TaskEngine::load(std::vector<ExecTask>* tasks, std::vector<std::vector<std:
   streams_.clear();
   streams_.resize(streams.size());
   done_streams_ = 0;
+  // A workload starts from clean notifies: a wait left blocked by a failed
+  // run names a stream of that run, and a record that landed after its wait
+  // gave up must not release a wait of this one.
+  std::fill(registers_.begin(), registers_.end(), 0);
+  std::fill(waiter_.begin(), waiter_.end(), -1);
   const std::uint64_t now = sc_core::sc_time_stamp().value();
   for (std::uint32_t s = 0; s < streams.size(); ++s) {
     streams_[s].tasks = std::move(streams[s]);

@@ -39,6 +39,7 @@ class TaskEngine : public sc_core::sc_module, public FlowListener {
 
   // A new workload: `streams[i]` lists ids into `tasks` in stream order.
   // Starts them at the current simulated time once the simulation runs.
+  // Every notify register starts clear, whatever an earlier (failed) workload left.
   void load(std::vector<ExecTask>* tasks, std::vector<std::vector<std::uint32_t>> streams,
             TaskObserver* observer);
 

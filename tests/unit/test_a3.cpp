@@ -1,0 +1,211 @@
+// The Atlas A3 server preset (configs/topologies/a3-server.json with
+// configs/profiles/a3-910c.json): 8 Ascend 910C chips = 16 dies, each die a
+// rank; the two dies of a chip are joined by SIO, the chips meet at the
+// server's HCCS/UB switch (node 16). Each TEST_CASE elaborates its own
+// Platform (SystemC elaborates once per process; catch_discover_tests runs
+// every TEST_CASE in a process of its own).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sim/perf.h"
+#include "sim/scheduler.h"
+#include "sim/task_graph.h"
+#include "topologies/config.h"
+#include "topologies/platform.h"
+
+using namespace hcclsim;
+
+namespace {
+
+std::string a3_server() { return std::string(HCCLSIM_SOURCE_DIR) + "/configs/topologies/a3-server.json"; }
+
+constexpr int kDies = 16;
+constexpr int kSwitch = 16;  // the node after the 16 dies
+
+double gbps(std::uint64_t bytes, Time t) {
+  return static_cast<double>(bytes) / (static_cast<double>(t.ps) / 1e12) / 1e9;
+}
+
+// One SDMA write from die `src` to die `dst`, timed from the task's start to its end.
+Time write_time(Scheduler& sched, int src, int dst, std::uint64_t bytes) {
+  TaskGraph g;
+  const TaskId c = g.copy(g.add_thread(src, "Plane0"), {src, BufferKind::Input, 0}, {dst, BufferKind::Output, 0}, bytes);
+  const RunResult r = sched.run(g);
+  REQUIRE(r.failure.empty());
+  return r.timings[c].end - r.timings[c].start;
+}
+
+// Several writes at once, each on a stream of its own; returns the run's elapsed time.
+Time concurrent_writes(Scheduler& sched, const std::vector<std::pair<int, int>>& pairs, std::uint64_t bytes) {
+  TaskGraph g;
+  int stream = 0;
+  for (const auto& [src, dst] : pairs) {
+    g.copy(g.add_thread(src, "Plane" + std::to_string(stream++)), {src, BufferKind::Input, 0},
+           {dst, BufferKind::Output, 0}, bytes);
+  }
+  const RunResult r = sched.run(g);
+  REQUIRE(r.failure.empty());
+  // Every write starts after the same launch and dispatch gap; measure from the first start.
+  Time first = r.timings.front().start;
+  for (const TaskTiming& t : r.timings) first = std::min(first, t.start);
+  return r.end - first;
+}
+
+struct Measured {
+  const char* block;
+  std::uint64_t bytes;
+  double gbps;
+};
+
+// /work/shared/reference/calibration.md, table A3-1, "1 machine hixl_cs D2rD"
+// (hicann/hixl benchmarks/performance_en.md, commit 4fc88fa8, A3 single machine, HCCS, hixl_cs).
+const Measured kA31[] = {
+    {"16K", 16384, 18.018},    {"32K", 32768, 36.710},    {"64K", 65536, 70.133},  {"128K", 131072, 122.422},
+    {"256K", 262144, 156.034}, {"512K", 524288, 161.101}, {"1M", 1048576, 161.185}, {"2M", 2097152, 164.610},
+};
+
+}  // namespace
+
+TEST_CASE("A3 server preset: 16 dies in 8 chips with SIO inside a chip and HCCS through one switch", "[a3][topology]") {
+  const TopologySpec spec = load_topology(a3_server());
+  CHECK(spec.npus == kDies);
+  CHECK(spec.switches == 1);
+  CHECK(spec.npus_per_chip == 2);
+  CHECK(spec.npus_per_server == kDies);
+  CHECK(spec.npu.model == "910C");
+  CHECK(spec.npu.cores.aic == 24);
+  CHECK(spec.npu.cores.aiv == 48);
+
+  int sio = 0;
+  int hccs = 0;
+  for (const LinkSpec& l : spec.links) {
+    INFO("link " << l.kind << " " << l.a << "-" << l.b);
+    if (l.kind == "sio") {
+      ++sio;
+      CHECK(l.a % 2 == 0);
+      CHECK(l.b == l.a + 1);
+    } else {
+      REQUIRE(l.kind == "hccs");
+      ++hccs;
+      CHECK(l.a < kDies);
+      CHECK(l.b == kSwitch);
+    }
+  }
+  CHECK(sio == 8);
+  CHECK(hccs == kDies);
+
+  Platform platform(spec);
+  REQUIRE(platform.npus() == kDies);
+  for (int a = 0; a < kDies; ++a) {
+    CHECK(platform.route(a, a).size() == 1);  // its own memory
+    for (int b = 0; b < kDies; ++b) {
+      if (a == b) continue;
+      INFO("die " << a << " -> die " << b);
+      const std::vector<Channel*>& path = platform.route(a, b);
+      if (a / 2 == b / 2) {
+        CHECK(platform.same_chip(a, b));
+        REQUIRE(path.size() == 1);
+        CHECK(path[0]->label() == "sio npu" + std::to_string(a) + "->npu" + std::to_string(b));
+      } else {
+        CHECK_FALSE(platform.same_chip(a, b));
+        REQUIRE(path.size() == 2);
+        CHECK(path[0]->label() == "hccs npu" + std::to_string(a) + "->switch0");
+        CHECK(path[1]->label() == "hccs switch0->npu" + std::to_string(b));
+      }
+    }
+  }
+}
+
+TEST_CASE("A3 server: a 2M write to the other die and to another chip lands within 10% of calibration.md A3-1",
+          "[a3][calibration]") {
+  Platform platform(load_topology(a3_server()));
+  Scheduler sched(platform);
+  const double measured_2m = 164.610;  // A3-1, 1 machine hixl_cs D2rD, 2M
+
+  const double to_other_chip = gbps(2097152, write_time(sched, 0, 2, 2097152));   // HCCS, via the switch
+  const double to_other_die = gbps(2097152, write_time(sched, 0, 1, 2097152));    // SIO
+  INFO("die0 -> die2 " << to_other_chip << " GB/s, die0 -> die1 " << to_other_die << " GB/s");
+  CHECK(to_other_chip == Approx(measured_2m).epsilon(0.10));
+  CHECK(to_other_die == Approx(measured_2m).epsilon(0.10));
+
+  // The rows the profile is fitted to (256K..2M) hold on both paths; smaller
+  // blocks measure hixl's per-block issue rate in a batch and are only reported.
+  for (const Measured& m : kA31) {
+    for (const int dst : {1, 2}) {
+      const double sim = gbps(m.bytes, write_time(sched, 0, dst, m.bytes));
+      const std::string line = std::string("A3-1 ") + m.block + " die0->die" + std::to_string(dst) + ": simulated " +
+                               std::to_string(sim) + " GB/s, measured " + std::to_string(m.gbps) + " GB/s";
+      if (m.bytes >= 262144) {
+        INFO(line);
+        CHECK(sim == Approx(m.gbps).epsilon(0.10));
+      } else {
+        WARN(line);
+      }
+    }
+  }
+}
+
+TEST_CASE("A3 server: writes share a die's switch port but not its SIO link or other dies' ports", "[a3][links]") {
+  Platform platform(load_topology(a3_server()));
+  Scheduler sched(platform);
+  const std::uint64_t bytes = 2097152;
+  const double one = static_cast<double>(concurrent_writes(sched, {{0, 2}}, bytes).ps);
+
+  // Two writes out of die 0 to two other chips: both cross die 0's port.
+  const double shared = static_cast<double>(concurrent_writes(sched, {{0, 2}, {0, 4}}, bytes).ps);
+  CHECK(shared / one == Approx(2.0).epsilon(0.08));
+  // Two writes into die 2 from two other chips: both cross the switch's port to die 2.
+  const double incast = static_cast<double>(concurrent_writes(sched, {{0, 2}, {4, 2}}, bytes).ps);
+  CHECK(incast / one == Approx(2.0).epsilon(0.08));
+  // Different ports: the switch does not limit them.
+  const double apart = static_cast<double>(concurrent_writes(sched, {{0, 2}, {1, 3}, {4, 6}, {5, 7}}, bytes).ps);
+  CHECK(apart / one == Approx(1.0).epsilon(0.02));
+  // Die 0 to its own chip's other die (SIO) next to a write over its HCCS port.
+  const double sio_and_hccs = static_cast<double>(concurrent_writes(sched, {{0, 1}, {0, 2}}, bytes).ps);
+  CHECK(sio_and_hccs / one == Approx(1.0).epsilon(0.02));
+}
+
+TEST_CASE("A3 server: every collective passes the data check on 16 ranks with the mesh algorithm",
+          "[a3][collectives]") {
+  Platform platform(load_topology(a3_server()));
+  for (const CollOp op : {CollOp::AllReduce, CollOp::AllGather, CollOp::ReduceScatter, CollOp::AlltoAll,
+                          CollOp::Broadcast, CollOp::Reduce}) {
+    PerfRequest req;
+    req.op = op;
+    req.ranks = kDies;
+    req.dtype = DataType::Fp16;
+    req.sizes = {64 * 1024, 4 * 1024 * 1024};
+    req.algo = Level0Algo::Mesh;
+    req.buffer_bytes = platform.spec().npu.hccl_buffer_bytes;
+    const std::vector<PerfRow> rows = run_perf(platform, req);
+    REQUIRE(rows.size() == 2);
+    for (const PerfRow& row : rows) {
+      INFO(coll_op_name(op) << " " << row.data_size << " bytes: " << format_us(row.time) << " us, " << row.check);
+      CHECK(row.check == "success");
+      CHECK(row.time.ps > 0);
+    }
+    CHECK(rows[1].time > rows[0].time);
+  }
+}
+
+TEST_CASE("A3 server: the ring collectives pass the data check on 16 ranks", "[a3][collectives]") {
+  Platform platform(load_topology(a3_server()));
+  for (const CollOp op :
+       {CollOp::AllReduce, CollOp::AllGather, CollOp::ReduceScatter, CollOp::Broadcast, CollOp::Reduce}) {
+    PerfRequest req;
+    req.op = op;
+    req.ranks = kDies;
+    req.sizes = {64 * 1024, 4 * 1024 * 1024};
+    req.algo = Level0Algo::Ring;
+    req.buffer_bytes = platform.spec().npu.hccl_buffer_bytes;
+    for (const PerfRow& row : run_perf(platform, req)) {
+      INFO(coll_op_name(op) << " " << row.data_size << " bytes: " << format_us(row.time) << " us, " << row.check);
+      CHECK(row.check == "success");
+    }
+  }
+}
