@@ -2,6 +2,7 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -23,13 +24,14 @@ std::string default_topology() {
   return std::string(HCCLSIM_SOURCE_DIR) + "/configs/topologies/a2-server.json";
 }
 
-Args::Args(std::vector<std::string> words) : words_(std::move(words)), used_(words_.size(), false) {}
+Args::Args(std::vector<std::string> words, std::vector<std::string> flags)
+    : words_(std::move(words)), flags_(std::move(flags)), used_(words_.size(), false) {}
 
 std::string Args::positional(const std::string& what, const std::string& command) {
   for (std::size_t i = 0; i < words_.size(); ++i) {
     if (used_[i]) continue;
     if (!words_[i].empty() && words_[i][0] == '-') {
-      ++i;  // skip the option's value; flags are consumed before positionals are read
+      if (std::find(flags_.begin(), flags_.end(), words_[i]) == flags_.end()) ++i;  // skip the option's value
       continue;
     }
     used_[i] = true;
@@ -129,7 +131,7 @@ void write_trace(const TraceWriter& trace, const std::string& file) {
 
 int run_command(const std::vector<std::string>& words, const std::function<int(const std::string&, Args&)>& body) {
   try {
-    Args args(std::vector<std::string>(words.begin() + 1, words.end()));
+    Args args(std::vector<std::string>(words.begin() + 1, words.end()), {"--no-check", "--stats"});
     return body(words[0], args);
   } catch (const InputError& e) {
     std::cerr << "hcclsim: error: " << e.what() << "\n";

@@ -19,11 +19,11 @@ namespace hcclsim {
 std::string join(const std::vector<std::string>& items);
 std::string default_topology();
 
-// Options are "--name value" or "-x value"; flags take no value. Every option
-// must be consumed; finish() refuses the rest.
+// Options are "--name value" or "-x value"; the flags named at construction
+// take no value. Every word must be consumed; finish() refuses the rest.
 class Args {
  public:
-  explicit Args(std::vector<std::string> words);
+  Args(std::vector<std::string> words, std::vector<std::string> flags);
   std::string positional(const std::string& what, const std::string& command);
   std::optional<std::string> optional(const std::string& name);
   std::string value(const std::string& name, const std::string& fallback);
@@ -37,6 +37,7 @@ class Args {
 
  private:
   std::vector<std::string> words_;
+  std::vector<std::string> flags_;
   std::vector<bool> used_;
 };
 

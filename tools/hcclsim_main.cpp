@@ -107,7 +107,7 @@ int perf(Args& args) {
 
   const std::uint64_t dsize = data_type_size(req.dtype);
   if (first == 0 || last < first) throw InputError("option -b/-e", "expected 0 < -b <= -e");
-  for (std::uint64_t s = first; s <= last; s *= factor) {
+  for (std::uint64_t s = first;; s *= factor) {
     if (s % dsize != 0) {
       throw InputError("option -b", "data_size " + std::to_string(s) + " is not a multiple of the " +
                                         data_type_name(req.dtype) + " element size (" + std::to_string(dsize) + " bytes)");
@@ -117,6 +117,7 @@ int perf(Args& args) {
                                         op_name + " on " + std::to_string(req.ranks) + " ranks");
     }
     req.sizes.push_back(s);
+    if (factor == 1 || s > last / factor) break;  // the next size would pass -e (or overflow)
   }
 
   WallClock clock;

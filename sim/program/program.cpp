@@ -90,6 +90,11 @@ HcclComm Program::comm(int domain, int rank) {
   return found == comms_.end() ? nullptr : &found->second;
 }
 
+int Program::domain_size(int domain) const {
+  const auto found = domains_.find(domain);
+  return found == domains_.end() ? 0 : static_cast<int>(found->second.size());
+}
+
 Program::ThreadRec* Program::thread(ThreadHandle handle) {
   if (handle == 0 || handle > threads_.size()) return nullptr;
   return &threads_[handle - 1];

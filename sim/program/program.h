@@ -86,6 +86,7 @@ class Program {
   // Communication domains: `id` over global `ranks` (in domain rank order).
   HcclResult add_domain(int id, const std::vector<int>& ranks);
   HcclComm comm(int domain, int rank);
+  int domain_size(int domain) const;   // 0 if the domain does not exist
 
   // ---- host side: the thread/notify API ----
   HcclResult thread_acquire(HcclComm comm, CommEngine engine, std::uint32_t thread_num,
