@@ -71,7 +71,9 @@ void TraceWriter::add_run(const TaskGraph& graph, const RunResult& result, Platf
       case TaskKind::Delay: break;
     }
     // ts and dur are spliced in as exact decimals.
-    std::string event = "{\"ph\":\"X\",\"name\":" + nlohmann::json(task_kind_name(t.kind)).dump() +
+    // Kernel API calls and markers are Delay tasks: their label is the better name.
+    const std::string name = t.kind == TaskKind::Delay && !t.label.empty() ? t.label : task_kind_name(t.kind);
+    std::string event = "{\"ph\":\"X\",\"name\":" + nlohmann::json(name).dump() +
                         ",\"pid\":" + std::to_string(rank) + ",\"tid\":" + std::to_string(tid) +
                         ",\"ts\":" + ts(timing.start) + ",\"dur\":" + ts(end - timing.start) +
                         ",\"args\":" + args.dump() + "}";

@@ -248,10 +248,26 @@ int run(Args& args) {
     out["handles"] = nlohmann::json::array();
     for (const Program::HandleInfo& h : built.handles) {
       const Span s = span_of(h.tasks);
-      out["handles"].push_back({{"domain", h.domain}, {"handle", h.handle}, {"name", handle_name(h.domain, h.handle)},
-                                {"op", h.op}, {"repeat", h.repeat}, {"start_us", std::stod(format_us(s.start, 6))},
-                                {"end_us", std::stod(format_us(s.end, 6))},
-                                {"duration_us", std::stod(format_us(s.end - s.start, 6))}});
+      nlohmann::json item{{"domain", h.domain}, {"handle", h.handle}, {"name", handle_name(h.domain, h.handle)},
+                          {"op", h.op}, {"repeat", h.repeat}, {"start_us", std::stod(format_us(s.start, 6))},
+                          {"end_us", std::stod(format_us(s.end, 6))},
+                          {"duration_us", std::stod(format_us(s.end - s.start, 6))}};
+      // The same span per rank: InterHcclGroupSync and Wait act per rank.
+      std::map<int, std::vector<std::vector<TaskId>>> by_rank;
+      for (const auto& ids : h.tasks) {
+        for (TaskId id : ids) {
+          auto& per = by_rank[built.graph.rank_of(id)];
+          if (per.empty()) per.emplace_back();
+          per.front().push_back(id);
+        }
+      }
+      item["ranks"] = nlohmann::json::array();
+      for (const auto& [rank, ids] : by_rank) {
+        const Span rs = span_of(ids);
+        item["ranks"].push_back({{"rank", rank}, {"start_us", std::stod(format_us(rs.start, 6))},
+                                 {"end_us", std::stod(format_us(rs.end, 6))}});
+      }
+      out["handles"].push_back(item);
     }
     out["queries"] = nlohmann::json::array();
     for (const auto& q : built.queries) {
