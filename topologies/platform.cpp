@@ -39,6 +39,15 @@ Platform::Platform(const TopologySpec& spec) : spec_(spec) {
 
 Platform::~Platform() = default;
 
+int Platform::server_of(int npu) const {
+  return spec_.server_of.empty() ? npu / spec_.npus_per_server : spec_.server_of.at(static_cast<std::size_t>(npu));
+}
+
+bool Platform::rdma_between(int a, int b) const {
+  if (spec_.sdma_domain_of.empty()) return false;
+  return spec_.sdma_domain_of.at(static_cast<std::size_t>(a)) != spec_.sdma_domain_of.at(static_cast<std::size_t>(b));
+}
+
 Channel* Platform::channel(int a, int b) const {
   for (const auto& [to, ch] : adjacency_.at(static_cast<std::size_t>(a))) {
     if (to == b) return ch;

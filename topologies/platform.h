@@ -23,6 +23,16 @@ struct LinkSpec {
   ChannelParams params;
 };
 
+// A leaf/spine fabric (RoCE between servers, or the UB switches of an A3
+// supernode), described so that routes are found without a graph search:
+// NPU -> its leaf -> (same leaf: straight down) one spine both leaves reach,
+// picked by a hash of (src, dst) as ECMP does -> the other leaf -> NPU.
+struct FabricSpec {
+  std::string kind;                          // "roce", "ub"
+  std::vector<int> leaf_of;                  // per NPU: its leaf node, -1 if not attached
+  std::vector<std::vector<int>> spines_of;   // per node: spines a leaf links to (empty otherwise)
+};
+
 struct TopologySpec {
   std::string name;
   int npus = 0;
@@ -31,6 +41,12 @@ struct TopologySpec {
   int npus_per_server = 8;
   NpuParams npu;
   std::vector<LinkSpec> links;
+  // Where SDMA reaches: NPUs with the same value move data with SDMA over
+  // HCCS / SIO / UB; between different values data and notifies go as RDMA
+  // writes through the NICs. Empty: all NPUs in one domain.
+  std::vector<int> sdma_domain_of;
+  std::vector<int> server_of;               // empty: npu / npus_per_server
+  std::vector<FabricSpec> fabrics;          // tried after direct links
 };
 
 class Platform {
@@ -43,6 +59,9 @@ class Platform {
   TaskEngine& engine(int npu) { return *engines_.at(static_cast<std::size_t>(npu)); }
   Channel& local_memory(int npu) { return *local_memory_.at(static_cast<std::size_t>(npu)); }
   bool same_chip(int a, int b) const { return a / spec_.npus_per_chip == b / spec_.npus_per_chip; }
+  int server_of(int npu) const;
+  // Data and notifies between a and b travel as RDMA writes (different SDMA domains).
+  bool rdma_between(int a, int b) const;
 
   // Channels from `src` to `dst` NPU: the local memory channel when equal,
   // else the fewest-hop path over links (ties broken by lowest node id).

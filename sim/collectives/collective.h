@@ -41,6 +41,14 @@ struct CollectiveSpec {
   std::uint64_t count = 0;         // elements, as hccl_test's count (per rank; see README)
   int root = 0;                    // Broadcast, Reduce
   std::uint64_t buffer_bytes = 0;  // HCCL_BUFFSIZE: the CCL_IN and CCL_OUT areas hold this much each
+  // Where the data lives, so that stages of a hierarchical collective can
+  // work on each other's results: the input and output areas, and the start
+  // of the CCL_IN / CCL_OUT areas (2 x buffer_bytes) inside the HCCL buffer.
+  BufferKind input_buffer = BufferKind::Input;
+  std::uint64_t input_offset = 0;
+  BufferKind output_buffer = BufferKind::Output;
+  std::uint64_t output_offset = 0;
+  std::uint64_t scratch_offset = 0;
   // AlltoAllV: elements rank r sends to rank j, [r][j]; empty for AlltoAll.
   // Blocks sit back to back in rank order in the input and the output.
   std::vector<std::vector<std::uint64_t>> alltoallv_counts;

@@ -44,11 +44,17 @@ class PlanBuilder {
   // Elements one HCCL buffer area holds.
   std::uint64_t buffer_elements() const { return spec_.buffer_bytes / esz_; }
 
-  BufferRef input(int rank, std::uint64_t elem) const { return {rank, BufferKind::Input, elem * esz_}; }
-  BufferRef output(int rank, std::uint64_t elem) const { return {rank, BufferKind::Output, elem * esz_}; }
-  BufferRef ccl_in(int rank, std::uint64_t elem) const { return {rank, BufferKind::Scratch, elem * esz_}; }
+  BufferRef input(int rank, std::uint64_t elem) const {
+    return {rank, spec_.input_buffer, spec_.input_offset + elem * esz_};
+  }
+  BufferRef output(int rank, std::uint64_t elem) const {
+    return {rank, spec_.output_buffer, spec_.output_offset + elem * esz_};
+  }
+  BufferRef ccl_in(int rank, std::uint64_t elem) const {
+    return {rank, BufferKind::Scratch, spec_.scratch_offset + elem * esz_};
+  }
   BufferRef ccl_out(int rank, std::uint64_t elem) const {
-    return {rank, BufferKind::Scratch, spec_.buffer_bytes + elem * esz_};
+    return {rank, BufferKind::Scratch, spec_.scratch_offset + spec_.buffer_bytes + elem * esz_};
   }
   // Copies or reduces `elems` elements; nothing for zero elements.
   void move(ThreadId thread, BufferRef src, BufferRef dst, std::uint64_t elems, bool reduce, std::string label) {
