@@ -30,6 +30,12 @@ struct NotifyParams {
   Time wait;                        // duration of a wait whose notify is already set
 };
 
+// RDMA through the NIC (RoCE), as HCCL's RDMASend task.
+struct RdmaParams {
+  Time post;                        // stream time to post one work request
+  std::uint64_t notify_bytes = 4;   // a remote notify record is a write of this size
+};
+
 struct StreamParams {
   Time task_dispatch;               // stream engine's gap before each task starts
   Time op_launch;                   // before the first task of a workload on each stream
@@ -48,6 +54,7 @@ struct NpuParams {
   SdmaParams sdma;
   NotifyParams notify;
   StreamParams stream;
+  RdmaParams rdma;
   ChannelParams local_memory;       // on-chip SDMA copies share this channel
   std::uint64_t hccl_buffer_bytes = 200ULL * 1024 * 1024;  // HCCL_BUFFSIZE default 200 (MiB)
 };

@@ -23,6 +23,11 @@ void Scheduler::compile(const TaskGraph& graph) {
         e.target = &platform_.engine(t.peer);
         e.notify = t.notify;
         e.remote = !platform_.same_chip(rank, t.peer);
+        if (platform_.rdma_between(rank, t.peer)) {  // a 4-byte RDMA write through the NICs
+          e.kind = ExecKind::RdmaNotify;
+          e.peer = t.peer;
+          e.path = &platform_.route(rank, t.peer);
+        }
         break;
       case TaskKind::NotifyWait:
         e.kind = ExecKind::NotifyWait;
@@ -34,7 +39,15 @@ void Scheduler::compile(const TaskGraph& graph) {
         e.kind = ExecKind::Transfer;
         e.bytes = t.bytes;
         e.reduce = t.kind == TaskKind::ReduceInline;
-        if (t.bytes > 0) e.path = platform_.route(t.src.rank, t.dst.rank);
+        if (t.bytes > 0) e.path = &platform_.route(t.src.rank, t.dst.rank);
+        if (platform_.rdma_between(t.src.rank, t.dst.rank)) {
+          if (e.reduce) {
+            throw GraphError(graph.describe(id) + " reduces across RDMA, which only writes: write into the peer's "
+                             "buffer and reduce there");
+          }
+          e.kind = ExecKind::RdmaWrite;
+          e.peer = t.src.rank == rank ? t.dst.rank : t.src.rank;
+        }
         break;
       case TaskKind::Compute: {
         e.kind = ExecKind::Compute;
@@ -112,23 +125,25 @@ void Scheduler::task_started(std::uint32_t id, Time at) {
   in_flight_[id] = tracker_->read(t.src, t.bytes);
 }
 
+void Scheduler::data_landed(std::uint32_t id, Time at) {
+  if (result_.end < at) result_.end = at;
+  if (!tracker_) return;
+  auto found = in_flight_.find(id);
+  if (found == in_flight_.end()) return;
+  const Task& t = graph_->task(id);
+  if (t.kind == TaskKind::ReduceInline) {
+    tracker_->reduce(t.dst, found->second);
+  } else {
+    tracker_->write(t.dst, found->second);
+  }
+  in_flight_.erase(found);
+}
+
 void Scheduler::task_finished(std::uint32_t id, Time at) {
   TaskTiming& timing = result_.timings[id];
   timing.end = at;
   timing.finished = true;
   if (result_.end < at) result_.end = at;
-  if (tracker_) {
-    auto found = in_flight_.find(id);
-    if (found != in_flight_.end()) {
-      const Task& t = graph_->task(id);
-      if (t.kind == TaskKind::ReduceInline) {
-        tracker_->reduce(t.dst, found->second);
-      } else {
-        tracker_->write(t.dst, found->second);
-      }
-      in_flight_.erase(found);
-    }
-  }
   for (TaskId next : successors_[id]) {
     if (--exec_[next].unmet_deps == 0) {
       platform_.engine(graph_->rank_of(next)).release_dependency(stream_of_[next]);

@@ -48,6 +48,7 @@ class Scheduler : private TaskObserver {
  private:
   void task_started(std::uint32_t id, Time at) override;
   void task_finished(std::uint32_t id, Time at) override;
+  void data_landed(std::uint32_t id, Time at) override;
   void task_timed_out(std::uint32_t id, Time at) override;
   void wait_released(std::uint32_t wait, std::uint32_t record) override;
   void compile(const TaskGraph& graph);

@@ -72,7 +72,10 @@ void TraceWriter::add_run(const TaskGraph& graph, const RunResult& result, Platf
     }
     // ts and dur are spliced in as exact decimals.
     // Kernel API calls and markers are Delay tasks: their label is the better name.
-    const std::string name = t.kind == TaskKind::Delay && !t.label.empty() ? t.label : task_kind_name(t.kind);
+    std::string name = t.kind == TaskKind::Delay && !t.label.empty() ? t.label : task_kind_name(t.kind);
+    const bool rdma = (t.kind == TaskKind::NotifyRecord && platform.rdma_between(rank, t.peer)) ||
+                      (t.kind == TaskKind::Memcpy && platform.rdma_between(t.src.rank, t.dst.rank));
+    if (rdma) name = "RDMASend";
     std::string event = "{\"ph\":\"X\",\"name\":" + nlohmann::json(name).dump() +
                         ",\"pid\":" + std::to_string(rank) + ",\"tid\":" + std::to_string(tid) +
                         ",\"ts\":" + ts(timing.start) + ",\"dur\":" + ts(end - timing.start) +

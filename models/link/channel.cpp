@@ -6,9 +6,9 @@
 namespace hcclsim {
 
 void Flow::start() {
-  hops.assign(path.size(), Hop{});
+  hops.assign(path->size(), Hop{});
   bytes_delivered = 0;
-  path.front()->arrive(*this, 0, bytes);
+  path->front()->arrive(*this, 0, bytes);
 }
 
 Channel::Channel(sc_core::sc_module_name name, const ChannelParams& params, std::string label)
@@ -63,8 +63,8 @@ void Channel::deliver_due(std::uint64_t now) {
     delay_line_.pop_front();
     Flow& flow = *seg.flow;
     const std::size_t next_hop = seg.hop + 1;
-    if (next_hop < flow.path.size()) {
-      flow.path[next_hop]->arrive(flow, next_hop, seg.bytes);
+    if (next_hop < flow.path->size()) {
+      (*flow.path)[next_hop]->arrive(flow, next_hop, seg.bytes);
     } else {
       flow.bytes_delivered += seg.bytes;
       if (flow.bytes_delivered == flow.bytes) flow.listener->flow_finished(flow);

@@ -34,7 +34,7 @@ class FlowListener {
 struct Flow {
   std::uint64_t bytes = 0;
   Bandwidth rate_cap;                 // 0 bytes/s: no cap
-  std::vector<Channel*> path;
+  const std::vector<Channel*>* path = nullptr;  // owned by the platform's route cache
   FlowListener* listener = nullptr;
   std::uint64_t tag = 0;              // the listener's own identifier
 

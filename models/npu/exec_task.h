@@ -13,7 +13,7 @@ namespace hcclsim {
 class Channel;
 class TaskEngine;
 
-enum class ExecKind : std::uint8_t { NotifyRecord, NotifyWait, Transfer, Compute, Delay };
+enum class ExecKind : std::uint8_t { NotifyRecord, NotifyWait, Transfer, Compute, Delay, RdmaWrite, RdmaNotify };
 enum class CoreKind : std::uint8_t { Aic, Aiv };
 
 struct ExecTask {
@@ -23,8 +23,13 @@ struct ExecTask {
   int notify = 0;
   bool remote = false;              // record crosses chips
   Time wait_timeout;                // NotifyWait: 0 = wait forever
-  // Transfer: `bytes` over `path` (empty path: nothing moves, only fixed cost).
-  std::vector<Channel*> path;
+  // Transfer: `bytes` over `path` (none: nothing moves, only fixed cost).
+  // RdmaWrite: the stream posts the write and goes on; the bytes cross
+  // `path` on their own. RdmaNotify: a small write that sets `notify` of
+  // `target` once it and every earlier RdmaWrite to `peer` have arrived (a
+  // queue pair delivers in order).
+  const std::vector<Channel*>* path = nullptr;
+  int peer = -1;
   std::uint64_t bytes = 0;
   bool reduce = false;              // Reduce_Inline: capped at the SDMA reduce rate
   // Compute: `cores` cores of `core_kind` busy for `duration`; Delay: stream busy.
@@ -40,6 +45,9 @@ class TaskObserver {
  public:
   virtual void task_started(std::uint32_t id, Time at) = 0;
   virtual void task_finished(std::uint32_t id, Time at) = 0;
+  // The bytes of a transfer have all arrived (an SDMA transfer just before
+  // it finishes; an RDMA write after the stream has moved on).
+  virtual void data_landed(std::uint32_t id, Time at) = 0;
   // The wait `wait` was released by the record `record` (for flow arrows
   // and the critical path).
   virtual void wait_released(std::uint32_t wait, std::uint32_t record) = 0;

@@ -49,6 +49,7 @@ void TaskEngine::load(std::vector<ExecTask>* tasks, std::vector<std::vector<std:
   // gave up must not release a wait of this one.
   std::fill(registers_.begin(), registers_.end(), 0);
   std::fill(waiter_.begin(), waiter_.end(), -1);
+  qps_.clear();
   const std::uint64_t now = sc_core::sc_time_stamp().value();
   for (std::uint32_t s = 0; s < streams.size(); ++s) {
     streams_[s].tasks = std::move(streams[s]);
@@ -74,9 +75,88 @@ void TaskEngine::release_dependency(std::uint32_t stream) {
   wake_.notify(sc_core::SC_ZERO_TIME);
 }
 
+namespace {
+constexpr std::uint64_t kRdmaTag = 1ULL << 40;  // flow tags: stream index, or kRdmaTag + RDMA op
+}
+
 void TaskEngine::flow_finished(Flow& flow) {
-  inbox_.push_back(Input{InputKind::FlowDone, static_cast<std::uint32_t>(flow.tag)});
+  if (flow.tag >= kRdmaTag) {
+    inbox_.push_back(Input{InputKind::RdmaDone, static_cast<std::uint32_t>(flow.tag - kRdmaTag)});
+  } else {
+    inbox_.push_back(Input{InputKind::FlowDone, static_cast<std::uint32_t>(flow.tag)});
+  }
   wake_.notify(sc_core::SC_ZERO_TIME);
+}
+
+std::uint32_t TaskEngine::new_rdma_op() {
+  if (!free_rdma_ops_.empty()) {
+    const std::uint32_t op = free_rdma_ops_.back();
+    free_rdma_ops_.pop_back();
+    return op;
+  }
+  rdma_ops_.push_back(std::make_unique<RdmaOp>());
+  const auto op = static_cast<std::uint32_t>(rdma_ops_.size() - 1);
+  rdma_ops_[op]->flow.listener = this;
+  rdma_ops_[op]->flow.tag = kRdmaTag + op;
+  return op;
+}
+
+// The work request is posted: its bytes start moving; the stream goes on.
+void TaskEngine::post_rdma(std::uint32_t s, std::uint64_t now) {
+  const ExecTask& task = head(s);
+  const std::uint32_t op_index = new_rdma_op();
+  RdmaOp& op = *rdma_ops_[op_index];
+  op.task = head_id(s);
+  op.notify = task.kind == ExecKind::RdmaNotify;
+  op.arrived = false;
+  if (qps_.size() <= static_cast<std::size_t>(task.peer)) qps_.resize(static_cast<std::size_t>(task.peer) + 1);
+  QueuePair& qp = qps_[static_cast<std::size_t>(task.peer)];
+  if (op.notify) {
+    op.seq = qp.posted_writes;
+    qp.notifies.push_back(op_index);
+    op.flow.bytes = params_.rdma.notify_bytes;
+  } else {
+    op.seq = ++qp.posted_writes;
+    qp.outstanding.push_back(op.seq);
+    op.flow.bytes = task.bytes;
+  }
+  op.flow.path = task.path;
+  op.flow.rate_cap = Bandwidth{};
+  if (op.flow.bytes == 0 || op.flow.path == nullptr) {
+    rdma_arrived(op_index, now);
+  } else {
+    op.flow.start();
+  }
+  complete(s, now);
+}
+
+void TaskEngine::rdma_arrived(std::uint32_t op_index, std::uint64_t now) {
+  RdmaOp& op = *rdma_ops_[op_index];
+  const ExecTask& task = (*tasks_)[op.task];
+  QueuePair& qp = qps_[static_cast<std::size_t>(task.peer)];
+  op.arrived = true;
+  if (!op.notify) {
+    observer_->data_landed(op.task, Time{now});
+    auto it = std::find(qp.outstanding.begin(), qp.outstanding.end(), op.seq);
+    qp.outstanding.erase(it);
+    free_rdma_ops_.push_back(op_index);
+  }
+  land_ready_notifies(task.peer);
+}
+
+// Notifies land in post order, each once the writes posted before it arrived.
+void TaskEngine::land_ready_notifies(int peer) {
+  QueuePair& qp = qps_[static_cast<std::size_t>(peer)];
+  std::size_t landed = 0;
+  for (; landed < qp.notifies.size(); ++landed) {
+    RdmaOp& op = *rdma_ops_[qp.notifies[landed]];
+    const bool writes_done = qp.outstanding.empty() || qp.outstanding.front() > op.seq;
+    if (!op.arrived || !writes_done) break;
+    const ExecTask& task = (*tasks_)[op.task];
+    task.target->notify_land(task.notify, op.task);
+    free_rdma_ops_.push_back(qp.notifies[landed]);
+  }
+  qp.notifies.erase(qp.notifies.begin(), qp.notifies.begin() + static_cast<std::ptrdiff_t>(landed));
 }
 
 void TaskEngine::step() {
@@ -121,8 +201,9 @@ void TaskEngine::handle_timer(const Timer& t, std::uint64_t now) {
       break;
     case TimerKind::FixedDone: {
       ExecTask& task = head(t.stream);
-      if (task.bytes == 0 || task.path.empty()) {
+      if (task.bytes == 0 || task.path == nullptr) {
         sdma_.release(1, [&](std::uint32_t w) { begin_transfer(w, now); });
+        observer_->data_landed(head_id(t.stream), Time{now});
         complete(t.stream, now);
         break;
       }
@@ -146,6 +227,9 @@ void TaskEngine::handle_timer(const Timer& t, std::uint64_t now) {
       complete(t.stream, now);
       break;
     }
+    case TimerKind::Posted:
+      post_rdma(t.stream, now);
+      break;
     case TimerKind::Timeout:
       if (st.phase == Phase::Notify && st.token == t.token) {
         waiter_[head(t.stream).notify] = -1;
@@ -181,7 +265,11 @@ void TaskEngine::handle_input(const Input& in, std::uint64_t now) {
       break;
     case InputKind::FlowDone:
       sdma_.release(1, [&](std::uint32_t w) { begin_transfer(w, now); });
+      observer_->data_landed(head_id(in.value), Time{now});
       complete(in.value, now);
+      break;
+    case InputKind::RdmaDone:
+      rdma_arrived(in.value, now);
       break;
   }
 }
@@ -227,6 +315,12 @@ void TaskEngine::try_start(std::uint32_t s, std::uint64_t now) {
       observer_->task_started(head_id(s), Time{now});
       st.phase = Phase::Busy;
       set_timer(s, TimerKind::BusyDone, now + task.duration.ps);
+      break;
+    case ExecKind::RdmaWrite:
+    case ExecKind::RdmaNotify:
+      observer_->task_started(head_id(s), Time{now});
+      st.phase = Phase::Busy;
+      set_timer(s, TimerKind::Posted, now + params_.rdma.post.ps);
       break;
   }
 }

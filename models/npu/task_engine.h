@@ -11,13 +11,18 @@
 //   on a register already set is lost, as in hardware;
 // - Transfer takes one SDMA engine (FIFO if none free), pays the fixed cost,
 //   then moves its bytes as a flow over its path of channels;
-// - Compute takes `cores` AIC or AIV cores (FIFO) for its duration.
+// - Compute takes `cores` AIC or AIV cores (FIFO) for its duration;
+// - RdmaWrite and RdmaNotify occupy the stream for `rdma.post` (posting the
+//   work request); then the bytes travel on their own. A queue pair per peer
+//   keeps order: an RdmaNotify sets the remote register only once every
+//   RdmaWrite posted before it to the same peer has arrived.
 // Inputs from other processes (records landing, dependencies released, flows
 // finishing) are queued and handled in this engine's own process, so the
 // order of events is deterministic.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <queue>
 #include <string>
 #include <systemc>
@@ -64,7 +69,7 @@ class TaskEngine : public sc_core::sc_module, public FlowListener {
   std::uint64_t records_lost() const { return records_lost_; }
 
  private:
-  enum class TimerKind : std::uint8_t { DispatchDone, FixedDone, BusyDone, RecordDone, Timeout };
+  enum class TimerKind : std::uint8_t { DispatchDone, FixedDone, BusyDone, RecordDone, Timeout, Posted };
   struct Timer {
     std::uint64_t at;
     std::uint64_t seq;
@@ -73,7 +78,7 @@ class TaskEngine : public sc_core::sc_module, public FlowListener {
     std::uint32_t token;
     bool operator>(const Timer& o) const { return at != o.at ? at > o.at : seq > o.seq; }
   };
-  enum class InputKind : std::uint8_t { Land, Dependency, FlowDone };
+  enum class InputKind : std::uint8_t { Land, Dependency, FlowDone, RdmaDone };
   struct Input {
     InputKind kind;
     std::uint32_t value;
@@ -95,6 +100,9 @@ class TaskEngine : public sc_core::sc_module, public FlowListener {
   void try_start(std::uint32_t s, std::uint64_t now);
   void begin_transfer(std::uint32_t s, std::uint64_t now);
   void begin_compute(std::uint32_t s, std::uint64_t now);
+  void post_rdma(std::uint32_t s, std::uint64_t now);
+  void rdma_arrived(std::uint32_t op, std::uint64_t now);
+  void land_ready_notifies(int peer);
   void complete(std::uint32_t s, std::uint64_t now);
   void set_timer(std::uint32_t s, TimerKind kind, std::uint64_t at);
   ExecTask& head(std::uint32_t s) { return (*tasks_)[streams_[s].tasks[streams_[s].pos]]; }
@@ -120,6 +128,24 @@ class TaskEngine : public sc_core::sc_module, public FlowListener {
   sc_core::sc_event wake_;
   std::uint64_t activations_ = 0;
   std::uint64_t records_lost_ = 0;
+
+  // RDMA work requests in flight, and per peer the queue pair's order.
+  struct RdmaOp {
+    Flow flow;
+    std::uint32_t task = 0;
+    bool notify = false;
+    bool arrived = false;
+    std::uint64_t seq = 0;          // write: its post number; notify: writes posted before it
+  };
+  struct QueuePair {
+    std::uint64_t posted_writes = 0;
+    std::vector<std::uint64_t> outstanding;   // seqs of writes not yet arrived, in post order
+    std::vector<std::uint32_t> notifies;      // notify ops in post order, not yet landed
+  };
+  std::uint32_t new_rdma_op();
+  std::vector<std::unique_ptr<RdmaOp>> rdma_ops_;
+  std::vector<std::uint32_t> free_rdma_ops_;
+  std::vector<QueuePair> qps_;                // by peer NPU (grown on demand)
 };
 
 const char* phase_name(TaskEngine::Phase phase);

@@ -49,6 +49,15 @@ struct CollectiveSpec {
   BufferKind output_buffer = BufferKind::Output;
   std::uint64_t output_offset = 0;
   std::uint64_t scratch_offset = 0;
+  // Stage forms used by hierarchical collectives (level 0, mesh only):
+  // - segments S > 1: ReduceScatter's input holds S x ranks blocks of
+  //   `count`, block (t, j) at (t * ranks + j) * count, and rank r keeps the S
+  //   blocks (t, r) at t * count; AllGather the reverse.
+  // - chunked: ReduceScatter / AllGather of `count` elements in total, rank r
+  //   owning chunk(count, r) in place (sizes differ by at most one element);
+  //   must fit the HCCL buffer (no loops).
+  int segments = 1;
+  bool chunked = false;
   // AlltoAllV: elements rank r sends to rank j, [r][j]; empty for AlltoAll.
   // Blocks sit back to back in rank order in the input and the output.
   std::vector<std::vector<std::uint64_t>> alltoallv_counts;

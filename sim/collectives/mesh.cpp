@@ -119,46 +119,91 @@ class MeshBuilder : public PlanBuilder {
   }
 
   void reduce_scatter() {
+    if (spec_.chunked) return reduce_scatter_chunked();
     const std::uint64_t per_rank = spec_.count;
-    for (const Span& loop : loops(per_rank, buffer_elements() / static_cast<std::uint64_t>(p_))) {
+    const std::uint64_t segs = static_cast<std::uint64_t>(spec_.segments);
+    const std::uint64_t p = static_cast<std::uint64_t>(p_);
+    for (const Span& loop : loops(per_rank, buffer_elements() / (p * segs))) {
       begin_loop();
       const std::uint64_t n = loop.count;
       for (int r = 0; r < p_; ++r) {
-        for (int j = 0; j < p_; ++j) {
-          move(main_[r], input(r, static_cast<std::uint64_t>(j) * per_rank + loop.first),
-               ccl_in(r, static_cast<std::uint64_t>(j) * n), n, false, "copy in");
+        for (std::uint64_t j = 0; j < p; ++j) {
+          for (std::uint64_t t = 0; t < segs; ++t) {
+            move(main_[r], input(r, (t * p + j) * per_rank + loop.first), ccl_in(r, (j * segs + t) * n), n, false,
+                 "copy in");
+          }
         }
       }
       fork();
-      reduce_scatter_phase([&](int j) { return Span{static_cast<std::uint64_t>(j) * n, n}; });
+      reduce_scatter_phase([&](int j) { return Span{static_cast<std::uint64_t>(j) * segs * n, segs * n}; });
       join();
       for (int r = 0; r < p_; ++r) {
-        move(main_[r], ccl_in(r, static_cast<std::uint64_t>(r) * n), output(r, loop.first), n, false, "copy out");
+        for (std::uint64_t t = 0; t < segs; ++t) {
+          move(main_[r], ccl_in(r, (static_cast<std::uint64_t>(r) * segs + t) * n), output(r, t * per_rank + loop.first),
+               n, false, "copy out");
+        }
       }
     }
   }
 
+  void reduce_scatter_chunked() {
+    begin_loop();
+    const std::uint64_t n = spec_.count;
+    for (int r = 0; r < p_; ++r) move(main_[r], input(r, 0), ccl_in(r, 0), n, false, "copy in");
+    fork();
+    reduce_scatter_phase([&](int j) { return chunk(n, j); });
+    join();
+    for (int r = 0; r < p_; ++r) {
+      const Span c = chunk(n, r);
+      move(main_[r], ccl_in(r, c.first), output(r, c.first), c.count, false, "copy out");
+    }
+  }
+
   void all_gather() {
+    if (spec_.chunked) return all_gather_chunked();
     const std::uint64_t per_rank = spec_.count;
-    for (const Span& loop : loops(per_rank, buffer_elements() / static_cast<std::uint64_t>(p_))) {
+    const std::uint64_t segs = static_cast<std::uint64_t>(spec_.segments);
+    const std::uint64_t p = static_cast<std::uint64_t>(p_);
+    for (const Span& loop : loops(per_rank, buffer_elements() / (p * segs))) {
       begin_loop();
       const std::uint64_t n = loop.count;
       for (int r = 0; r < p_; ++r) {
-        move(main_[r], input(r, loop.first), ccl_in(r, static_cast<std::uint64_t>(r) * n), n, false, "copy in");
+        for (std::uint64_t t = 0; t < segs; ++t) {
+          move(main_[r], input(r, t * per_rank + loop.first), ccl_in(r, (static_cast<std::uint64_t>(r) * segs + t) * n),
+               n, false, "copy in");
+        }
       }
       fork();
       phase("AllGather", [&](int r, int j) -> std::optional<Move> {
-        const std::uint64_t at = static_cast<std::uint64_t>(r) * n;
-        return Move{ccl_in(r, at), ccl_in(j, at), n, false};
+        const std::uint64_t at = static_cast<std::uint64_t>(r) * segs * n;
+        return Move{ccl_in(r, at), ccl_in(j, at), segs * n, false};
       });
       join();
       for (int r = 0; r < p_; ++r) {
-        for (int j = 0; j < p_; ++j) {
-          move(main_[r], ccl_in(r, static_cast<std::uint64_t>(j) * n),
-               output(r, static_cast<std::uint64_t>(j) * per_rank + loop.first), n, false, "copy out");
+        for (std::uint64_t j = 0; j < p; ++j) {
+          for (std::uint64_t t = 0; t < segs; ++t) {
+            move(main_[r], ccl_in(r, (j * segs + t) * n), output(r, (t * p + j) * per_rank + loop.first), n, false,
+                 "copy out");
+          }
         }
       }
     }
+  }
+
+  void all_gather_chunked() {
+    begin_loop();
+    const std::uint64_t n = spec_.count;
+    for (int r = 0; r < p_; ++r) {
+      const Span c = chunk(n, r);
+      move(main_[r], input(r, c.first), ccl_in(r, c.first), c.count, false, "copy in");
+    }
+    fork();
+    phase("AllGather", [&](int r, int j) -> std::optional<Move> {
+      const Span c = chunk(n, r);
+      return Move{ccl_in(r, c.first), ccl_in(j, c.first), c.count, false};
+    });
+    join();
+    for (int r = 0; r < p_; ++r) move(main_[r], ccl_in(r, 0), output(r, 0), n, false, "copy out");
   }
 
   // AlltoAll and AlltoAllV: per loop every pair moves up to `n` elements
