@@ -87,6 +87,12 @@ HardwareProfile load_profile(const std::string& file) {
       p.stream.op_launch = stream.required_time("op_launch");
       stream.finish();
     }
+    {
+      ObjectReader rdma = npu.required_object("rdma");
+      p.rdma.post = rdma.required_time("post");
+      p.rdma.notify_bytes = rdma.required_size("notify_write");
+      rdma.finish();
+    }
     p.local_memory = read_channel(npu.required_object("local_memory"));
     p.hccl_buffer_bytes = npu.required_size("hccl_buffer");
     if (p.hccl_buffer_bytes == 0) npu.location_of("hccl_buffer").fail("the HCCL buffer cannot be empty");
