@@ -57,6 +57,7 @@ struct CollectiveSpec {
   //   owning chunk(count, r) in place (sizes differ by at most one element);
   //   must fit the HCCL buffer (no loops).
   int segments = 1;
+  std::uint64_t block_stride = 0;   // segments: elements between blocks on the strided side (0: count)
   bool chunked = false;
   // AlltoAllV: elements rank r sends to rank j, [r][j]; empty for AlltoAll.
   // Blocks sit back to back in rank order in the input and the output.

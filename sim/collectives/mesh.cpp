@@ -123,13 +123,14 @@ class MeshBuilder : public PlanBuilder {
     const std::uint64_t per_rank = spec_.count;
     const std::uint64_t segs = static_cast<std::uint64_t>(spec_.segments);
     const std::uint64_t p = static_cast<std::uint64_t>(p_);
+    const std::uint64_t stride = spec_.block_stride != 0 ? spec_.block_stride : per_rank;
     for (const Span& loop : loops(per_rank, buffer_elements() / (p * segs))) {
       begin_loop();
       const std::uint64_t n = loop.count;
       for (int r = 0; r < p_; ++r) {
         for (std::uint64_t j = 0; j < p; ++j) {
           for (std::uint64_t t = 0; t < segs; ++t) {
-            move(main_[r], input(r, (t * p + j) * per_rank + loop.first), ccl_in(r, (j * segs + t) * n), n, false,
+            move(main_[r], input(r, (t * p + j) * stride + loop.first), ccl_in(r, (j * segs + t) * n), n, false,
                  "copy in");
           }
         }
@@ -164,6 +165,7 @@ class MeshBuilder : public PlanBuilder {
     const std::uint64_t per_rank = spec_.count;
     const std::uint64_t segs = static_cast<std::uint64_t>(spec_.segments);
     const std::uint64_t p = static_cast<std::uint64_t>(p_);
+    const std::uint64_t stride = spec_.block_stride != 0 ? spec_.block_stride : per_rank;
     for (const Span& loop : loops(per_rank, buffer_elements() / (p * segs))) {
       begin_loop();
       const std::uint64_t n = loop.count;
@@ -182,7 +184,7 @@ class MeshBuilder : public PlanBuilder {
       for (int r = 0; r < p_; ++r) {
         for (std::uint64_t j = 0; j < p; ++j) {
           for (std::uint64_t t = 0; t < segs; ++t) {
-            move(main_[r], ccl_in(r, (j * segs + t) * n), output(r, (t * p + j) * per_rank + loop.first), n, false,
+            move(main_[r], ccl_in(r, (j * segs + t) * n), output(r, (t * p + j) * stride + loop.first), n, false,
                  "copy out");
           }
         }
