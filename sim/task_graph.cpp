@@ -87,9 +87,18 @@ TaskId TaskGraph::reduce(ThreadId thread, BufferRef src, BufferRef dst, std::uin
 }
 
 std::vector<TaskId> TaskGraph::append(const TaskGraph& part, const std::vector<int>& rank_map, int notify_base,
-                                      const std::string& thread_prefix) {
+                                      const std::string& thread_prefix, ThreadIndex* reuse) {
   std::vector<ThreadId> thread_map;
-  for (const Thread& th : part.threads_) thread_map.push_back(add_thread(rank_map.at(th.rank), thread_prefix + th.name));
+  for (const Thread& th : part.threads_) {
+    const std::pair<int, std::string> key{rank_map.at(static_cast<std::size_t>(th.rank)), thread_prefix + th.name};
+    if (reuse == nullptr) {
+      thread_map.push_back(add_thread(key.first, key.second));
+      continue;
+    }
+    auto found = reuse->find(key);
+    if (found == reuse->end()) found = reuse->emplace(key, add_thread(key.first, key.second)).first;
+    thread_map.push_back(found->second);
+  }
   std::vector<TaskId> ids;
   ids.reserve(part.tasks_.size());
   for (const Task& original : part.tasks_) {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -72,10 +73,13 @@ class TaskGraph {
   TaskId reduce(ThreadId thread, BufferRef src, BufferRef dst, std::uint64_t bytes, std::string label = {});
 
   // Copies `part` into this graph: its rank r becomes rank_map[r], its notify
-  // n becomes notify_base + n, its thread names get `thread_prefix`. Returns
-  // the new id of each of part's tasks (index = old id).
+  // n becomes notify_base + n, its thread names get `thread_prefix`. With
+  // `reuse`, a thread whose (rank, name) is already in it continues that
+  // thread (the tasks queue behind its earlier ones) and new threads are
+  // added to it. Returns the new id of each of part's tasks (index = old id).
+  using ThreadIndex = std::map<std::pair<int, std::string>, ThreadId>;
   std::vector<TaskId> append(const TaskGraph& part, const std::vector<int>& rank_map, int notify_base,
-                             const std::string& thread_prefix);
+                             const std::string& thread_prefix, ThreadIndex* reuse = nullptr);
   // One more than the largest notify index used (0 if none).
   int notifies_used() const;
 

@@ -1,9 +1,12 @@
 #include "topologies/config.h"
 
+#include <cmath>
 #include <filesystem>
 #include <set>
+#include <stdexcept>
 
 #include "sim/json_reader.h"
+#include "topologies/cluster.h"
 
 namespace hcclsim {
 
@@ -42,6 +45,76 @@ std::uint64_t read_flops(ObjectReader& r, const std::string& key) {
     }
   }
   loc.fail("expected a string with a unit such as \"8TFLOPS\" or \"500GFLOPS\"");
+}
+
+// The "cluster" object of a topology file, as a layout for make_cluster.
+ClusterLayout read_cluster(ObjectReader c, const std::string& name, int servers_override) {
+  ClusterLayout layout;
+  layout.name = name;
+  layout.kind = c.required_choice("kind", {"a2", "a3"});
+  const bool a3 = layout.kind == "a3";
+  constexpr std::int64_t kMaxServers = 1 << 16;
+  int servers = 0;
+  int supernodes = 1;
+  int per_supernode = 1;
+  if (!a3) {
+    for (const char* key : {"supernodes", "servers_per_supernode", "ub"}) {
+      if (c.has(key)) c.location_of(key).fail("only an \"a3\" cluster has supernodes and UB switches");
+    }
+    servers = static_cast<int>(c.required_int_in("servers", 1, kMaxServers));
+  } else {
+    if (c.has("servers")) {
+      c.location_of("servers").fail("an \"a3\" cluster counts \"supernodes\" and \"servers_per_supernode\"");
+    }
+    supernodes = static_cast<int>(c.required_int_in("supernodes", 1, 4096));
+    per_supernode = static_cast<int>(c.int_in_or("servers_per_supernode", 1, 4096, 48));
+    if (c.has("ub")) {
+      ObjectReader ub = c.required_object("ub");
+      layout.ub.l2_switches = static_cast<int>(ub.int_in_or("l2_switches", 1, 4096, layout.ub.l2_switches));
+      ub.finish();
+    }
+  }
+  if (c.has("roce")) {
+    ObjectReader roce = c.required_object("roce");
+    RoceFabricOptions& r = layout.roce;
+    r.npus_per_leaf = static_cast<int>(roce.int_in_or("npus_per_leaf", 1, 1 << 20, r.npus_per_leaf));
+    r.spines = static_cast<int>(roce.int_in_or("spines", 1, 4096, r.spines));
+    if (const nlohmann::json* v = roce.optional_value("oversubscription")) {
+      if (!v->is_number() || !std::isfinite(v->get<double>()) || v->get<double>() < 1.0) {
+        roce.location_of("oversubscription")
+            .fail("expected a number >= 1 (1 = non-blocking, 2 = uplinks carry half of what the NICs can send)");
+      }
+      r.oversubscription = v->get<double>();
+    }
+    roce.finish();
+  }
+  c.finish();
+
+  if (servers_override != -1) {
+    const std::string where = "option --servers";
+    if (servers_override < 1) throw InputError(where, "expected at least one server");
+    if (!a3) {
+      if (servers_override > kMaxServers) throw InputError(where, "at most " + std::to_string(kMaxServers) + " servers");
+      servers = servers_override;
+    } else if (servers_override <= per_supernode) {
+      supernodes = 1;
+      per_supernode = servers_override;
+    } else if (servers_override % per_supernode == 0 && servers_override / per_supernode <= 4096) {
+      supernodes = servers_override / per_supernode;
+    } else {
+      throw InputError(where, std::to_string(servers_override) + " servers do not fill whole supernodes of " +
+                                  std::to_string(per_supernode) + " servers (or one supernode of at most " +
+                                  std::to_string(per_supernode) + ")");
+    }
+  }
+  if (!a3) {
+    const ClusterLayout built = a2_cluster_layout(servers, layout.roce);
+    layout.servers = built.servers;
+  } else {
+    const ClusterLayout built = cloudmatrix_layout(supernodes, per_supernode, layout.roce, layout.ub);
+    layout.servers = built.servers;
+  }
+  return layout;
 }
 
 }  // namespace
@@ -109,7 +182,8 @@ HardwareProfile load_profile(const std::string& file) {
   return profile;
 }
 
-TopologySpec load_topology(const std::string& file, const std::optional<std::string>& profile_override) {
+TopologySpec load_topology(const std::string& file, const std::optional<std::string>& profile_override,
+                           int servers_override) {
   const nlohmann::json doc = load_json_file(file);
   ObjectReader root(doc, JsonLocation{file});
   TopologySpec spec;
@@ -120,6 +194,20 @@ TopologySpec load_topology(const std::string& file, const std::optional<std::str
       profile_override ? *profile_override
                        : (std::filesystem::path(file).parent_path() / profile_ref).lexically_normal().string();
   const HardwareProfile profile = load_profile(profile_file);
+  if (root.has("cluster")) {
+    const ClusterLayout layout = read_cluster(root.required_object("cluster"), spec.name, servers_override);
+    root.finish();
+    try {
+      return make_cluster(layout, profile);
+    } catch (const std::invalid_argument& e) {
+      root.location_of("cluster").fail(e.what());
+    }
+  }
+  if (servers_override != -1) {
+    throw InputError("option --servers", "topology " + file +
+                                             " lists its NPUs and links; only a topology with a \"cluster\" object "
+                                             "can change its number of servers");
+  }
   spec.npu = profile.npu;
   spec.npus = static_cast<int>(root.required_int_in("npus", 1, 1 << 20));
   spec.npus_per_server = static_cast<int>(root.int_in_or("npus_per_server", 1, 1 << 20, spec.npus));

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "models/link/channel.h"
@@ -63,9 +64,14 @@ class Platform {
   // Data and notifies between a and b travel as RDMA writes (different SDMA domains).
   bool rdma_between(int a, int b) const;
 
-  // Channels from `src` to `dst` NPU: the local memory channel when equal,
-  // else the fewest-hop path over links (ties broken by lowest node id).
-  // Throws std::invalid_argument when no path exists.
+  // Channels from `src` to `dst` NPU: the local memory channel when equal;
+  // else a direct link; else through a fabric (between SDMA domains the
+  // "roce" fabric, inside one the others, e.g. "ub"): NPU -> leaf -> (other
+  // leaf: a spine both leaves reach, picked by a hash of (src, dst) -> that
+  // leaf) -> NPU; else the fewest-hop path over links (ties broken by lowest
+  // node id). Cached: each pair is resolved once, and the returned reference
+  // stays valid for the platform's life. Throws std::invalid_argument when no
+  // path exists.
   const std::vector<Channel*>& route(int src, int dst);
   // Channel from node a to node b, or nullptr if they are not linked.
   Channel* channel(int a, int b) const;
@@ -78,8 +84,11 @@ class Platform {
   std::vector<std::unique_ptr<TaskEngine>> engines_;
   std::vector<std::unique_ptr<Channel>> local_memory_;
   std::vector<std::unique_ptr<Channel>> channels_;
-  std::vector<std::vector<std::pair<int, Channel*>>> adjacency_;  // node -> (neighbour, channel)
-  std::map<std::pair<int, int>, std::vector<Channel*>> routes_;
+  bool fabric_route(const FabricSpec& fabric, int src, int dst, std::vector<Channel*>& path) const;
+  std::vector<Channel*> shortest_route(int src, int dst) const;
+
+  std::vector<std::vector<std::pair<int, Channel*>>> adjacency_;  // node -> (neighbour, channel), by neighbour
+  std::unordered_map<std::uint64_t, std::vector<Channel*>> routes_;  // key: src << 32 | dst
 };
 
 }  // namespace hcclsim

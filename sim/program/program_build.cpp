@@ -215,6 +215,9 @@ Program::Built Program::build() const {
     std::map<int, PartInfo> per_rank;  // global rank
   };
   std::vector<RepeatPart> repeats;
+  // A domain's streams are created once and reused by its later collectives
+  // and repeats, as HCCL does; one notify is then always waited on by one thread.
+  TaskGraph::ThreadIndex domain_threads;  // (global rank, "d<domain>/<name>")
   for (auto& [domain, plan] : plans) {
     for (std::size_t h = 0; h < plan.per_rank.front().size(); ++h) {
       const TaskGraph& part = parts.at({domain, static_cast<int>(h)});
@@ -222,7 +225,8 @@ Program::Built Program::build() const {
       HandleInfo info{domain, plan.members[0], static_cast<HcclHandle>(h),
                       a.batch_write ? "batch_write" : (a.alltoallv ? "alltoallv" : coll_op_name(a.op)), a.repeat, {}};
       for (int rep = 0; rep < a.repeat; ++rep) {
-        const std::vector<TaskId> ids = g.append(part, plan.members, region_base[domain], domain_prefix(domain));
+        const std::vector<TaskId> ids =
+            g.append(part, plan.members, region_base[domain], domain_prefix(domain), &domain_threads);
         info.tasks.push_back(ids);
         RepeatPart rp{domain, static_cast<int>(h), rep, {}};
         for (const Thread& th : part.threads()) {
