@@ -43,10 +43,55 @@ double bus_factor(CollOp op, int ranks) {
   return 1.0;
 }
 
+Hierarchy hierarchy_of(const Platform& platform, int ranks) {
+  const TopologySpec& spec = platform.spec();
+  Hierarchy h;
+  h.per_server = std::min(ranks, spec.npus_per_server);
+  if (ranks % h.per_server != 0) {
+    throw std::invalid_argument(std::to_string(ranks) + " ranks do not fill whole servers of " +
+                                std::to_string(spec.npus_per_server) + " NPUs");
+  }
+  const int servers = ranks / h.per_server;
+  // Servers sharing an SDMA domain form a supernode (A3); A2 servers each have their own.
+  int per_pod = 1;
+  if (!spec.sdma_domain_of.empty()) {
+    while (per_pod < servers && spec.sdma_domain_of[static_cast<std::size_t>(per_pod * h.per_server)] ==
+                                    spec.sdma_domain_of[0]) {
+      ++per_pod;
+    }
+  } else {
+    per_pod = servers;
+  }
+  if (per_pod == 1) {
+    h.servers_per_pod = servers;
+    h.pods = 1;
+  } else {
+    if (servers % per_pod != 0) {
+      throw std::invalid_argument(std::to_string(ranks) + " ranks do not fill whole supernodes of " +
+                                  std::to_string(per_pod) + " servers");
+    }
+    h.servers_per_pod = per_pod;
+    h.pods = servers / per_pod;
+  }
+  return h;
+}
+
+namespace {
+// The rate one NPU has towards other servers: its NIC, else its UB or HCCS port.
+Bandwidth inter_server_bandwidth(const TopologySpec& spec) {
+  for (const char* kind : {"roce", "ub", "hccs"}) {
+    for (const LinkSpec& l : spec.links) {
+      if (l.kind == kind) return l.params.bandwidth;
+    }
+  }
+  return Bandwidth{};
+}
+}  // namespace
+
 std::vector<PerfRow> run_perf(Platform& platform, const PerfRequest& request, TraceWriter* trace) {
   std::vector<PerfRow> rows;
   Scheduler scheduler(platform);
-  const Level0Algo algo = request.algo.value_or(default_level0(request.op));
+  const Hierarchy hierarchy = hierarchy_of(platform, request.ranks);
   for (const std::uint64_t size : request.sizes) {
     CollectiveSpec spec;
     spec.op = request.op;
@@ -56,7 +101,8 @@ std::vector<PerfRow> run_perf(Platform& platform, const PerfRequest& request, Tr
     spec.root = request.root;
     spec.buffer_bytes = request.buffer_bytes;
     spec.count = count_for_size(request.op, request.ranks, request.dtype, size);
-    const TaskGraph graph = build_collective(spec, algo);
+    const AlgoPlan plan = choose_algorithm(spec.op, hierarchy, size, inter_server_bandwidth(platform.spec()), request.algo);
+    const TaskGraph graph = build_hierarchical(spec, hierarchy, plan);
     const BufferSizes sizes = buffer_sizes(spec);
 
     std::optional<DataTracker> tracker;
@@ -67,7 +113,7 @@ std::vector<PerfRow> run_perf(Platform& platform, const PerfRequest& request, Tr
     const RunResult result = scheduler.run(graph, tracker ? &*tracker : nullptr);
     if (!result.failure.empty()) {
       throw GraphError(coll_op_name(spec.op) + " of " + std::to_string(size) + " bytes on " +
-                       std::to_string(spec.ranks) + " ranks (" + level0_algo_name(algo) +
+                       std::to_string(spec.ranks) + " ranks (" + plan.describe(hierarchy, spec.op) +
                        ") did not finish: " + result.failure);
     }
 
@@ -76,7 +122,7 @@ std::vector<PerfRow> run_perf(Platform& platform, const PerfRequest& request, Tr
     row.ranks = spec.ranks;
     row.dtype = spec.dtype;
     row.reduce_op = spec.reduce_op;
-    row.algo = "level0:" + level0_algo_name(algo);
+    row.algo = plan.describe(hierarchy, spec.op);
     row.count = spec.count;
     row.input_bytes = sizes.input;
     row.output_bytes = sizes.output;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sim/collectives/collective.h"
+#include "sim/collectives/hierarchy.h"
 #include "sim/trace.h"
 #include "topologies/platform.h"
 
@@ -21,7 +22,7 @@ struct PerfRequest {
   ReduceOp reduce_op = ReduceOp::Sum;
   int root = 0;
   std::vector<std::uint64_t> sizes;       // data_size of each row, bytes
-  std::optional<Level0Algo> algo;         // nullopt: HCCL's choice
+  AlgoRequest algo;                       // unset levels: HCCL's choice
   std::uint64_t buffer_bytes = 0;         // HCCL_BUFFSIZE
   bool check = true;
 };
@@ -51,6 +52,10 @@ std::uint64_t data_size_of(CollOp op, int ranks, DataType dtype, std::uint64_t c
 // nccl-tests bus bandwidth factor: AllReduce 2(n-1)/n; AllGather,
 // ReduceScatter, AlltoAll (n-1)/n; Broadcast, Reduce 1.
 double bus_factor(CollOp op, int ranks);
+
+// How the first `ranks` NPUs of a platform split into servers and supernodes.
+// Throws std::invalid_argument when `ranks` cuts a server in two.
+Hierarchy hierarchy_of(const Platform& platform, int ranks);
 
 // Runs the sweep; a row whose run deadlocks throws GraphError (a bug in an
 // algorithm, never the user's input).

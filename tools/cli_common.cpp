@@ -10,6 +10,9 @@
 
 #include "sim/collectives/hccl_algo.h"
 #include "sim/error.h"
+#include "topologies/cluster.h"
+#include "topologies/config.h"
+#include "topologies/rank_table.h"
 
 namespace hcclsim {
 
@@ -101,13 +104,37 @@ void Args::finish() const {
   }
 }
 
-std::optional<Level0Algo> parse_algo(const std::optional<std::string>& text, CollOp op) {
-  if (!text) return std::nullopt;
+AlgoRequest parse_algo(const std::optional<std::string>& text, CollOp op) {
+  if (!text) return {};
   try {
     return parse_hccl_algo(*text, op);
   } catch (const std::invalid_argument& e) {
     throw InputError("option --algo", e.what());
   }
+}
+
+TopologySpec topology_from_args(Args& args, std::string* described) {
+  const std::optional<std::string> rank_table = args.optional("--rank-table");
+  const std::optional<std::string> profile = args.optional("--profile");
+  const std::optional<std::string> topology = args.optional("--topology");
+  const int servers = args.int_in("--servers", 1, 1 << 16, -1, "");
+  if (rank_table) {
+    if (topology) throw InputError("option --rank-table", "give either --rank-table or --topology, not both");
+    if (!profile) throw InputError("option --rank-table", "a rank table needs --profile FILE (the hardware of its NPUs)");
+    if (servers > 0) throw InputError("option --servers", "the rank table already says how many servers there are");
+    const HardwareProfile hw = load_profile(*profile);
+    const std::string kind = hw.npu.model == "910C" ? "a3" : "a2";
+    const RankTable table = load_rank_table(*rank_table, kind);
+    if (described) *described = *rank_table;
+    try {
+      return make_cluster(table.layout, hw);
+    } catch (const std::invalid_argument& e) {
+      throw InputError(*rank_table, e.what());
+    }
+  }
+  const std::string file = topology.value_or(default_topology());
+  if (described) *described = file;
+  return load_topology(file, profile, servers);
 }
 
 double WallClock::seconds() const {

@@ -10,9 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "sim/collectives/collective.h"
+#include "sim/collectives/hierarchy.h"
 #include "sim/error.h"
 #include "sim/trace.h"
+#include "topologies/platform.h"
 
 namespace hcclsim {
 
@@ -41,7 +42,12 @@ class Args {
   std::vector<bool> used_;
 };
 
-std::optional<Level0Algo> parse_algo(const std::optional<std::string>& text, CollOp op);
+AlgoRequest parse_algo(const std::optional<std::string>& text, CollOp op);
+
+// The topology the options describe: --topology FILE (default the A2 server)
+// with --profile and --servers, or --rank-table FILE with --profile (the
+// profile's NPU model says A2 or A3). `described` names it for headings.
+TopologySpec topology_from_args(Args& args, std::string* described);
 
 struct WallClock {
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();

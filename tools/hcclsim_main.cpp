@@ -31,17 +31,24 @@ usage:
 <op>: all_reduce | all_gather | reduce_scatter | alltoall | broadcast | reduce
 
 perf options:
-  --topology FILE   topology JSON (default configs/topologies/a2-server.json)
+  --topology FILE   topology JSON (default configs/topologies/a2-server.json);
+                    clusters: a2-cluster.json, a2-cluster-oversubscribed.json,
+                    cloudmatrix384.json, cloudmatrix384x4.json
+  --servers N       servers of a cluster topology (A3: in whole supernodes)
+  --rank-table FILE an HCCL rank table (1.0 A2, 1.2 A3) instead of --topology;
+                    needs --profile
   --profile FILE    hardware profile JSON, replacing the one the topology names
-  --ranks N         ranks 0..N-1 take part (default: every NPU of the topology)
+  --ranks N         ranks 0..N-1 take part (default: every NPU of the topology;
+                    more than one server: whole servers)
   -b SIZE           smallest data_size (default 8K); K/M/G are binary as in hccl_test
   -e SIZE           largest data_size (default 64M)
   -f FACTOR         multiply the size by FACTOR each step (default 2)
   -d DTYPE          fp32 | fp16 | bf16 | int8 | int16 | int32 | int64 (default fp16)
   -o OP             sum | prod | max | min (default sum)
   -r ROOT           root rank of broadcast / reduce (default 0)
-  --algo SPEC       HCCL_ALGO syntax, e.g. "level0:ring" or
-                    "allreduce=level0:ring/allgather=level0:NA"; NA = HCCL's choice
+  --algo SPEC       HCCL_ALGO syntax, e.g. "level0:ring", "level0:NA;level1:NHR" or
+                    "allreduce=level1:H-D_R/allgather=level0:NA"; NA = HCCL's choice.
+                    level1/level2: ring, H-D_R, NHR, NB, pairwise (alltoall)
   --buffsize SIZE   HCCL_BUFFSIZE, the HCCL buffer per rank (default: profile, 200MiB)
   --format F        table | csv | json (default table)
   --trace FILE      write a Chrome trace-event JSON (Perfetto, MindStudio Insight)
@@ -80,9 +87,8 @@ int perf(Args& args) {
   const std::string op_name = args.positional("<op>", "perf");
   const auto op = parse_coll_op(op_name);
   if (!op) throw InputError("<op>", "unknown collective '" + op_name + "'; expected one of: " + join(coll_op_names()));
-  const std::string topology_file = args.value("--topology", default_topology());
-  const std::optional<std::string> profile = args.optional("--profile");
-  Platform platform(load_topology(topology_file, profile));
+  std::string topology_file;
+  Platform platform(topology_from_args(args, &topology_file));
 
   PerfRequest req;
   req.op = *op;
@@ -169,8 +175,8 @@ std::string task_line(const TaskGraph& g, const RunResult& r, TaskId id, Platfor
 int run(Args& args) {
   const std::string program_file = args.optional("--program").value_or("");
   if (program_file.empty()) throw InputError("option --program", "run needs --program FILE");
-  const std::string topology_file = args.value("--topology", default_topology());
-  const std::optional<std::string> profile = args.optional("--profile");
+  std::string topology_file;
+  const TopologySpec spec = topology_from_args(args, &topology_file);
   const std::string format = args.value("--format", "table");
   if (format != "table" && format != "json") {
     throw InputError("option --format", "unknown format '" + format + "'; expected table or json");
@@ -179,7 +185,6 @@ int run(Args& args) {
   const bool stats = args.flag("--stats");
   args.finish();
 
-  const TopologySpec spec = load_topology(topology_file, profile);
   Program program(arch_of(spec.npu, topology_file), spec.npus, spec.npu);
   const LoadedProgram loaded = load_program(program_file, program);
   Program::Built built;

@@ -1,5 +1,6 @@
 #include "sim/collectives/hccl_algo.h"
 
+#include <algorithm>
 #include <map>
 #include <sstream>
 #include <stdexcept>
@@ -23,9 +24,10 @@ const char* hccl_op_name(CollOp op) {
   return names[static_cast<std::size_t>(op)];
 }
 
-// "level0:NA;level1:ring" -> level 0 choice.
-std::optional<Level0Algo> parse_levels(const std::string& levels, const std::string& whole) {
-  std::optional<Level0Algo> level0;
+// "level0:NA;level1:ring" -> the choice per level.
+AlgoRequest parse_levels(const std::string& levels, const std::string& whole) {
+  AlgoRequest request;
+  std::optional<Level0Algo>& level0 = request.level0;
   for (const std::string& item : split(levels, ';')) {
     const auto colon = item.find(':');
     if (colon == std::string::npos) {
@@ -44,24 +46,32 @@ std::optional<Level0Algo> parse_levels(const std::string& levels, const std::str
         throw std::invalid_argument("level0 algorithm '" + algo + "' is not known; expected NA, fullmesh (mesh) or ring");
       }
     } else if (level == "level1" || level == "level2") {
-      static const std::vector<std::string> known{"NA", "ring", "H-D_R", "NHR", "NHR_V1", "NB", "pipeline",
-                                                  "pairwise", "AHC", "AHC_BROKE", "star"};
-      bool ok = false;
-      for (const auto& k : known) ok = ok || k == algo;
-      if (!ok) throw std::invalid_argument(level + " algorithm '" + algo + "' is not known");
+      std::optional<Level1Algo>& slot = level == "level1" ? request.level1 : request.level2;
+      static const std::vector<std::string> unmodelled{"pipeline", "AHC", "AHC_BROKE", "star", "NHR_V1"};
+      if (algo == "NA") {
+        slot.reset();
+      } else if (const auto parsed = parse_level1_algo(algo)) {
+        slot = parsed;
+      } else if (std::find(unmodelled.begin(), unmodelled.end(), algo) != unmodelled.end()) {
+        throw std::invalid_argument(level + " algorithm '" + algo +
+                                    "' exists in HCCL but is not modelled by hcclsim; use ring, H-D_R, NHR, NB or NA");
+      } else {
+        throw std::invalid_argument(level + " algorithm '" + algo +
+                                    "' is not known; expected NA, ring, H-D_R, NHR, NB or pairwise");
+      }
     } else {
       throw std::invalid_argument("'" + level + "' in \"" + whole + "\" is not a level; expected level0, level1 or level2");
     }
   }
-  return level0;
+  return request;
 }
 
 }  // namespace
 
-std::optional<Level0Algo> parse_hccl_algo(const std::string& text, CollOp op) {
-  if (text.empty()) return std::nullopt;
+AlgoRequest parse_hccl_algo(const std::string& text, CollOp op) {
+  if (text.empty()) return {};
   if (text.find('=') == std::string::npos) return parse_levels(text, text);
-  std::optional<Level0Algo> mine;
+  AlgoRequest mine;
   for (const std::string& entry : split(text, '/')) {
     const auto eq = entry.find('=');
     if (eq == std::string::npos) {

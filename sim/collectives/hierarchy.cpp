@@ -1,0 +1,384 @@
+#include "sim/collectives/hierarchy.h"
+
+#include <cmath>
+#include <map>
+#include <stdexcept>
+
+#include "sim/collectives/plan.h"
+
+namespace hcclsim {
+
+namespace {
+
+// Notify regions per stage kind: a stage on a rank may still be running when
+// a peer already runs the next one, so the kinds never share registers.
+// Level 0 (mesh, at most 4 per rank of a server) sits below kLevel1NotifyBase.
+constexpr int kLevel1NotifyBase = 64;
+
+// Appends stages, each starting on a rank after the previous stage there
+// ended. Stages of one kind reuse their streams ("L0/Plane2" on a rank is one
+// stream for every slice), as HCCL does, so a notify keeps one waiting thread.
+class Composer {
+ public:
+  explicit Composer(int ranks) : last_(static_cast<std::size_t>(ranks)) {}
+
+  void stage(const TaskGraph& part, const std::vector<int>& members, int notify_base, const std::string& prefix) {
+    const std::vector<TaskId> ids = graph_.append(part, members, notify_base, prefix, &threads_);
+    std::map<int, std::vector<TaskId>> lasts;
+    for (const Thread& th : part.threads()) {
+      if (th.tasks.empty()) continue;
+      const int rank = members[static_cast<std::size_t>(th.rank)];
+      for (TaskId before : last_[static_cast<std::size_t>(rank)]) graph_.add_dependency(before, ids[th.tasks.front()]);
+      lasts[rank].push_back(ids[th.tasks.back()]);
+    }
+    for (auto& [rank, ids_of_rank] : lasts) last_[static_cast<std::size_t>(rank)] = std::move(ids_of_rank);
+  }
+  TaskGraph take() { return std::move(graph_); }
+
+ private:
+  TaskGraph graph_;
+  TaskGraph::ThreadIndex threads_;
+  std::vector<std::vector<TaskId>> last_;
+};
+
+class HierarchyBuilder {
+ public:
+  HierarchyBuilder(const CollectiveSpec& spec, const Hierarchy& h, const AlgoPlan& plan)
+      : spec_(spec),
+        h_(h),
+        plan_(plan),
+        esz_(data_type_size(spec.dtype)),
+        level2_base_(kLevel1NotifyBase + level1_notifies(h.servers(), plan.level1)),
+        composer_(h.ranks()) {}
+
+  TaskGraph build() {
+    switch (spec_.op) {
+      case CollOp::AllReduce: all_reduce(); break;
+      case CollOp::ReduceScatter: reduce_scatter(); break;
+      case CollOp::AllGather: all_gather(); break;
+      case CollOp::Broadcast: broadcast(); break;
+      case CollOp::Reduce: reduce(); break;
+      case CollOp::AlltoAll: {
+        CollectiveSpec flat = spec_;
+        flat.ranks = h_.ranks();
+        std::vector<int> all(static_cast<std::size_t>(h_.ranks()));
+        for (int r = 0; r < h_.ranks(); ++r) all[static_cast<std::size_t>(r)] = r;
+        composer_.stage(build_level1(flat, Level1Algo::Pairwise), all, 0, "L1/");
+        break;
+      }
+    }
+    return composer_.take();
+  }
+
+ private:
+  int rank(int pod, int server, int index) const {
+    return (pod * h_.servers_per_pod + server) * h_.per_server + index;
+  }
+  std::vector<int> server_group(int pod, int server) const {
+    std::vector<int> g;
+    for (int i = 0; i < h_.per_server; ++i) g.push_back(rank(pod, server, i));
+    return g;
+  }
+  // Same index in every server of one pod (or of every pod when `all_pods`).
+  std::vector<int> rail(int pod, int index, bool all_pods) const {
+    std::vector<int> g;
+    for (int p = all_pods ? 0 : pod; p < (all_pods ? h_.pods : pod + 1); ++p) {
+      for (int s = 0; s < h_.servers_per_pod; ++s) g.push_back(rank(p, s, index));
+    }
+    return g;
+  }
+  std::vector<int> pod_rail(int server, int index) const {
+    std::vector<int> g;
+    for (int p = 0; p < h_.pods; ++p) g.push_back(rank(p, server, index));
+    return g;
+  }
+  BufferRef ref(BufferKind kind, std::uint64_t elem) const { return {0, kind, elem * esz_}; }
+
+  CollectiveSpec stage_spec(CollOp op, int ranks, std::uint64_t count, BufferRef in, BufferRef out,
+                            std::uint64_t scratch_offset, std::uint64_t buffer_bytes) const {
+    CollectiveSpec s;
+    s.op = op;
+    s.ranks = ranks;
+    s.dtype = spec_.dtype;
+    s.reduce_op = spec_.reduce_op;
+    s.count = count;
+    s.buffer_bytes = buffer_bytes;
+    s.input_buffer = in.buffer;
+    s.input_offset = in.offset;
+    s.output_buffer = out.buffer;
+    s.output_offset = out.offset;
+    s.scratch_offset = scratch_offset;
+    return s;
+  }
+  TaskGraph level0(const CollectiveSpec& s) const { return build_collective(s, plan_.level0); }
+
+  // Level-1 stages keep their own CCL areas in the upper half of the HCCL
+  // buffer; the data being worked on stays in the lower half.
+  std::uint64_t half() const { return spec_.buffer_bytes / 2; }
+
+  void all_reduce() {
+    const std::uint64_t g0 = static_cast<std::uint64_t>(h_.per_server);
+    const std::uint64_t g1 = static_cast<std::uint64_t>(h_.servers_per_pod);
+    const bool three_levels = h_.pods > 1 && h_.servers_per_pod > 1;
+    // Slices fit half the buffer and split evenly down the levels.
+    const std::uint64_t unit = three_levels ? g0 * g1 : g0;
+    std::uint64_t per_slice = half() / esz_ / unit * unit;
+    if (per_slice == 0) throw std::invalid_argument("the HCCL buffer is too small for this cluster");
+    for (std::uint64_t first = 0; first < spec_.count || first == 0; first += per_slice) {
+      const std::uint64_t n = std::min(per_slice, spec_.count - first);
+      // L0: reduce-scatter in each server; rank i keeps chunk(n, i) of the slice in its buffer.
+      for (int p = 0; p < h_.pods; ++p) {
+        for (int s = 0; s < h_.servers_per_pod; ++s) {
+          CollectiveSpec rs = stage_spec(CollOp::ReduceScatter, h_.per_server, n, ref(spec_.input_buffer, first),
+                                         ref(BufferKind::Scratch, 0), 0, spec_.buffer_bytes);
+          rs.input_offset = spec_.input_offset + first * esz_;
+          rs.chunked = true;
+          composer_.stage(level0(rs), server_group(p, s), 0, "L0/");
+        }
+      }
+      for (int i = 0; i < h_.per_server; ++i) {
+        const Span c = chunk_of(n, h_.per_server, i);
+        if (c.count == 0) continue;
+        if (three_levels && c.count % g1 == 0) {
+          // L1 reduce-scatter inside each pod; every rank's block lands at the
+          // same place (`landing`), where L2 all-reduces it across pods and L1
+          // all-gathers it back into the chunk.
+          const std::uint64_t blk = c.count / g1;
+          const std::uint64_t landing = spec_.buffer_bytes / esz_;
+          for (int p = 0; p < h_.pods; ++p) {
+            CollectiveSpec rs = stage_spec(CollOp::ReduceScatter, h_.servers_per_pod, blk, ref(BufferKind::Scratch, c.first),
+                                           ref(BufferKind::Scratch, landing), half(), half() / 2);
+            composer_.stage(build_level1(rs, plan_.level1), rail(p, i, false), kLevel1NotifyBase, "L1/");
+          }
+          for (int s = 0; s < h_.servers_per_pod; ++s) {
+            CollectiveSpec ar = stage_spec(CollOp::AllReduce, h_.pods, blk, ref(BufferKind::Scratch, landing),
+                                           ref(BufferKind::Scratch, landing), half(), half() / 2);
+            composer_.stage(build_level1(ar, plan_.level2), pod_rail(s, i), level2_base_, "L2/");
+          }
+          for (int p = 0; p < h_.pods; ++p) {
+            CollectiveSpec ag = stage_spec(CollOp::AllGather, h_.servers_per_pod, blk, ref(BufferKind::Scratch, landing),
+                                           ref(BufferKind::Scratch, c.first), half(), half() / 2);
+            composer_.stage(build_level1(ag, plan_.level1), rail(p, i, false), kLevel1NotifyBase, "L1/");
+          }
+        } else {
+          // Two levels (or a remainder that does not split across the pod):
+          // all-reduce the chunk across every server of the rail.
+          CollectiveSpec ar = stage_spec(CollOp::AllReduce, h_.servers(), c.count, ref(BufferKind::Scratch, c.first),
+                                         ref(BufferKind::Scratch, c.first), half(), half() / 2);
+          composer_.stage(build_level1(ar, plan_.level1), rail(0, i, true), kLevel1NotifyBase, "L1/");
+        }
+      }
+      // L0: all-gather in each server from the buffer into the output.
+      for (int p = 0; p < h_.pods; ++p) {
+        for (int s = 0; s < h_.servers_per_pod; ++s) {
+          CollectiveSpec ag = stage_spec(CollOp::AllGather, h_.per_server, n, ref(BufferKind::Scratch, 0),
+                                         ref(spec_.output_buffer, 0), 0, spec_.buffer_bytes);
+          ag.output_offset = spec_.output_offset + first * esz_;
+          ag.chunked = true;
+          composer_.stage(level0(ag), server_group(p, s), 0, "L0/");
+        }
+      }
+      if (spec_.count == 0) break;
+    }
+  }
+
+  static Span chunk_of(std::uint64_t n, int parts, int j) {
+    const std::uint64_t base = n / static_cast<std::uint64_t>(parts);
+    const std::uint64_t rem = n % static_cast<std::uint64_t>(parts);
+    const std::uint64_t uj = static_cast<std::uint64_t>(j);
+    return Span{uj * base + std::min(uj, rem), base + (uj < rem ? 1 : 0)};
+  }
+
+  // Level 0 first (each rank gathers, over its server, the sums of the blocks
+  // of every server's rank with its index), then level 1 on the rail.
+  void reduce_scatter() {
+    const std::uint64_t g0 = static_cast<std::uint64_t>(h_.per_server);
+    const std::uint64_t servers = static_cast<std::uint64_t>(h_.servers());
+    const std::uint64_t c = spec_.count;
+    const std::uint64_t per_slice = std::max<std::uint64_t>(1, half() / esz_ / (g0 * servers));
+    for (std::uint64_t first = 0; first < c || first == 0; first += per_slice) {
+      const std::uint64_t n = std::min(per_slice, c - first);
+      for (int p = 0; p < h_.pods; ++p) {
+        for (int s = 0; s < h_.servers_per_pod; ++s) {
+          CollectiveSpec rs = stage_spec(CollOp::ReduceScatter, h_.per_server, n, ref(spec_.input_buffer, first),
+                                         ref(BufferKind::Scratch, 0), 0, spec_.buffer_bytes);
+          rs.input_offset = spec_.input_offset + first * esz_;
+          rs.segments = h_.servers();
+          rs.block_stride = c;
+          composer_.stage(level0(rs), server_group(p, s), 0, "L0/");
+        }
+      }
+      for (int i = 0; i < h_.per_server; ++i) {
+        CollectiveSpec rs = stage_spec(CollOp::ReduceScatter, h_.servers(), n, ref(BufferKind::Scratch, 0),
+                                       ref(spec_.output_buffer, first), half(), half() / 2);
+        rs.output_offset = spec_.output_offset + first * esz_;
+        composer_.stage(build_level1(rs, plan_.level1), rail(0, i, true), kLevel1NotifyBase, "L1/");
+      }
+      if (c == 0) break;
+    }
+  }
+
+  // Level 1 first on the rail (each rank gets its index's block of every
+  // server), then level 0 spreads them inside the server.
+  void all_gather() {
+    const std::uint64_t g0 = static_cast<std::uint64_t>(h_.per_server);
+    const std::uint64_t servers = static_cast<std::uint64_t>(h_.servers());
+    const std::uint64_t c = spec_.count;
+    const std::uint64_t per_slice = std::max<std::uint64_t>(1, half() / esz_ / (g0 * servers));
+    for (std::uint64_t first = 0; first < c || first == 0; first += per_slice) {
+      const std::uint64_t n = std::min(per_slice, c - first);
+      for (int i = 0; i < h_.per_server; ++i) {
+        CollectiveSpec ag = stage_spec(CollOp::AllGather, h_.servers(), n, ref(spec_.input_buffer, first),
+                                       ref(BufferKind::Scratch, 0), half(), half() / 2);
+        ag.input_offset = spec_.input_offset + first * esz_;
+        composer_.stage(build_level1(ag, plan_.level1), rail(0, i, true), kLevel1NotifyBase, "L1/");
+      }
+      for (int p = 0; p < h_.pods; ++p) {
+        for (int s = 0; s < h_.servers_per_pod; ++s) {
+          CollectiveSpec ag = stage_spec(CollOp::AllGather, h_.per_server, n, ref(BufferKind::Scratch, 0),
+                                         ref(spec_.output_buffer, first), 0, spec_.buffer_bytes);
+          ag.output_offset = spec_.output_offset + first * esz_;
+          ag.segments = h_.servers();
+          ag.block_stride = c;
+          composer_.stage(level0(ag), server_group(p, s), 0, "L0/");
+        }
+      }
+      if (c == 0) break;
+    }
+  }
+
+  // The root's rail first, then every server from its rail member.
+  void broadcast() {
+    const int root_index = spec_.root % h_.per_server;
+    const int root_server = spec_.root / h_.per_server;
+    CollectiveSpec b1 = spec_;
+    b1.ranks = h_.servers();
+    b1.root = root_server;
+    composer_.stage(build_level1(b1, plan_.level1), rail(0, root_index, true), kLevel1NotifyBase, "L1/");
+    for (int p = 0; p < h_.pods; ++p) {
+      for (int s = 0; s < h_.servers_per_pod; ++s) {
+        CollectiveSpec b0 = spec_;
+        b0.ranks = h_.per_server;
+        b0.root = root_index;
+        b0.input_buffer = spec_.output_buffer;  // the rail member received it into its output
+        b0.input_offset = spec_.output_offset;
+        composer_.stage(level0(b0), server_group(p, s), 0, "L0/");
+      }
+    }
+  }
+
+  // Every server to its member on the root's rail, then that rail to the root.
+  void reduce() {
+    const int root_index = spec_.root % h_.per_server;
+    const int root_server = spec_.root / h_.per_server;
+    for (int p = 0; p < h_.pods; ++p) {
+      for (int s = 0; s < h_.servers_per_pod; ++s) {
+        CollectiveSpec r0 = spec_;
+        r0.ranks = h_.per_server;
+        r0.root = root_index;
+        composer_.stage(level0(r0), server_group(p, s), 0, "L0/");
+      }
+    }
+    CollectiveSpec r1 = spec_;
+    r1.ranks = h_.servers();
+    r1.root = root_server;
+    r1.input_buffer = spec_.output_buffer;
+    r1.input_offset = spec_.output_offset;
+    composer_.stage(build_level1(r1, plan_.level1), rail(0, root_index, true), kLevel1NotifyBase, "L1/");
+  }
+
+  CollectiveSpec spec_;
+  Hierarchy h_;
+  AlgoPlan plan_;
+  std::uint64_t esz_;
+  int level2_base_;
+  Composer composer_;
+};
+
+}  // namespace
+
+TaskGraph build_hierarchical(const CollectiveSpec& spec, const Hierarchy& h, const AlgoPlan& plan) {
+  if (h.servers() <= 1) return build_collective(spec, plan.level0);
+  return HierarchyBuilder(spec, h, plan).build();
+}
+
+}  // namespace hcclsim
+
+namespace hcclsim {
+
+namespace {
+
+int ceil_log2(int p) {
+  int k = 0;
+  while ((1 << k) < p) ++k;
+  return k;
+}
+
+// DESIGN.md §3's alpha-beta costs, in seconds, for one level of p ranks
+// moving n bytes per rank.
+double alpha_beta_cost(Level1Algo algo, CollOp op, int p, double n, double beta) {
+  const double alpha = 60e-6;  // HCCL's selector constant (DESIGN.md §3)
+  const double share = (p - 1.0) / p;
+  const bool twice = op == CollOp::AllReduce;
+  const double bw = (twice ? 2.0 : 1.0) * share * n * beta;
+  switch (algo) {
+    case Level1Algo::Ring: return (twice ? 2.0 : 1.0) * (p - 1) * alpha + bw;
+    case Level1Algo::NHR:
+    case Level1Algo::NB: return (twice ? 2.0 : 1.0) * ceil_log2(p) * alpha + bw;
+    case Level1Algo::HalvingDoubling: {
+      const bool pow2 = (p & (p - 1)) == 0;
+      // Non-powers of two fold the extra ranks in and out: two more steps and their data.
+      return (twice ? 2.0 : 1.0) * ceil_log2(p) * alpha + bw + (pow2 ? 0.0 : 2.0 * alpha + n * beta);
+    }
+    case Level1Algo::Pairwise: return (p - 1) * alpha + share * n * beta;
+  }
+  return 0;
+}
+
+Level1Algo pick(CollOp op, int p, double n, double beta) {
+  if (op == CollOp::AlltoAll) return Level1Algo::Pairwise;
+  Level1Algo best = Level1Algo::Ring;
+  double best_cost = -1;
+  // Listed in HCCL's tie order: Ring, then NHR, then H-D_R.
+  for (Level1Algo a : {Level1Algo::Ring, Level1Algo::NHR, Level1Algo::HalvingDoubling}) {
+    if (!level1_supports(op, p, a)) continue;
+    const double cost = alpha_beta_cost(a, op, p, n, beta);
+    if (best_cost < 0 || cost < best_cost) {
+      best = a;
+      best_cost = cost;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+std::string AlgoPlan::describe(const Hierarchy& h, CollOp op) const {
+  std::string out = std::string("level0:") + (level0 == Level0Algo::Mesh ? "fullmesh" : "ring");
+  if (op == CollOp::AlltoAll && h.servers() > 1) return "level1:pairwise";
+  if (h.servers() > 1) out += ";level1:" + level1_algo_name(level1);
+  if (h.pods > 1 && h.servers_per_pod > 1 && op == CollOp::AllReduce) out += ";level2:" + level1_algo_name(level2);
+  return out;
+}
+
+AlgoPlan choose_algorithm(CollOp op, const Hierarchy& h, std::uint64_t bytes_per_rank, Bandwidth link_bandwidth,
+                          const AlgoRequest& request) {
+  AlgoPlan plan;
+  plan.level0 = request.level0.value_or(default_level0(op));
+  const double beta = link_bandwidth.bytes_per_s > 0 ? 1.0 / static_cast<double>(link_bandwidth.bytes_per_s) : 0.0;
+  const double n = static_cast<double>(bytes_per_rank);
+  const bool three = h.pods > 1 && h.servers_per_pod > 1 && op == CollOp::AllReduce;
+  const int level1_ranks = three ? h.servers_per_pod : h.servers();
+  const double level1_bytes = op == CollOp::AllReduce ? n / h.per_server : n;
+  // A requested algorithm that lacks the op is replaced as HCCL replaces it.
+  auto honour = [&](std::optional<Level1Algo> asked, Level1Algo chosen) {
+    if (!asked) return chosen;
+    const std::vector<Level1Algo> instead = level1_fallbacks(op, *asked);
+    return instead.empty() ? *asked : instead.front();
+  };
+  plan.level1 = honour(request.level1, pick(op, level1_ranks, level1_bytes, beta));
+  plan.level2 = honour(request.level2, pick(op, h.pods, level1_bytes / std::max(1, h.servers_per_pod), beta));
+  return plan;
+}
+
+}  // namespace hcclsim

@@ -1,0 +1,58 @@
+// Collectives over many servers, composed as HCCL does on A2/A3 clusters:
+// level 0 inside a server (mesh), level 1 between servers on the NPUs of the
+// same index (a "rail"), and on A3 level 2 between supernodes. Per slice of
+// the HCCL buffer:
+//   AllReduce     = L0 reduce-scatter, L1 all-reduce (or L1 reduce-scatter,
+//                   L2 all-reduce, L1 all-gather), L0 all-gather;
+//   ReduceScatter = L0 reduce-scatter, then L1 reduce-scatter;
+//   AllGather     = L1 all-gather, then L0 all-gather;
+//   Broadcast     = L1 broadcast on the root's rail, then L0 broadcast;
+//   Reduce        = L0 reduce to the root's index, then L1 reduce on that rail;
+//   AlltoAll      = pairwise over all ranks.
+// Each stage is an ordinary level-0 or level-1 task graph mapped onto its
+// group's ranks; on every rank a stage starts after the previous one ended.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "sim/collectives/collective.h"
+#include "sim/collectives/level1.h"
+
+namespace hcclsim {
+
+struct Hierarchy {
+  int per_server = 8;        // level-0 group
+  int servers_per_pod = 1;   // level-1 group (A2: every server)
+  int pods = 1;              // level-2 group (A3 supernodes)
+  int ranks() const { return per_server * servers_per_pod * pods; }
+  int servers() const { return servers_per_pod * pods; }
+};
+
+struct AlgoPlan {
+  Level0Algo level0 = Level0Algo::Mesh;
+  Level1Algo level1 = Level1Algo::Ring;
+  Level1Algo level2 = Level1Algo::Ring;
+  // "level0:fullmesh;level1:NHR" (the levels that take part).
+  std::string describe(const Hierarchy& h, CollOp op) const;
+};
+
+// What HCCL_ALGO asked for; unset levels are HCCL's choice.
+struct AlgoRequest {
+  std::optional<Level0Algo> level0;
+  std::optional<Level1Algo> level1;
+  std::optional<Level1Algo> level2;
+};
+
+// HCCL's automatic choice (DESIGN.md §3): an alpha-beta comparison of Ring,
+// NHR and H-D_R with alpha = 60 us, ties Ring > NHR > H-D_R; Pairwise for
+// AlltoAll. `bytes_per_rank` is what the level-1 stage moves per rank;
+// `link_bandwidth` the inter-server rate per NPU.
+AlgoPlan choose_algorithm(CollOp op, const Hierarchy& h, std::uint64_t bytes_per_rank, Bandwidth link_bandwidth,
+                          const AlgoRequest& request);
+
+// Throws std::invalid_argument when a requested algorithm cannot run the op
+// at that scale (with HCCL's reason).
+TaskGraph build_hierarchical(const CollectiveSpec& spec, const Hierarchy& h, const AlgoPlan& plan);
+
+}  // namespace hcclsim
