@@ -180,7 +180,7 @@ TEST_CASE("A3 server: every collective passes the data check on 16 ranks with th
     req.ranks = kDies;
     req.dtype = DataType::Fp16;
     req.sizes = {64 * 1024, 4 * 1024 * 1024};
-    req.algo = Level0Algo::Mesh;
+    req.algo.level0 = Level0Algo::Mesh;
     req.buffer_bytes = platform.spec().npu.hccl_buffer_bytes;
     const std::vector<PerfRow> rows = run_perf(platform, req);
     REQUIRE(rows.size() == 2);
@@ -201,7 +201,7 @@ TEST_CASE("A3 server: the ring collectives pass the data check on 16 ranks", "[a
     req.op = op;
     req.ranks = kDies;
     req.sizes = {64 * 1024, 4 * 1024 * 1024};
-    req.algo = Level0Algo::Ring;
+    req.algo.level0 = Level0Algo::Ring;
     req.buffer_bytes = platform.spec().npu.hccl_buffer_bytes;
     for (const PerfRow& row : run_perf(platform, req)) {
       INFO(coll_op_name(op) << " " << row.data_size << " bytes: " << format_us(row.time) << " us, " << row.check);

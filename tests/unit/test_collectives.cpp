@@ -89,7 +89,7 @@ void sweep_op(CollOp op) {
       req.op = op;
       req.ranks = p;
       req.dtype = DataType::Fp16;
-      req.algo = algo;
+      req.algo.level0 = algo;
       req.buffer_bytes = platform.spec().npu.hccl_buffer_bytes;
       const std::uint64_t odd_count = count_for_size(op, p, req.dtype, 1024 * 1024) + 3;
       const std::uint64_t loop_count = count_for_size(op, p, req.dtype, 200 * 1024) + 5;
@@ -113,7 +113,7 @@ void sweep_op(CollOp op) {
       for (const PerfRow& row : rows) {
         INFO("data_size " << row.data_size << ", time " << format_us(row.time) << " us");
         CHECK(row.check == "success");
-        CHECK(row.algo == "level0:" + level0_algo_name(algo));
+        CHECK(row.algo == std::string("level0:") + (algo == Level0Algo::Mesh ? "fullmesh" : "ring"));
         const double bound = lower_bound_s(op, algo, p, row.data_size, bw);
         const double seconds = static_cast<double>(row.time.ps) / 1e12;
         INFO("bandwidth lower bound " << bound * 1e6 << " us");
@@ -224,7 +224,7 @@ TEST_CASE("other data types check on both algorithms", "[collectives][dtype]") {
         req.op = op;
         req.ranks = 8;
         req.dtype = dtype;
-        req.algo = algo;
+        req.algo.level0 = algo;
         req.buffer_bytes = 64 * 1024;  // loops for the larger size
         const std::uint64_t odd = data_size_of(op, 8, dtype, 12345);
         req.sizes = {8 * 1024, odd};
@@ -252,7 +252,7 @@ TEST_CASE("max, min and prod reductions check on both algorithms", "[collectives
         req.ranks = 4;
         req.dtype = DataType::Fp32;
         req.reduce_op = rop;
-        req.algo = algo;
+        req.algo.level0 = algo;
         req.buffer_bytes = 64 * 1024;
         req.sizes = {8 * 1024, data_size_of(op, 4, req.dtype, 40001)};
         INFO(coll_op_name(op) << " " << reduce_op_name(rop) << " level0:" << level0_algo_name(algo));
@@ -276,7 +276,7 @@ TEST_CASE("broadcast and reduce with a root other than 0 check on both algorithm
           req.op = op;
           req.ranks = ranks;
           req.root = root;
-          req.algo = algo;
+          req.algo.level0 = algo;
           req.buffer_bytes = 64 * 1024;
           req.sizes = {8 * 1024, data_size_of(op, ranks, req.dtype, 70001)};
           INFO(coll_op_name(op) << " on " << ranks << " ranks, root " << root << ", level0:"
