@@ -13,7 +13,7 @@ std::string node_name(int node, int npus) {
 }
 }  // namespace
 
-Platform::Platform(const TopologySpec& spec) : spec_(spec) {
+Platform::Platform(const TopologySpec& spec) : spec_(spec), clock_(std::make_unique<ChannelClock>("channel_clock")) {
   const int nodes = spec.npus + spec.switches;
   auto bad_node = [&](int node) { return node < 0 || node >= nodes; };
   for (const LinkSpec& link : spec.links) {
@@ -46,7 +46,7 @@ Platform::Platform(const TopologySpec& spec) : spec_(spec) {
     const std::string name = "npu" + std::to_string(n);
     engines_.push_back(std::make_unique<TaskEngine>((name + "_engine").c_str(), n, spec.npu));
     local_memory_.push_back(
-        std::make_unique<Channel>((name + "_memory").c_str(), spec.npu.local_memory, name + " local memory"));
+        std::make_unique<Channel>((name + "_memory").c_str(), spec.npu.local_memory, name + " local memory", *clock_));
   }
   for (const LinkSpec& link : spec.links) {
     for (const auto& [from, to] : {std::pair{link.a, link.b}, std::pair{link.b, link.a}}) {
@@ -55,7 +55,7 @@ Platform::Platform(const TopologySpec& spec) : spec_(spec) {
       std::replace(module.begin(), module.end(), ' ', '_');
       std::replace(module.begin(), module.end(), '>', '_');
       std::replace(module.begin(), module.end(), '-', '_');
-      channels_.push_back(std::make_unique<Channel>(module.c_str(), link.params, label));
+      channels_.push_back(std::make_unique<Channel>(module.c_str(), link.params, label, *clock_));
       adjacency_[static_cast<std::size_t>(from)].push_back({to, channels_.back().get()});
     }
   }

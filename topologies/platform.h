@@ -76,11 +76,14 @@ class Platform {
   // Channel from node a to node b, or nullptr if they are not linked.
   Channel* channel(int a, int b) const;
 
-  std::uint64_t activations() const;  // SystemC process activations so far
+  // Events so far: stream-engine activations plus channel steps (segment
+  // ends and arrivals), the work the simulation does.
+  std::uint64_t activations() const;
   const std::vector<std::unique_ptr<Channel>>& channels() const { return channels_; }
 
  private:
   TopologySpec spec_;
+  std::unique_ptr<ChannelClock> clock_;
   std::vector<std::unique_ptr<TaskEngine>> engines_;
   std::vector<std::unique_ptr<Channel>> local_memory_;
   std::vector<std::unique_ptr<Channel>> channels_;

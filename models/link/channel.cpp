@@ -8,47 +8,93 @@ namespace hcclsim {
 void Flow::start() {
   hops.assign(path->size(), Hop{});
   bytes_delivered = 0;
+  segment = path->front()->params().segment_bytes;
+  for (const Channel* ch : *path) segment = std::min(segment, ch->params().segment_bytes);
   path->front()->arrive(*this, 0, bytes);
 }
 
-Channel::Channel(sc_core::sc_module_name name, const ChannelParams& params, std::string label)
-    : sc_core::sc_module(name), params_(params), label_(std::move(label)) {
-  SC_HAS_PROCESS(Channel);
-  SC_METHOD(step);
+ChannelClock::ChannelClock(sc_core::sc_module_name name) : sc_core::sc_module(name) {
+  SC_HAS_PROCESS(ChannelClock);
+  SC_METHOD(run);
   sensitive << wake_;
   dont_initialize();
 }
 
-void Channel::arrive(Flow& flow, std::size_t hop, std::uint64_t bytes) {
+void ChannelClock::wake(Channel* channel, std::uint64_t at) {
+  heap_.push(Entry{at, seq_++, channel});
+  // Inside run() the one notification is made at its end; elsewhere only an
+  // earlier wake-up needs one (each re-notification leaves a dead entry in
+  // SystemC's queue).
+  if (!running_ && at < notified_at_) {
+    notified_at_ = at;
+    const std::uint64_t now = sc_core::sc_time_stamp().value();
+    wake_.notify(at == now ? sc_core::SC_ZERO_TIME : sc_core::sc_time::from_value(at - now));
+  }
+}
+
+void ChannelClock::run() {
+  ++activations_;
+  const std::uint64_t now = sc_core::sc_time_stamp().value();
+  notified_at_ = kNever;
+  running_ = true;
+  // Steps may ask for more wake-ups at `now`; they run in this same loop.
+  while (!heap_.empty() && heap_.top().at <= now) {
+    const Entry e = heap_.top();
+    heap_.pop();
+    e.channel->step(e.at);
+  }
+  running_ = false;
+  if (!heap_.empty()) {
+    notified_at_ = heap_.top().at;
+    wake_.notify(sc_core::sc_time::from_value(notified_at_ - now));
+  }
+}
+
+Channel::Channel(sc_core::sc_module_name name, const ChannelParams& params, std::string label, ChannelClock& clock)
+    : sc_core::sc_module(name), params_(params), label_(std::move(label)), clock_(clock) {}
+
+void Channel::arrive(Flow& flow, std::size_t hop, std::uint64_t bytes, std::uint64_t tail_ps) {
   Flow::Hop& state = flow.hops[hop];
   state.bytes_waiting += bytes;
+  if (hop > 0) state.tails.push_back(tail_ps);
   if (!state.queued) {
     state.queued = true;
     ready_.push_back(Ready{&flow, hop});
   }
-  if (!serving_) wake_.notify(sc_core::SC_ZERO_TIME);
+  if (!serving_) {
+    start_service(sc_core::sc_time_stamp().value());
+    reschedule();
+  }
 }
 
-void Channel::step() {
+void Channel::step(std::uint64_t now) {
+  if (now != next_wake_) return;  // a wake-up that was replaced by another
+  next_wake_ = ChannelClock::kNever;
   ++activations_;
-  const std::uint64_t now = sc_core::sc_time_stamp().value();
   if (serving_ && in_service_.exit_ps <= now) finish_service(now);
   deliver_due(now);
   if (!serving_) start_service(now);
+  reschedule();
+}
 
-  std::uint64_t next = std::numeric_limits<std::uint64_t>::max();
+void Channel::reschedule() {
+  std::uint64_t next = ChannelClock::kNever;
   if (serving_) next = in_service_.exit_ps;
   if (!delay_line_.empty()) next = std::min(next, delay_line_.front().exit_ps);
-  if (next != std::numeric_limits<std::uint64_t>::max()) {
-    wake_.notify(sc_core::sc_time::from_value(next - now));
+  if (next != next_wake_ && next != ChannelClock::kNever) {
+    next_wake_ = next;
+    clock_.wake(this, next);
   }
 }
 
 void Channel::finish_service(std::uint64_t now) {
   serving_ = false;
   InFlight done = in_service_;
-  done.exit_ps = now + params_.latency.ps;
-  delay_line_.push_back(done);
+  // A middle hop forwarded the segment when it started it; the last one delivers it now.
+  if (done.hop + 1 == done.flow->path->size()) {
+    done.exit_ps = now + params_.latency.ps;
+    delay_line_.push_back(done);
+  }
   Flow::Hop& state = done.flow->hops[done.hop];
   if (state.bytes_waiting > 0) {
     ready_.push_back(Ready{done.flow, done.hop});
@@ -64,7 +110,7 @@ void Channel::deliver_due(std::uint64_t now) {
     Flow& flow = *seg.flow;
     const std::size_t next_hop = seg.hop + 1;
     if (next_hop < flow.path->size()) {
-      (*flow.path)[next_hop]->arrive(flow, next_hop, seg.bytes);
+      (*flow.path)[next_hop]->arrive(flow, next_hop, seg.bytes, seg.tail_ps);
     } else {
       flow.bytes_delivered += seg.bytes;
       if (flow.bytes_delivered == flow.bytes) flow.listener->flow_finished(flow);
@@ -76,18 +122,27 @@ void Channel::start_service(std::uint64_t now) {
   if (ready_.empty()) return;
   Ready next = ready_.front();
   ready_.pop_front();
-  Flow::Hop& state = next.flow->hops[next.hop];
-  const std::uint64_t chunk = std::min(params_.segment_bytes, state.bytes_waiting);
+  Flow& flow = *next.flow;
+  Flow::Hop& state = flow.hops[next.hop];
+  const std::uint64_t chunk = std::min(flow.segment, state.bytes_waiting);
   state.bytes_waiting -= chunk;
   Bandwidth rate = params_.bandwidth;
-  if (next.flow->rate_cap.bytes_per_s != 0 && next.flow->rate_cap.bytes_per_s < rate.bytes_per_s) {
-    rate = next.flow->rate_cap;
-  }
+  if (flow.rate_cap.bytes_per_s != 0 && flow.rate_cap.bytes_per_s < rate.bytes_per_s) rate = flow.rate_cap;
   const Time serialize = rate.transfer_time(chunk);
+  // Cut-through: it cannot end before its tail has come in from the last hop.
+  std::uint64_t end = now + serialize.ps;
+  if (next.hop > 0) {
+    end = std::max(end, state.tails.front());
+    state.tails.pop_front();
+  }
   serving_ = true;
-  in_service_ = InFlight{next.flow, next.hop, chunk, now + serialize.ps};
+  in_service_ = InFlight{next.flow, next.hop, chunk, end, end + params_.latency.ps};
+  if (next.hop + 1 < flow.path->size()) {
+    // Its head goes on to the next channel now.
+    delay_line_.push_back(InFlight{next.flow, next.hop, chunk, now + params_.latency.ps, end + params_.latency.ps});
+  }
   bytes_carried_ += chunk;
-  busy_ += serialize;
+  busy_ += Time{end - now};
 }
 
 }  // namespace hcclsim

@@ -1,12 +1,17 @@
 // One direction of a link (HCCS, SIO, UB, RoCE) or of a switch port.
 //
-// Contract: a flow crosses a path of channels as segments of at most
-// `segment_bytes`. A channel serializes one segment at a time at
-// min(bandwidth, flow rate cap) and serves the flows that have segments
-// waiting in round-robin order, so k equal flows each get 1/k of it. A
-// segment reaches the next channel of its path `latency` after its
-// serialization ends, so a long flow pipelines across hops. Buffers between
-// hops are unbounded (no credit flow control).
+// Contract: a flow crosses a path of channels as segments (the smallest
+// `segment_bytes` along its path). A channel serializes one segment at a
+// time at min(bandwidth, flow rate cap) and serves the flows that have
+// segments waiting in round-robin order, so k equal flows each get 1/k of
+// it. Forwarding is cut-through: a segment's head reaches the next channel
+// `latency` after this channel starts it, and the next channel cannot finish
+// it before its tail has arrived (this channel's end + latency); the last
+// channel delivers it `latency` after its end. So a transfer over h equal
+// hops takes size/bandwidth + h x latency, and the segment size only sets
+// the granularity of sharing. Buffers between hops are unbounded (no credit
+// flow control). An arrival at an idle channel starts serializing at once;
+// the platform's ChannelClock times the rest.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +20,7 @@
 #include <systemc>
 #include <vector>
 
+#include "models/link/channel_clock.h"
 #include "models/params.h"
 
 namespace hcclsim {
@@ -42,8 +48,10 @@ struct Flow {
   struct Hop {
     std::uint64_t bytes_waiting = 0;  // arrived at this hop, not yet serialized
     bool queued = false;              // in the channel's round-robin list or in service
+    std::deque<std::uint64_t> tails;  // per waiting segment: when its tail arrives (not at the first hop)
   };
   std::vector<Hop> hops;
+  std::uint64_t segment = 0;        // bytes per segment on this path
   std::uint64_t bytes_delivered = 0;
 
   // Resets progress and hands every byte to the first channel of the path.
@@ -52,20 +60,24 @@ struct Flow {
 
 class Channel : public sc_core::sc_module {
  public:
-  Channel(sc_core::sc_module_name name, const ChannelParams& params, std::string label);
+  Channel(sc_core::sc_module_name name, const ChannelParams& params, std::string label, ChannelClock& clock);
 
   const std::string& label() const { return label_; }
   const ChannelParams& params() const { return params_; }
 
-  // `bytes` of `flow` are ready to be serialized at hop `hop` (this channel).
-  void arrive(Flow& flow, std::size_t hop, std::uint64_t bytes);
+  // `bytes` of `flow` are ready to be serialized at hop `hop` (this channel);
+  // past the first hop that is one segment whose tail arrives at `tail_ps`.
+  void arrive(Flow& flow, std::size_t hop, std::uint64_t bytes, std::uint64_t tail_ps = 0);
+
+  // Called by the clock at the time this channel asked for.
+  void step(std::uint64_t now);
 
   std::uint64_t bytes_carried() const { return bytes_carried_; }
   std::uint64_t activations() const { return activations_; }
   Time busy_time() const { return busy_; }
 
  private:
-  void step();
+  void reschedule();
   void finish_service(std::uint64_t now);
   void deliver_due(std::uint64_t now);
   void start_service(std::uint64_t now);
@@ -74,7 +86,8 @@ class Channel : public sc_core::sc_module {
     Flow* flow;
     std::size_t hop;
     std::uint64_t bytes;
-    std::uint64_t exit_ps;
+    std::uint64_t exit_ps;   // in service: its end; in the delay line: when it leaves
+    std::uint64_t tail_ps;   // when its tail reaches the next channel
   };
   struct Ready {
     Flow* flow;
@@ -87,7 +100,8 @@ class Channel : public sc_core::sc_module {
   std::deque<InFlight> delay_line_;    // ordered by exit time (one latency)
   bool serving_ = false;
   InFlight in_service_{};
-  sc_core::sc_event wake_;
+  ChannelClock& clock_;
+  std::uint64_t next_wake_ = ChannelClock::kNever;  // the wake-up the clock holds for us
   std::uint64_t bytes_carried_ = 0;
   std::uint64_t activations_ = 0;
   Time busy_;

@@ -170,7 +170,7 @@ TEST_CASE("transfers in opposite directions of a link do not share it", "[channe
   }
 }
 
-TEST_CASE("a transfer over two hops through a switch pipelines its segments", "[channel][pipeline]") {
+TEST_CASE("a transfer over two hops is cut through: each hop adds only its latency", "[channel][pipeline]") {
   const NpuParams npu = small_npu();
   TopologySpec spec = two_npus(npu);
   spec.switches = 1;  // node 2
@@ -181,7 +181,6 @@ TEST_CASE("a transfer over two hops through a switch pipelines its segments", "[
   REQUIRE(platform.route(0, 1)[1] == platform.channel(2, 1));
   Scheduler sched(platform);
 
-  const Time seg = kLink.bandwidth.transfer_time(kLink.segment_bytes);
   // Whole segments, and a partial last segment.
   for (const std::uint64_t bytes : {16 * kLink.segment_bytes, 16 * kLink.segment_bytes + 1000}) {
     TaskGraph g;
@@ -189,11 +188,30 @@ TEST_CASE("a transfer over two hops through a switch pipelines its segments", "[
     const RunResult r = sched.run(g);
     REQUIRE(r.failure.empty());
     INFO("bytes = " << bytes);
-    // The first hop streams every segment back to back; the second hop lags
-    // by one segment's serialization and one latency.
-    const Time expect = npu.sdma.task_fixed + serialization(bytes, kLink) + seg + kLink.latency + kLink.latency;
+    // The second hop starts each segment as its head arrives and ends it as
+    // its tail does: no store-and-forward delay.
+    const Time expect = npu.sdma.task_fixed + serialization(bytes, kLink) + kLink.latency + kLink.latency;
     CHECK(r.timings[c].end - r.timings[c].start == expect);
   }
+}
+
+TEST_CASE("over a slower second hop a cut-through transfer runs at the slower rate", "[channel][pipeline]") {
+  const NpuParams npu = small_npu();
+  TopologySpec spec = two_npus(npu);
+  spec.switches = 1;  // node 2
+  ChannelParams slow = kLink;
+  slow.bandwidth = Bandwidth{kLink.bandwidth.bytes_per_s / 2};
+  spec.links = {LinkSpec{0, 2, "roce", kLink}, LinkSpec{2, 1, "roce", slow}};
+  Platform platform(spec);
+  Scheduler sched(platform);
+  const std::uint64_t bytes = 16 * kLink.segment_bytes;
+  TaskGraph g;
+  const TaskId c = g.copy(g.add_thread(0, "S"), in(0), out(1), bytes);
+  const RunResult r = sched.run(g);
+  REQUIRE(r.failure.empty());
+  // Segments queue at the switch; the slow hop is busy from the first head on.
+  CHECK(r.timings[c].end - r.timings[c].start ==
+        npu.sdma.task_fixed + kLink.latency + serialization(bytes, slow) + slow.latency);
 }
 
 TEST_CASE("a transfer is capped at the SDMA copy rate, a Reduce_Inline at the reduce rate", "[channel][sdma]") {
