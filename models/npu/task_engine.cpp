@@ -109,8 +109,7 @@ void TaskEngine::post_rdma(std::uint32_t s, std::uint64_t now) {
   op.task = head_id(s);
   op.notify = task.kind == ExecKind::RdmaNotify;
   op.arrived = false;
-  if (qps_.size() <= static_cast<std::size_t>(task.peer)) qps_.resize(static_cast<std::size_t>(task.peer) + 1);
-  QueuePair& qp = qps_[static_cast<std::size_t>(task.peer)];
+  QueuePair& qp = qps_[task.peer];
   if (op.notify) {
     op.seq = qp.posted_writes;
     qp.notifies.push_back(op_index);
@@ -133,7 +132,7 @@ void TaskEngine::post_rdma(std::uint32_t s, std::uint64_t now) {
 void TaskEngine::rdma_arrived(std::uint32_t op_index, std::uint64_t now) {
   RdmaOp& op = *rdma_ops_[op_index];
   const ExecTask& task = (*tasks_)[op.task];
-  QueuePair& qp = qps_[static_cast<std::size_t>(task.peer)];
+  QueuePair& qp = qps_[task.peer];
   op.arrived = true;
   if (!op.notify) {
     observer_->data_landed(op.task, Time{now});
@@ -146,7 +145,7 @@ void TaskEngine::rdma_arrived(std::uint32_t op_index, std::uint64_t now) {
 
 // Notifies land in post order, each once the writes posted before it arrived.
 void TaskEngine::land_ready_notifies(int peer) {
-  QueuePair& qp = qps_[static_cast<std::size_t>(peer)];
+  QueuePair& qp = qps_[peer];
   std::size_t landed = 0;
   for (; landed < qp.notifies.size(); ++landed) {
     RdmaOp& op = *rdma_ops_[qp.notifies[landed]];

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <memory>
 #include <queue>
+#include <unordered_map>
 #include <string>
 #include <systemc>
 #include <vector>
@@ -145,7 +146,7 @@ class TaskEngine : public sc_core::sc_module, public FlowListener {
   std::uint32_t new_rdma_op();
   std::vector<std::unique_ptr<RdmaOp>> rdma_ops_;
   std::vector<std::uint32_t> free_rdma_ops_;
-  std::vector<QueuePair> qps_;                // by peer NPU (grown on demand)
+  std::unordered_map<int, QueuePair> qps_;    // by peer NPU (an NPU talks to few of thousands)
 };
 
 const char* phase_name(TaskEngine::Phase phase);

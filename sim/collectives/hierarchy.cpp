@@ -10,9 +10,12 @@ namespace hcclsim {
 
 namespace {
 
-// Notify regions per stage kind: a stage on a rank may still be running when
-// a peer already runs the next one, so the kinds never share registers.
-// Level 0 (mesh, at most 4 per rank of a server) sits below kLevel1NotifyBase.
+// Notify regions. A rank may already run the next stage while a peer still
+// waits in the previous one, so stages that can overlap never share
+// registers: level 0 (mesh, at most 4 per rank of a server) sits below
+// kLevel1NotifyBase; level-1 and level-2 stages each alternate between two
+// regions, since a region may only come back after an all-rank stage among
+// the same ranks (level1.h).
 constexpr int kLevel1NotifyBase = 64;
 
 // Appends stages, each starting on a rank after the previous stage there
@@ -48,7 +51,8 @@ class HierarchyBuilder {
         h_(h),
         plan_(plan),
         esz_(data_type_size(spec.dtype)),
-        level2_base_(kLevel1NotifyBase + level1_notifies(h.servers(), plan.level1)),
+        level1_size_(level1_notifies(h.servers(), plan.level1)),
+        level2_size_(level1_notifies(h.pods, plan.level2)),
         composer_(h.ranks()) {}
 
   TaskGraph build() {
@@ -111,6 +115,10 @@ class HierarchyBuilder {
     return s;
   }
   TaskGraph level0(const CollectiveSpec& s) const { return build_collective(s, plan_.level0); }
+  int level1_base(std::uint64_t turn) const { return kLevel1NotifyBase + static_cast<int>(turn % 2) * level1_size_; }
+  int level2_base(std::uint64_t turn) const {
+    return kLevel1NotifyBase + 2 * level1_size_ + static_cast<int>(turn % 2) * level2_size_;
+  }
 
   // Level-1 stages keep their own CCL areas in the upper half of the HCCL
   // buffer; the data being worked on stays in the lower half.
@@ -124,7 +132,8 @@ class HierarchyBuilder {
     const std::uint64_t unit = three_levels ? g0 * g1 : g0;
     std::uint64_t per_slice = half() / esz_ / unit * unit;
     if (per_slice == 0) throw std::invalid_argument("the HCCL buffer is too small for this cluster");
-    for (std::uint64_t first = 0; first < spec_.count || first == 0; first += per_slice) {
+    std::uint64_t slice = 0;
+    for (std::uint64_t first = 0; first < spec_.count || first == 0; first += per_slice, ++slice) {
       const std::uint64_t n = std::min(per_slice, spec_.count - first);
       // L0: reduce-scatter in each server; rank i keeps chunk(n, i) of the slice in its buffer.
       for (int p = 0; p < h_.pods; ++p) {
@@ -148,24 +157,24 @@ class HierarchyBuilder {
           for (int p = 0; p < h_.pods; ++p) {
             CollectiveSpec rs = stage_spec(CollOp::ReduceScatter, h_.servers_per_pod, blk, ref(BufferKind::Scratch, c.first),
                                            ref(BufferKind::Scratch, landing), half(), half() / 2);
-            composer_.stage(build_level1(rs, plan_.level1), rail(p, i, false), kLevel1NotifyBase, "L1/");
+            composer_.stage(build_level1(rs, plan_.level1), rail(p, i, false), level1_base(0), "L1/");
           }
           for (int s = 0; s < h_.servers_per_pod; ++s) {
             CollectiveSpec ar = stage_spec(CollOp::AllReduce, h_.pods, blk, ref(BufferKind::Scratch, landing),
                                            ref(BufferKind::Scratch, landing), half(), half() / 2);
-            composer_.stage(build_level1(ar, plan_.level2), pod_rail(s, i), level2_base_, "L2/");
+            composer_.stage(build_level1(ar, plan_.level2), pod_rail(s, i), level2_base(slice), "L2/");
           }
           for (int p = 0; p < h_.pods; ++p) {
             CollectiveSpec ag = stage_spec(CollOp::AllGather, h_.servers_per_pod, blk, ref(BufferKind::Scratch, landing),
                                            ref(BufferKind::Scratch, c.first), half(), half() / 2);
-            composer_.stage(build_level1(ag, plan_.level1), rail(p, i, false), kLevel1NotifyBase, "L1/");
+            composer_.stage(build_level1(ag, plan_.level1), rail(p, i, false), level1_base(1), "L1/");
           }
         } else {
           // Two levels (or a remainder that does not split across the pod):
           // all-reduce the chunk across every server of the rail.
           CollectiveSpec ar = stage_spec(CollOp::AllReduce, h_.servers(), c.count, ref(BufferKind::Scratch, c.first),
                                          ref(BufferKind::Scratch, c.first), half(), half() / 2);
-          composer_.stage(build_level1(ar, plan_.level1), rail(0, i, true), kLevel1NotifyBase, "L1/");
+          composer_.stage(build_level1(ar, plan_.level1), rail(0, i, true), level1_base(slice), "L1/");
         }
       }
       // L0: all-gather in each server from the buffer into the output.
@@ -196,7 +205,8 @@ class HierarchyBuilder {
     const std::uint64_t servers = static_cast<std::uint64_t>(h_.servers());
     const std::uint64_t c = spec_.count;
     const std::uint64_t per_slice = std::max<std::uint64_t>(1, half() / esz_ / (g0 * servers));
-    for (std::uint64_t first = 0; first < c || first == 0; first += per_slice) {
+    std::uint64_t slice = 0;
+    for (std::uint64_t first = 0; first < c || first == 0; first += per_slice, ++slice) {
       const std::uint64_t n = std::min(per_slice, c - first);
       for (int p = 0; p < h_.pods; ++p) {
         for (int s = 0; s < h_.servers_per_pod; ++s) {
@@ -212,7 +222,7 @@ class HierarchyBuilder {
         CollectiveSpec rs = stage_spec(CollOp::ReduceScatter, h_.servers(), n, ref(BufferKind::Scratch, 0),
                                        ref(spec_.output_buffer, first), half(), half() / 2);
         rs.output_offset = spec_.output_offset + first * esz_;
-        composer_.stage(build_level1(rs, plan_.level1), rail(0, i, true), kLevel1NotifyBase, "L1/");
+        composer_.stage(build_level1(rs, plan_.level1), rail(0, i, true), level1_base(slice), "L1/");
       }
       if (c == 0) break;
     }
@@ -225,13 +235,14 @@ class HierarchyBuilder {
     const std::uint64_t servers = static_cast<std::uint64_t>(h_.servers());
     const std::uint64_t c = spec_.count;
     const std::uint64_t per_slice = std::max<std::uint64_t>(1, half() / esz_ / (g0 * servers));
-    for (std::uint64_t first = 0; first < c || first == 0; first += per_slice) {
+    std::uint64_t slice = 0;
+    for (std::uint64_t first = 0; first < c || first == 0; first += per_slice, ++slice) {
       const std::uint64_t n = std::min(per_slice, c - first);
       for (int i = 0; i < h_.per_server; ++i) {
         CollectiveSpec ag = stage_spec(CollOp::AllGather, h_.servers(), n, ref(spec_.input_buffer, first),
                                        ref(BufferKind::Scratch, 0), half(), half() / 2);
         ag.input_offset = spec_.input_offset + first * esz_;
-        composer_.stage(build_level1(ag, plan_.level1), rail(0, i, true), kLevel1NotifyBase, "L1/");
+        composer_.stage(build_level1(ag, plan_.level1), rail(0, i, true), level1_base(slice), "L1/");
       }
       for (int p = 0; p < h_.pods; ++p) {
         for (int s = 0; s < h_.servers_per_pod; ++s) {
@@ -254,7 +265,7 @@ class HierarchyBuilder {
     CollectiveSpec b1 = spec_;
     b1.ranks = h_.servers();
     b1.root = root_server;
-    composer_.stage(build_level1(b1, plan_.level1), rail(0, root_index, true), kLevel1NotifyBase, "L1/");
+    composer_.stage(build_level1(b1, plan_.level1), rail(0, root_index, true), level1_base(0), "L1/");
     for (int p = 0; p < h_.pods; ++p) {
       for (int s = 0; s < h_.servers_per_pod; ++s) {
         CollectiveSpec b0 = spec_;
@@ -284,14 +295,15 @@ class HierarchyBuilder {
     r1.root = root_server;
     r1.input_buffer = spec_.output_buffer;
     r1.input_offset = spec_.output_offset;
-    composer_.stage(build_level1(r1, plan_.level1), rail(0, root_index, true), kLevel1NotifyBase, "L1/");
+    composer_.stage(build_level1(r1, plan_.level1), rail(0, root_index, true), level1_base(0), "L1/");
   }
 
   CollectiveSpec spec_;
   Hierarchy h_;
   AlgoPlan plan_;
   std::uint64_t esz_;
-  int level2_base_;
+  int level1_size_;
+  int level2_size_;
   Composer composer_;
 };
 

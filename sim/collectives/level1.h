@@ -60,7 +60,18 @@ TaskGraph build_level1(const CollectiveSpec& spec, Level1Algo algo);
 
 // Highest notify index build_level1 uses for `ranks`, plus one: an upper
 // bound of TaskGraph::notifies_used() for any op and size (for reserving
-// notify ranges before building).
+// notify ranges before building). At most 2 for ring, 4 + 4 log2 p for
+// H-D_R, 4 ceil(log2 p) for NHR and NB, 2(p-1) for pairwise up to 121 ranks
+// and 200 + 2 ceil(log2 p) beyond: below 256 for p <= 1024.
+//
+// Reuse is safe inside one graph (see level1.cpp). Across graphs it is not
+// automatic: a rank that has finished one graph may record into a register
+// that a slower rank still has to wait on in that graph (it only depends on
+// some of the other ranks). Two level-1 graphs run one after the other on the
+// same ranks should therefore use different notify bases (level1_notifies
+// apart); a base may come back once a stage in between made every rank's
+// completion depend on every other rank (an AllReduce, AllGather or
+// ReduceScatter among the same ranks, not a Broadcast or Reduce).
 int level1_notifies(int ranks, Level1Algo algo);
 
 }  // namespace hcclsim
