@@ -65,6 +65,7 @@ void Scheduler::compile(const TaskGraph& graph) {
       case TaskKind::Delay:
         e.kind = ExecKind::Delay;
         e.duration = t.duration;
+        e.started_while_blocked = t.started_while_blocked;
         break;
     }
   }
@@ -174,7 +175,11 @@ std::string Scheduler::deadlock_report() const {
       os << "\n  " << graph_->describe(state.task) << " " << phase_name(state.phase) << " since "
          << format_us(Time{state.since_ps}) << " us";
       if (state.phase == TaskEngine::Phase::Notify) {
-        os << " (notify " << graph_->task(state.task).notify << " of rank " << n << " is never recorded)";
+        const int notify = graph_->task(state.task).notify;
+        const std::uint64_t lost = platform_.engine(n).records_lost_on(notify);
+        os << " (notify " << notify << " of rank " << n << " is not set and nothing records it any more";
+        if (lost > 0) os << "; " << lost << " record(s) to it landed while it was already set and were lost";
+        os << ")";
       }
       if (state.phase == TaskEngine::Phase::Deps) {
         for (const auto& [before, after] : graph_->dependencies()) {

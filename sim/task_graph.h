@@ -50,6 +50,9 @@ struct Task {
   int cores = 0;
   Time duration;
   std::string label;                  // shown in the trace, e.g. "AllGather#1 step 3"
+  // Delay only: the thread is busy in it while its dependencies are unmet
+  // (a kernel's Wait), so it starts when the thread reaches it.
+  bool started_while_blocked = false;
 };
 
 struct Thread {

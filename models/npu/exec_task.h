@@ -38,6 +38,7 @@ struct ExecTask {
   Time duration;
   // Dependencies beyond stream order (explicit edges); the scheduler counts down.
   std::uint32_t unmet_deps = 0;
+  bool started_while_blocked = false;  // Delay: reported started when reached, not when released
 };
 
 // What the stream engines tell the scheduler. Ids index the compiled program.

@@ -50,6 +50,7 @@ void TaskEngine::load(std::vector<ExecTask>* tasks, std::vector<std::vector<std:
   std::fill(registers_.begin(), registers_.end(), 0);
   std::fill(waiter_.begin(), waiter_.end(), -1);
   qps_.clear();
+  lost_on_.clear();
   const std::uint64_t now = sc_core::sc_time_stamp().value();
   for (std::uint32_t s = 0; s < streams.size(); ++s) {
     streams_[s].tasks = std::move(streams[s]);
@@ -253,6 +254,7 @@ void TaskEngine::handle_input(const Input& in, std::uint64_t now) {
         complete(static_cast<std::uint32_t>(w), now);
       } else if (registers_[reg]) {
         ++records_lost_;
+        ++lost_on_[reg];
       } else {
         registers_[reg] = 1;
         set_by_[reg] = in.record;
@@ -279,6 +281,10 @@ void TaskEngine::try_start(std::uint32_t s, std::uint64_t now) {
   if (task.unmet_deps > 0) {
     if (st.phase != Phase::Deps) st.since_ps = now;
     st.phase = Phase::Deps;
+    if (task.started_while_blocked && !st.announced) {
+      st.announced = true;
+      observer_->task_started(head_id(s), Time{now});
+    }
     return;
   }
   st.since_ps = now;
@@ -311,7 +317,7 @@ void TaskEngine::try_start(std::uint32_t s, std::uint64_t now) {
       if (cores_of(task.core_kind).acquire(s, task.cores)) begin_compute(s, now);
       break;
     case ExecKind::Delay:
-      observer_->task_started(head_id(s), Time{now});
+      if (!st.announced) observer_->task_started(head_id(s), Time{now});
       st.phase = Phase::Busy;
       set_timer(s, TimerKind::BusyDone, now + task.duration.ps);
       break;
@@ -343,6 +349,7 @@ void TaskEngine::begin_compute(std::uint32_t s, std::uint64_t now) {
 void TaskEngine::complete(std::uint32_t s, std::uint64_t now) {
   Stream& st = streams_[s];
   const std::uint32_t id = head_id(s);
+  st.announced = false;
   ++st.pos;
   if (st.pos == st.tasks.size()) {
     st.phase = Phase::Done;

@@ -2,6 +2,8 @@
 // each task occupying the hardware it needs.
 //
 // Contract:
+// - a Delay task marked started_while_blocked (a kernel's Wait) counts as
+//   started when the stream reaches it, so its span shows how long it blocked;
 // - a stream starts its first task `op_launch` after the workload is loaded
 //   and each next one `task_dispatch` after the previous one ends, and only
 //   once the task's explicit dependencies have all finished;
@@ -68,6 +70,11 @@ class TaskEngine : public sc_core::sc_module, public FlowListener {
 
   std::uint64_t activations() const { return activations_; }
   std::uint64_t records_lost() const { return records_lost_; }
+  // Records that landed on register `reg` while it was already set (lost).
+  std::uint64_t records_lost_on(int reg) const {
+    const auto found = lost_on_.find(reg);
+    return found == lost_on_.end() ? 0 : found->second;
+  }
 
  private:
   enum class TimerKind : std::uint8_t { DispatchDone, FixedDone, BusyDone, RecordDone, Timeout, Posted };
@@ -91,6 +98,7 @@ class TaskEngine : public sc_core::sc_module, public FlowListener {
     Phase phase = Phase::Dispatch;
     std::uint64_t since_ps = 0;
     std::uint32_t token = 0;        // invalidates stale timeouts
+    bool announced = false;         // the head task has been reported started
     Flow flow;                      // at most one transfer in flight per stream
   };
 
@@ -129,6 +137,7 @@ class TaskEngine : public sc_core::sc_module, public FlowListener {
   sc_core::sc_event wake_;
   std::uint64_t activations_ = 0;
   std::uint64_t records_lost_ = 0;
+  std::unordered_map<int, std::uint64_t> lost_on_;
 
   // RDMA work requests in flight, and per peer the queue pair's order.
   struct RdmaOp {

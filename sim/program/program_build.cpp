@@ -106,7 +106,10 @@ Program::Built Program::build() const {
           gates[hk] = syncs_so_far[step.domain];
           break;
         case StepKind::Commit: t.label = "Commit " + what; break;
-        case StepKind::Wait: t.label = "Wait " + what; break;
+        case StepKind::Wait:
+          t.label = "Wait " + what;
+          t.started_while_blocked = true;
+          break;
         case StepKind::Query: t.label = "Query " + what; break;
         case StepKind::InterSync:
           t.label = "InterHcclGroupSync d" + std::to_string(step.domain) + " on d" + std::to_string(step.src_domain) +
