@@ -1,5 +1,6 @@
 #include "sim/perf.h"
 
+#include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -52,6 +53,15 @@ Hierarchy hierarchy_of(const Platform& platform, int ranks) {
                                 std::to_string(spec.npus_per_server) + " NPUs");
   }
   const int servers = ranks / h.per_server;
+  // The stages group ranks by per_server: every server taking part must hold exactly that many.
+  for (int r = 0; r < ranks; ++r) {
+    if (platform.server_of(r) - platform.server_of(0) != r / h.per_server) {
+      throw std::invalid_argument("the servers of ranks 0.." + std::to_string(ranks - 1) + " differ in size (rank " +
+                                  std::to_string(r) + " would start or continue a server of " +
+                                  std::to_string(h.per_server) +
+                                  " NPUs but does not); hcclsim composes collectives only over servers of equal size");
+    }
+  }
   // Servers sharing an SDMA domain form a supernode (A3); A2 servers each have their own.
   int per_pod = 1;
   if (!spec.sdma_domain_of.empty()) {
@@ -88,6 +98,55 @@ Bandwidth inter_server_bandwidth(const TopologySpec& spec) {
 }
 }  // namespace
 
+std::vector<std::vector<std::uint64_t>> alltoallv_counts(const std::string& distribution, int ranks,
+                                                         std::uint64_t elements) {
+  const std::uint64_t p = static_cast<std::uint64_t>(ranks);
+  std::vector<std::vector<std::uint64_t>> counts(p, std::vector<std::uint64_t>(p, 0));
+  const std::uint64_t mean = elements / p;
+  const auto colon = distribution.find(':');
+  const std::string kind = distribution.substr(0, colon);
+  const std::string arg = colon == std::string::npos ? "" : distribution.substr(colon + 1);
+  auto number = [&](const char* what) {
+    std::size_t used = 0;
+    double v = 0;
+    try {
+      v = std::stod(arg, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (arg.empty() || used != arg.size() || v < 0) {
+      throw std::invalid_argument("'" + distribution + "' needs a non-negative " + what + " after the colon");
+    }
+    return v;
+  };
+  if (kind == "uniform" && arg.empty()) {
+    for (auto& row : counts) std::fill(row.begin(), row.end(), mean);
+  } else if (kind == "random") {
+    // A fixed 64-bit LCG (Knuth's MMIX constants): the same seed gives the same counts everywhere.
+    std::uint64_t state = static_cast<std::uint64_t>(number("integer seed")) * 2654435761ULL + 1;
+    for (auto& row : counts) {
+      for (auto& c : row) {
+        state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+        c = mean == 0 ? 0 : (state >> 11) % (2 * mean + 1);
+      }
+    }
+  } else if (kind == "zipf") {
+    const double s = number("exponent");
+    std::vector<double> weight(p);
+    double total = 0;
+    for (std::uint64_t k = 0; k < p; ++k) total += weight[k] = 1.0 / std::pow(static_cast<double>(k + 1), s);
+    for (std::uint64_t r = 0; r < p; ++r) {
+      for (std::uint64_t k = 0; k < p; ++k) {
+        counts[r][(r + k) % p] = static_cast<std::uint64_t>(static_cast<double>(elements) * weight[k] / total);
+      }
+    }
+  } else {
+    throw std::invalid_argument("unknown AlltoAllV distribution '" + distribution +
+                                "'; expected uniform, random:SEED or zipf:S");
+  }
+  return counts;
+}
+
 std::vector<PerfRow> run_perf(Platform& platform, const PerfRequest& request, TraceWriter* trace) {
   std::vector<PerfRow> rows;
   Scheduler scheduler(platform);
@@ -101,6 +160,10 @@ std::vector<PerfRow> run_perf(Platform& platform, const PerfRequest& request, Tr
     spec.root = request.root;
     spec.buffer_bytes = request.buffer_bytes;
     spec.count = count_for_size(request.op, request.ranks, request.dtype, size);
+    if (!request.alltoallv_distribution.empty()) {
+      spec.alltoallv_counts =
+          alltoallv_counts(request.alltoallv_distribution, request.ranks, size / data_type_size(request.dtype));
+    }
     const AlgoPlan plan = choose_algorithm(spec.op, hierarchy, size, inter_server_bandwidth(platform.spec()), request.algo);
     const TaskGraph graph = build_hierarchical(spec, hierarchy, plan);
     const BufferSizes sizes = buffer_sizes(spec);
@@ -119,6 +182,7 @@ std::vector<PerfRow> run_perf(Platform& platform, const PerfRequest& request, Tr
 
     PerfRow row{};
     row.op = spec.op;
+    row.op_name = request.alltoallv_distribution.empty() ? coll_op_name(spec.op) : "alltoallv";
     row.ranks = spec.ranks;
     row.dtype = spec.dtype;
     row.reduce_op = spec.reduce_op;
@@ -126,7 +190,8 @@ std::vector<PerfRow> run_perf(Platform& platform, const PerfRequest& request, Tr
     row.count = spec.count;
     row.input_bytes = sizes.input;
     row.output_bytes = sizes.output;
-    row.data_size = data_size_of(spec.op, spec.ranks, spec.dtype, spec.count);
+    row.data_size = spec.alltoallv_counts.empty() ? data_size_of(spec.op, spec.ranks, spec.dtype, spec.count)
+                                                  : sizes.input;  // the largest send buffer of any rank
     row.time = result.elapsed();
     const double seconds = static_cast<double>(row.time.ps) / 1e12;
     row.algbw_gbps = seconds > 0 ? static_cast<double>(row.data_size) / seconds / 1e9 : 0.0;
@@ -141,12 +206,16 @@ std::vector<PerfRow> run_perf(Platform& platform, const PerfRequest& request, Tr
       row.check = "success";
       for (int r = 0; r < spec.ranks && row.check == "success"; ++r) {
         if (spec.op == CollOp::Reduce && r != spec.root) continue;
-        const std::string diff = compare_pieces(tracker->buffer(r, BufferKind::Output).normalized(0, sizes.output),
-                                                expected_output(spec, r));
+        // AlltoAllV outputs differ in length per rank; the buffer is sized for the largest.
+        const std::vector<Piece> expected = expected_output(spec, r);
+        std::uint64_t length = 0;
+        for (const Piece& piece : expected) length += piece.length;
+        const std::string diff =
+            compare_pieces(tracker->buffer(r, BufferKind::Output).normalized(0, length), expected);
         if (!diff.empty()) row.check = "fail: rank " + std::to_string(r) + " output " + diff;
       }
     }
-    if (trace) trace->add_run(graph, result, platform, coll_op_name(spec.op) + " " + format_size(row.data_size));
+    if (trace) trace->add_run(graph, result, platform, row.op_name + " " + format_size(row.data_size));
     rows.push_back(std::move(row));
   }
   return rows;
@@ -175,7 +244,7 @@ std::string format_csv(const std::vector<PerfRow>& rows) {
     for (char& c : check) {
       if (c == ',' || c == '\n') c = ';';
     }
-    os << coll_op_name(r.op) << "," << r.ranks << "," << data_type_name(r.dtype) << "," << reduce_op_name(r.reduce_op)
+    os << r.op_name << "," << r.ranks << "," << data_type_name(r.dtype) << "," << reduce_op_name(r.reduce_op)
        << "," << r.algo << "," << r.count << "," << r.input_bytes << "," << r.output_bytes << "," << r.data_size << ","
        << format_us(r.time, 6) << "," << fixed(r.algbw_gbps, 4) << "," << fixed(r.busbw_gbps, 4) << "," << check
        << "\n";
@@ -186,7 +255,7 @@ std::string format_csv(const std::vector<PerfRow>& rows) {
 std::string format_json(const std::vector<PerfRow>& rows) {
   nlohmann::json out = nlohmann::json::array();
   for (const PerfRow& r : rows) {
-    out.push_back({{"op", coll_op_name(r.op)},
+    out.push_back({{"op", r.op_name},
                    {"ranks", r.ranks},
                    {"dtype", data_type_name(r.dtype)},
                    {"reduce_op", reduce_op_name(r.reduce_op)},

@@ -25,9 +25,13 @@ struct PerfRequest {
   AlgoRequest algo;                       // unset levels: HCCL's choice
   std::uint64_t buffer_bytes = 0;         // HCCL_BUFFSIZE
   bool check = true;
+  // AlltoAllV (op AlltoAll): how each rank's data_size splits over its peers;
+  // empty for a plain AlltoAll. See alltoallv_counts().
+  std::string alltoallv_distribution;
 };
 
 struct PerfRow {
+  std::string op_name;          // hccl_test's name; "alltoallv" for AlltoAllV
   CollOp op;
   int ranks;
   DataType dtype;
@@ -52,6 +56,14 @@ std::uint64_t data_size_of(CollOp op, int ranks, DataType dtype, std::uint64_t c
 // nccl-tests bus bandwidth factor: AllReduce 2(n-1)/n; AllGather,
 // ReduceScatter, AlltoAll (n-1)/n; Broadcast, Reduce 1.
 double bus_factor(CollOp op, int ranks);
+
+// Per-peer element counts [from][to] for an AlltoAllV in which every rank
+// sends about `elements` in all: "uniform" (equal shares), "random:SEED"
+// (each share uniform in [0, 2 x mean], from a fixed generator), "zipf:S"
+// (rank r gives peer r+k a share proportional to 1/(k+1)^S, so near peers
+// get more). Throws std::invalid_argument naming the accepted forms.
+std::vector<std::vector<std::uint64_t>> alltoallv_counts(const std::string& distribution, int ranks,
+                                                         std::uint64_t elements);
 
 // How the first `ranks` NPUs of a platform split into servers and supernodes.
 // Throws std::invalid_argument when `ranks` cuts a server in two.

@@ -28,7 +28,7 @@ usage:
                                     API and Ascend C Hccl kernels, see README)
   hcclsim help                      this text
 
-<op>: all_reduce | all_gather | reduce_scatter | alltoall | broadcast | reduce
+<op>: all_reduce | all_gather | reduce_scatter | alltoall | alltoallv | broadcast | reduce
 
 perf options:
   --topology FILE   topology JSON (default configs/topologies/a2-server.json);
@@ -46,6 +46,9 @@ perf options:
   -d DTYPE          fp32 | fp16 | bf16 | int8 | int16 | int32 | int64 (default fp16)
   -o OP             sum | prod | max | min (default sum)
   -r ROOT           root rank of broadcast / reduce (default 0)
+  --vcounts DIST    alltoallv: how each rank's data_size splits over its peers:
+                    uniform (default), random:SEED (shares uniform in [0, 2 x mean]),
+                    zipf:S (peer r+k gets a share ~ 1/(k+1)^S)
   --algo SPEC       HCCL_ALGO syntax, e.g. "level0:ring", "level0:NA;level1:NHR" or
                     "allreduce=level1:H-D_R/allgather=level0:NA"; NA = HCCL's choice.
                     level1/level2: ring, H-D_R, NHR, NB, pairwise (alltoall)
@@ -85,8 +88,12 @@ Exit codes: 0 success, 1 a run failed (deadlock, timeout, failed check),
 
 int perf(Args& args) {
   const std::string op_name = args.positional("<op>", "perf");
-  const auto op = parse_coll_op(op_name);
-  if (!op) throw InputError("<op>", "unknown collective '" + op_name + "'; expected one of: " + join(coll_op_names()));
+  const bool alltoallv = op_name == "alltoallv";
+  const auto op = alltoallv ? std::optional<CollOp>(CollOp::AlltoAll) : parse_coll_op(op_name);
+  if (!op) {
+    throw InputError("<op>", "unknown collective '" + op_name + "'; expected one of: " + join(coll_op_names()) +
+                                 ", alltoallv");
+  }
   std::string topology_file;
   Platform platform(topology_from_args(args, &topology_file));
 
@@ -100,6 +107,16 @@ int perf(Args& args) {
   req.buffer_bytes = args.size("--buffsize", platform.spec().npu.hccl_buffer_bytes);
   req.check = !args.flag("--no-check");
   req.algo = parse_algo(args.optional("--algo"), *op);
+  const std::optional<std::string> distribution = args.optional("--vcounts");
+  if (distribution && !alltoallv) throw InputError("option --vcounts", "only alltoallv takes per-peer counts");
+  if (alltoallv) {
+    req.alltoallv_distribution = distribution.value_or("uniform");
+    try {
+      alltoallv_counts(req.alltoallv_distribution, 2, 2);
+    } catch (const std::invalid_argument& e) {
+      throw InputError("option --vcounts", e.what());
+    }
+  }
   const std::uint64_t first = args.size("-b", 8 * 1024);
   const std::uint64_t last = args.size("-e", 64ULL * 1024 * 1024);
   const std::uint64_t factor = static_cast<std::uint64_t>(args.int_in("-f", 2, 1 << 20, 2, ""));
@@ -130,7 +147,7 @@ int perf(Args& args) {
   TraceWriter trace;
   const std::vector<PerfRow> rows = run_perf(platform, req, trace_file ? &trace : nullptr);
   if (format == "table") {
-    std::cout << "# " << coll_op_title(req.op) << " on " << req.ranks << " ranks of " << platform.spec().name << ", "
+    std::cout << "# " << (alltoallv ? std::string("AlltoAllV (") + req.alltoallv_distribution + ")" : coll_op_title(req.op)) << " on " << req.ranks << " ranks of " << platform.spec().name << ", "
               << data_type_name(req.dtype) << ", " << (rows.empty() ? "" : rows.front().algo) << "\n"
               << format_table(rows);
   } else if (format == "csv") {
