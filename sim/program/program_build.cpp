@@ -4,7 +4,7 @@
 // keeps its notifies at a base of its own in its rank's notify registers.
 // Kernel calls run in order on "kernel/AIC" or "kernel/AIV". Each prepared
 // collective repeat is expanded by the level-0 algorithm into streams
-// "d<domain>/Main", "d<domain>/Plane<i>", using the domain's notify region;
+// "d<domain>/<HOST|AICPU>/Main", ".../Plane<i>", using the domain's notify region;
 // on every rank its first tasks wait for that repeat's Commit, for the
 // previous collective of the domain (one domain runs its tasks in order) and
 // for the handles named by earlier InterHcclGroupSync calls. A zero-length
@@ -220,7 +220,10 @@ Program::Built Program::build() const {
   std::vector<RepeatPart> repeats;
   // A domain's streams are created once and reused by its later collectives
   // and repeats, as HCCL does; one notify is then always waited on by one thread.
-  TaskGraph::ThreadIndex domain_threads;  // (global rank, "d<domain>/<name>")
+  TaskGraph::ThreadIndex domain_threads;  // (global rank, "d<domain>/<engine>/<name>")
+  // Who expands a Prepare into tasks: HCCL_OP_EXPANSION_MODE's default, the
+  // host on A2 and the AI CPU on A3 (DESIGN.md §3). Named in the stream.
+  const std::string expansion = arch_ == Arch::A3 ? "AICPU/" : "HOST/";
   for (auto& [domain, plan] : plans) {
     for (std::size_t h = 0; h < plan.per_rank.front().size(); ++h) {
       const TaskGraph& part = parts.at({domain, static_cast<int>(h)});
@@ -229,7 +232,7 @@ Program::Built Program::build() const {
                       a.batch_write ? "batch_write" : (a.alltoallv ? "alltoallv" : coll_op_name(a.op)), a.repeat, {}};
       for (int rep = 0; rep < a.repeat; ++rep) {
         const std::vector<TaskId> ids =
-            g.append(part, plan.members, region_base[domain], domain_prefix(domain), &domain_threads);
+            g.append(part, plan.members, region_base[domain], domain_prefix(domain) + expansion, &domain_threads);
         info.tasks.push_back(ids);
         RepeatPart rp{domain, static_cast<int>(h), rep, {}};
         for (const Thread& th : part.threads()) {
