@@ -143,6 +143,11 @@ int perf(Args& args) {
     if (factor == 1 || s > last / factor) break;  // the next size would pass -e (or overflow)
   }
 
+  try {
+    hierarchy_of(platform, req.ranks);
+  } catch (const std::invalid_argument& e) {
+    throw InputError("option --ranks", e.what());
+  }
   WallClock clock;
   TraceWriter trace;
   const std::vector<PerfRow> rows = run_perf(platform, req, trace_file ? &trace : nullptr);

@@ -54,7 +54,7 @@ AlgoRequest parse_levels(const std::string& levels, const std::string& whole) {
         slot = parsed;
       } else if (std::find(unmodelled.begin(), unmodelled.end(), algo) != unmodelled.end()) {
         throw std::invalid_argument(level + " algorithm '" + algo +
-                                    "' exists in HCCL but is not modelled by hcclsim; use ring, H-D_R, NHR, NB or NA");
+                                    "' exists in HCCL but is not modelled by hcclsim; use ring, H-D_R, NHR, NB, pairwise or NA");
       } else {
         throw std::invalid_argument(level + " algorithm '" + algo +
                                     "' is not known; expected NA, ring, H-D_R, NHR, NB or pairwise");

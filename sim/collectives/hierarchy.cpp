@@ -311,6 +311,8 @@ class HierarchyBuilder {
 
 TaskGraph build_hierarchical(const CollectiveSpec& spec, const Hierarchy& h, const AlgoPlan& plan) {
   if (h.servers() <= 1) return build_collective(spec, plan.level0);
+  // One NPU per server: no level 0 (it needs 2 ranks); one level-1 graph over every rank.
+  if (h.per_server == 1) return build_level1(spec, spec.op == CollOp::AlltoAll ? Level1Algo::Pairwise : plan.level1);
   return HierarchyBuilder(spec, h, plan).build();
 }
 
@@ -368,6 +370,7 @@ Level1Algo pick(CollOp op, int p, double n, double beta) {
 std::string AlgoPlan::describe(const Hierarchy& h, CollOp op) const {
   std::string out = std::string("level0:") + (level0 == Level0Algo::Mesh ? "fullmesh" : "ring");
   if (op == CollOp::AlltoAll && h.servers() > 1) return "level1:pairwise";
+  if (h.servers() > 1 && h.per_server == 1) return "level1:" + level1_algo_name(level1);  // no level 0
   if (h.servers() > 1) out += ";level1:" + level1_algo_name(level1);
   if (h.pods > 1 && h.servers_per_pod > 1 && op == CollOp::AllReduce) out += ";level2:" + level1_algo_name(level2);
   return out;
@@ -381,12 +384,17 @@ AlgoPlan choose_algorithm(CollOp op, const Hierarchy& h, std::uint64_t bytes_per
   const double n = static_cast<double>(bytes_per_rank);
   const bool three = h.pods > 1 && h.servers_per_pod > 1 && op == CollOp::AllReduce;
   const int level1_ranks = three ? h.servers_per_pod : h.servers();
-  const double level1_bytes = op == CollOp::AllReduce ? n / h.per_server : n;
-  // A requested algorithm that lacks the op is replaced as HCCL replaces it.
+  // What one rank moves at level 1: an 1/per_server share for the ops whose
+  // level 0 splits the data over the server, everything for the others.
+  const bool split = op == CollOp::AllReduce || op == CollOp::ReduceScatter || op == CollOp::AllGather;
+  const double level1_bytes = split ? n / h.per_server : n;
+  // A requested algorithm that lacks the op is replaced as HCCL's support
+  // table says; where it names no replacement HCCL picks on its own.
   auto honour = [&](std::optional<Level1Algo> asked, Level1Algo chosen) {
     if (!asked) return chosen;
     const std::vector<Level1Algo> instead = level1_fallbacks(op, *asked);
-    return instead.empty() ? *asked : instead.front();
+    if (!instead.empty()) return instead.front();
+    return level1_supports(op, 2, *asked) ? *asked : chosen;
   };
   plan.level1 = honour(request.level1, pick(op, level1_ranks, level1_bytes, beta));
   plan.level2 = honour(request.level2, pick(op, h.pods, level1_bytes / std::max(1, h.servers_per_pod), beta));

@@ -179,6 +179,13 @@ TaskGraph build_collective(const CollectiveSpec& spec, Level0Algo algo) {
   if (spec.buffer_bytes < data_type_size(spec.dtype) * static_cast<std::uint64_t>(spec.ranks)) {
     throw std::invalid_argument("the HCCL buffer must hold at least one element per rank");
   }
+  // The stage forms of hierarchical collectives exist for the mesh only; the
+  // ring would ignore them and move the wrong data.
+  if (algo == Level0Algo::Ring && (spec.chunked || spec.segments > 1)) {
+    throw std::invalid_argument("level0:ring runs inside one server only: it has no form for the " +
+                                coll_op_name(spec.op) +
+                                " stage of a collective across servers; use level0:NA or level0:fullmesh");
+  }
   return algo == Level0Algo::Mesh ? build_mesh(spec) : build_ring(spec);
 }
 

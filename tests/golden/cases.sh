@@ -3,17 +3,29 @@
 # NAME.csv next to this file.
 
 GOLDEN_SWEEP=(--format csv -b 8K -e 64M -f 4)
-GOLDEN_CASES=(all_reduce all_gather reduce_scatter alltoall broadcast reduce all_reduce_ring)
+GOLDEN_CASES=(all_reduce all_gather reduce_scatter alltoall broadcast reduce all_reduce_ring
+              a2_cluster_all_reduce a3_3level_all_reduce)
+# Clusters: the sweep in steps of 8 (five rows, 8K to 32M).
+GOLDEN_CLUSTER_SWEEP=(--format csv -b 8K -e 64M -f 8)
 
 # golden_args NAME: prints nothing and fails for an unknown case; otherwise
 # sets GOLDEN_ARGS to the full hcclsim argument list (default topology, the
-# 8-NPU A2 server).
+# 8-NPU A2 server; the cluster cases name their files under $src, which
+# check.sh and update.sh set before sourcing this file).
 golden_args() {
   case "$1" in
     all_reduce | all_gather | reduce_scatter | alltoall | broadcast | reduce)
       GOLDEN_ARGS=(perf "$1" "${GOLDEN_SWEEP[@]}") ;;
     all_reduce_ring)
       GOLDEN_ARGS=(perf all_reduce --algo level0:ring "${GOLDEN_SWEEP[@]}") ;;
+    a2_cluster_all_reduce)
+      # 2 A2 servers: level-0 mesh and a level-1 ring over RoCE.
+      GOLDEN_ARGS=(perf all_reduce --topology "$src/configs/topologies/a2-cluster.json" --servers 2
+                   "${GOLDEN_CLUSTER_SWEEP[@]}") ;;
+    a3_3level_all_reduce)
+      # 2 A3 supernodes x 2 servers x 16 dies: level 0, level 1 over UB, level 2 over RoCE.
+      GOLDEN_ARGS=(perf all_reduce --rank-table "$src/configs/ranktables/a3_2superpods_4servers_64dies.json"
+                   --profile "$src/configs/profiles/a3-910c.json" "${GOLDEN_CLUSTER_SWEEP[@]}") ;;
     *)
       return 1 ;;
   esac
