@@ -115,9 +115,12 @@ class HierarchyBuilder {
     return s;
   }
   TaskGraph level0(const CollectiveSpec& s) const { return build_collective(s, plan_.level0); }
-  int level1_base(std::uint64_t turn) const { return kLevel1NotifyBase + static_cast<int>(turn % 2) * level1_size_; }
+  // Level-1 regions 0 and 1 alternate; region 2 is for the one two-level
+  // remainder of a three-level all-reduce, which follows a region-1 stage
+  // among a subset of its ranks with no all-rank stage in between.
+  int level1_base(std::uint64_t region) const { return kLevel1NotifyBase + static_cast<int>(region) * level1_size_; }
   int level2_base(std::uint64_t turn) const {
-    return kLevel1NotifyBase + 2 * level1_size_ + static_cast<int>(turn % 2) * level2_size_;
+    return kLevel1NotifyBase + 3 * level1_size_ + static_cast<int>(turn % 2) * level2_size_;
   }
 
   // Level-1 stages keep their own CCL areas in the upper half of the HCCL
@@ -174,7 +177,7 @@ class HierarchyBuilder {
           // all-reduce the chunk across every server of the rail.
           CollectiveSpec ar = stage_spec(CollOp::AllReduce, h_.servers(), c.count, ref(BufferKind::Scratch, c.first),
                                          ref(BufferKind::Scratch, c.first), half(), half() / 2);
-          composer_.stage(build_level1(ar, plan_.level1), rail(0, i, true), level1_base(slice), "L1/");
+          composer_.stage(build_level1(ar, plan_.level1), rail(0, i, true), level1_base(three_levels ? 2 : slice % 2), "L1/");
         }
       }
       // L0: all-gather in each server from the buffer into the output.
@@ -222,7 +225,7 @@ class HierarchyBuilder {
         CollectiveSpec rs = stage_spec(CollOp::ReduceScatter, h_.servers(), n, ref(BufferKind::Scratch, 0),
                                        ref(spec_.output_buffer, first), half(), half() / 2);
         rs.output_offset = spec_.output_offset + first * esz_;
-        composer_.stage(build_level1(rs, plan_.level1), rail(0, i, true), level1_base(slice), "L1/");
+        composer_.stage(build_level1(rs, plan_.level1), rail(0, i, true), level1_base(slice % 2), "L1/");
       }
       if (c == 0) break;
     }
@@ -242,7 +245,7 @@ class HierarchyBuilder {
         CollectiveSpec ag = stage_spec(CollOp::AllGather, h_.servers(), n, ref(spec_.input_buffer, first),
                                        ref(BufferKind::Scratch, 0), half(), half() / 2);
         ag.input_offset = spec_.input_offset + first * esz_;
-        composer_.stage(build_level1(ag, plan_.level1), rail(0, i, true), level1_base(slice), "L1/");
+        composer_.stage(build_level1(ag, plan_.level1), rail(0, i, true), level1_base(slice % 2), "L1/");
       }
       for (int p = 0; p < h_.pods; ++p) {
         for (int s = 0; s < h_.servers_per_pod; ++s) {
