@@ -25,6 +25,8 @@ fi
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# shellcheck source=../lib/run_case.sh
+. "$(dirname "$0")/../lib/run_case.sh"
 
 # A copy of the real profile with one line changed by sed; fails the case if
 # the line is not found (the real profile changed shape).
@@ -102,35 +104,7 @@ case "$name" in
     exit 2 ;;
 esac
 
-"$hcclsim" "${args[@]}" >"$tmp/out.txt" 2>"$tmp/err.txt"
-rc=$?
-fail=0
-if [ $rc -ge 128 ]; then
-  echo "FAIL: hcclsim ${args[*]} crashed (exit code $rc, signal $((rc - 128)))" >&2
-  fail=1
-elif [ $rc -ne $expect_rc ]; then
-  echo "FAIL: hcclsim ${args[*]} exited with $rc, expected $expect_rc" >&2
-  fail=1
-fi
-if [ $expect_rc -ne 0 ]; then
-  if [ ! -s "$tmp/err.txt" ]; then
-    echo "FAIL: nothing on stderr" >&2
-    fail=1
-  fi
-  for s in "${expect[@]}"; do
-    if ! grep -qF -- "$s" "$tmp/err.txt"; then
-      echo "FAIL: stderr does not mention '$s'" >&2
-      fail=1
-    fi
-  done
-  if grep -q "uncaught exception\|terminate called\|Segmentation" "$tmp/err.txt"; then
-    echo "FAIL: stderr shows an unhandled error" >&2
-    fail=1
-  fi
-elif [ -s "$tmp/err.txt" ]; then
-  echo "FAIL: a valid run wrote to stderr" >&2
-  fail=1
-fi
+run_case
 echo "--- stderr of: hcclsim ${args[*]}"
 cat "$tmp/err.txt"
 if [ $fail -ne 0 ]; then exit 1; fi

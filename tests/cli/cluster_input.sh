@@ -33,6 +33,8 @@ fi
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# shellcheck source=../lib/run_case.sh
+. "$(dirname "$0")/../lib/run_case.sh"
 
 # An A2 rank table (version 1.0) with the given device counts per server.
 a2_rank_table() {  # a2_rank_table OUT COUNT...
@@ -158,36 +160,8 @@ EOF
   fi
 }
 
-"$hcclsim" "${args[@]}" >"$tmp/out.txt" 2>"$tmp/err.txt"
-rc=$?
-fail=0
-if [ $rc -ge 128 ]; then
-  echo "FAIL: hcclsim ${args[*]} crashed (exit code $rc, signal $((rc - 128)))" >&2
-  fail=1
-elif [ $rc -ne $expect_rc ]; then
-  echo "FAIL: hcclsim ${args[*]} exited with $rc, expected $expect_rc" >&2
-  fail=1
-fi
-if [ $expect_rc -ne 0 ]; then
-  if [ ! -s "$tmp/err.txt" ]; then
-    echo "FAIL: nothing on stderr" >&2
-    fail=1
-  fi
-  for s in "${expect[@]}"; do
-    if ! grep -qF -- "$s" "$tmp/err.txt"; then
-      echo "FAIL: stderr does not mention '$s'" >&2
-      fail=1
-    fi
-  done
-  if grep -q "uncaught exception\|terminate called\|Segmentation" "$tmp/err.txt"; then
-    echo "FAIL: stderr shows an unhandled error" >&2
-    fail=1
-  fi
-else
-  if [ -s "$tmp/err.txt" ]; then
-    echo "FAIL: a valid run wrote to stderr" >&2
-    fail=1
-  fi
+run_case
+if [ $expect_rc -eq 0 ]; then
   for s in "${expect_out[@]}"; do
     if ! grep -qF -- "$s" "$tmp/out.txt"; then
       echo "FAIL: stdout does not contain '$s'" >&2
