@@ -7,6 +7,8 @@
 // SystemC elaborates once per process: one Platform per TEST_CASE, no SECTIONs.
 #include <catch2/catch.hpp>
 
+#include "fixtures.h"
+
 #include <algorithm>
 #include <string>
 
@@ -16,51 +18,14 @@
 #include "topologies/platform.h"
 
 using namespace hcclsim;
+using hcclsim::testing::kLink;
 
-// Times print as picoseconds in failure messages.
-namespace Catch {
-template <>
-struct StringMaker<hcclsim::Time> {
-  static std::string convert(hcclsim::Time t) { return std::to_string(t.ps) + " ps"; }
-};
-}  // namespace Catch
 using Catch::Matchers::Contains;
 
 namespace {
 
-NpuParams small_npu() {
-  NpuParams n;
-  n.model = "test";
-  n.cores.aic = 2;
-  n.cores.aiv = 4;
-  n.cores.aic_flops_per_s = 1'000'000'000'000ULL;
-  n.cores.aiv_bandwidth = Bandwidth{1'000'000'000};
-  n.sdma.engines = 2;
-  n.sdma.task_fixed = Time::from_ns(1000);
-  n.sdma.copy_bandwidth = Bandwidth{100'000'000'000};   // far above the link: no cap
-  n.sdma.reduce_bandwidth = Bandwidth{100'000'000'000};
-  n.notify.registers = 16;
-  n.notify.record_local = Time::from_ns(500);
-  n.notify.record_remote = Time::from_ns(700);
-  n.notify.wait = Time::from_ns(20);
-  n.stream.task_dispatch = Time::from_ns(300);
-  n.stream.op_launch = Time::from_ns(2000);
-  n.local_memory = ChannelParams{Bandwidth{10'000'000'000}, Time::from_ns(0), 4096};
-  n.hccl_buffer_bytes = 1024 * 1024;
-  return n;
-}
-
-const ChannelParams kLink{Bandwidth{1'000'000'000}, Time::from_ns(100), 4096};
-
-TopologySpec two_npus(const NpuParams& npu = small_npu()) {
-  TopologySpec spec;
-  spec.name = "two-npus";
-  spec.npus = 2;
-  spec.npus_per_server = 2;
-  spec.npu = npu;
-  spec.links = {LinkSpec{0, 1, "hccs", kLink}};
-  return spec;
-}
+NpuParams small_npu() { return testing::small_npu(2); }
+TopologySpec two_npus(const NpuParams& npu = small_npu()) { return testing::two_npus(npu); }
 
 TaskId delay(TaskGraph& g, ThreadId thread, Time d, std::string label = {}) {
   Task t;
