@@ -47,9 +47,15 @@ AlgoRequest parse_levels(const std::string& levels, const std::string& whole) {
       }
     } else if (level == "level1" || level == "level2") {
       std::optional<Level1Algo>& slot = level == "level1" ? request.level1 : request.level2;
-      static const std::vector<std::string> unmodelled{"pipeline", "AHC", "AHC_BROKE", "star", "NHR_V1"};
+      static const std::vector<std::string> unmodelled{"AHC", "AHC_BROKE", "star", "NHR_V1"};
       if (algo == "NA") {
         slot.reset();
+        if (level == "level1") request.pipeline = false;
+      } else if (algo == "pipeline") {
+        if (level != "level1") {
+          throw std::invalid_argument(level + " algorithm 'pipeline' is not modelled by hcclsim (only at level1)");
+        }
+        request.pipeline = true;  // its inner level-1 algorithm stays HCCL's choice
       } else if (const auto parsed = parse_level1_algo(algo)) {
         slot = parsed;
       } else if (std::find(unmodelled.begin(), unmodelled.end(), algo) != unmodelled.end()) {

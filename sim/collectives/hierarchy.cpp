@@ -1,6 +1,7 @@
 #include "sim/collectives/hierarchy.h"
 
 #include <cmath>
+#include <functional>
 #include <map>
 #include <stdexcept>
 
@@ -38,6 +39,34 @@ class Composer {
   }
   TaskGraph take() { return std::move(graph_); }
 
+  // For pipelines: a stage with no ordering of its own; the caller orders it.
+  using RankTasks = std::map<int, std::vector<TaskId>>;
+  struct Ends {
+    RankTasks first;
+    RankTasks last;
+  };
+  Ends append(const TaskGraph& part, const std::vector<int>& members, int notify_base, const std::string& prefix) {
+    const std::vector<TaskId> ids = graph_.append(part, members, notify_base, prefix, &threads_);
+    Ends ends;
+    for (const Thread& th : part.threads()) {
+      if (th.tasks.empty()) continue;
+      const int rank = members[static_cast<std::size_t>(th.rank)];
+      ends.first[rank].push_back(ids[th.tasks.front()]);
+      ends.last[rank].push_back(ids[th.tasks.back()]);
+    }
+    return ends;
+  }
+  // On every rank both name: `after` starts once `before` has ended.
+  void order(const RankTasks& before, const RankTasks& after) {
+    for (const auto& [rank, firsts] : after) {
+      const auto found = before.find(rank);
+      if (found == before.end()) continue;
+      for (TaskId b : found->second) {
+        for (TaskId f : firsts) graph_.add_dependency(b, f);
+      }
+    }
+  }
+
  private:
   TaskGraph graph_;
   TaskGraph::ThreadIndex threads_;
@@ -56,6 +85,10 @@ class HierarchyBuilder {
         composer_(h.ranks()) {}
 
   TaskGraph build() {
+    if (plan_.pipeline) {
+      pipeline();
+      return composer_.take();
+    }
     switch (spec_.op) {
       case CollOp::AllReduce: all_reduce(); break;
       case CollOp::ReduceScatter: reduce_scatter(); break;
@@ -191,6 +224,121 @@ class HierarchyBuilder {
         }
       }
       if (spec_.count == 0) break;
+    }
+  }
+
+  // Pipeline: each op is two or three stage kinds per slice, each kind on
+  // streams and notifies of its own ("P0/", "P1/", "P2/"), so slice k+1's
+  // first stage runs while slice k is in its later ones. Slices alternate
+  // between two data regions of a quarter of the HCCL buffer each; a slice
+  // starts on a rank once the slice two before it has left its region.
+  void pipeline() {
+    const std::uint64_t g0 = static_cast<std::uint64_t>(h_.per_server);
+    const std::uint64_t servers = static_cast<std::uint64_t>(h_.servers());
+    const std::uint64_t quarter = spec_.buffer_bytes / 4 / esz_;  // elements per region
+    const std::uint64_t level0_notifies = 4 * g0;                 // a mesh stage's region
+    const std::uint64_t c = spec_.count;
+    std::uint64_t per_slice = spec_.op == CollOp::AllReduce ? quarter / g0 * g0 : quarter / (g0 * servers);
+    if (per_slice == 0) throw std::invalid_argument("the HCCL buffer is too small for a pipeline on this cluster");
+    std::vector<Composer::RankTasks> slice_end;  // per slice, its last stage's ends
+    std::vector<Composer::RankTasks> lane_last(3);
+    std::uint64_t k = 0;
+    for (std::uint64_t first = 0; first < c || first == 0; first += per_slice, ++k) {
+      const std::uint64_t n = std::min(per_slice, c - first);
+      const std::uint64_t region = (k % 2) * quarter;  // elements into the HCCL buffer
+      std::vector<std::vector<Composer::Ends>> stages;  // per lane, the groups' stages
+      auto level0_stage = [&](CollectiveSpec s, int lane) {
+        std::vector<Composer::Ends> group;
+        for (int srv = 0; srv < h_.servers_per_pod; ++srv) {
+          group.push_back(composer_.append(level0(s), server_group(0, srv), static_cast<int>(lane == 0 ? 0 : level0_notifies),
+                                           "P" + std::to_string(lane) + "/"));
+        }
+        stages.push_back(std::move(group));
+      };
+      auto level1_stage = [&](const std::function<CollectiveSpec(int)>& spec_of, int lane) {
+        std::vector<Composer::Ends> group;
+        for (int i = 0; i < h_.per_server; ++i) {
+          const CollectiveSpec s = spec_of(i);
+          if (s.count == 0) continue;
+          group.push_back(composer_.append(build_level1(s, plan_.level1), rail(0, i, true), level1_base(k % 2),
+                                           "P" + std::to_string(lane) + "/"));
+        }
+        stages.push_back(std::move(group));
+      };
+      switch (spec_.op) {
+        case CollOp::AllReduce: {
+          CollectiveSpec rs = stage_spec(CollOp::ReduceScatter, h_.per_server, n, ref(spec_.input_buffer, first),
+                                         ref(BufferKind::Scratch, region), region * esz_, spec_.buffer_bytes);
+          rs.input_offset = spec_.input_offset + first * esz_;
+          rs.chunked = true;
+          level0_stage(rs, 0);
+          level1_stage(
+              [&](int i) {
+                const Span ch = chunk_of(n, h_.per_server, i);
+                return stage_spec(CollOp::AllReduce, h_.servers(), ch.count, ref(BufferKind::Scratch, region + ch.first),
+                                  ref(BufferKind::Scratch, region + ch.first), half(), half() / 2);
+              },
+              1);
+          CollectiveSpec ag = stage_spec(CollOp::AllGather, h_.per_server, n, ref(BufferKind::Scratch, region),
+                                         ref(spec_.output_buffer, 0), region * esz_, spec_.buffer_bytes);
+          ag.output_offset = spec_.output_offset + first * esz_;
+          ag.chunked = true;
+          level0_stage(ag, 2);
+          break;
+        }
+        case CollOp::ReduceScatter: {
+          CollectiveSpec rs = stage_spec(CollOp::ReduceScatter, h_.per_server, n, ref(spec_.input_buffer, first),
+                                         ref(BufferKind::Scratch, region), region * esz_, spec_.buffer_bytes);
+          rs.input_offset = spec_.input_offset + first * esz_;
+          rs.segments = h_.servers();
+          rs.block_stride = c;
+          level0_stage(rs, 0);
+          level1_stage(
+              [&](int) {
+                CollectiveSpec s = stage_spec(CollOp::ReduceScatter, h_.servers(), n, ref(BufferKind::Scratch, region),
+                                              ref(spec_.output_buffer, first), half(), half() / 2);
+                s.output_offset = spec_.output_offset + first * esz_;
+                return s;
+              },
+              1);
+          break;
+        }
+        case CollOp::AllGather: {
+          level1_stage(
+              [&](int) {
+                CollectiveSpec s = stage_spec(CollOp::AllGather, h_.servers(), n, ref(spec_.input_buffer, first),
+                                              ref(BufferKind::Scratch, region), half(), half() / 2);
+                s.input_offset = spec_.input_offset + first * esz_;
+                return s;
+              },
+              0);
+          CollectiveSpec ag = stage_spec(CollOp::AllGather, h_.per_server, n, ref(BufferKind::Scratch, region),
+                                         ref(spec_.output_buffer, first), region * esz_, spec_.buffer_bytes);
+          ag.output_offset = spec_.output_offset + first * esz_;
+          ag.segments = h_.servers();
+          ag.block_stride = c;
+          level0_stage(ag, 1);
+          break;
+        }
+        default:
+          throw std::invalid_argument("Pipeline runs AllReduce, ReduceScatter and AllGather only");
+      }
+      // Order: each stage after the previous stage of its slice and after its
+      // lane's previous slice; the slice's first stage after slice k-2 ended.
+      for (std::size_t lane = 0; lane < stages.size(); ++lane) {
+        Composer::RankTasks firsts;
+        Composer::RankTasks lasts;
+        for (const Composer::Ends& e : stages[lane]) {
+          for (const auto& [rank, ids] : e.first) firsts[rank].insert(firsts[rank].end(), ids.begin(), ids.end());
+          for (const auto& [rank, ids] : e.last) lasts[rank].insert(lasts[rank].end(), ids.begin(), ids.end());
+        }
+        composer_.order(lane_last[lane], firsts);
+        if (lane > 0) composer_.order(lane_last[lane - 1], firsts);
+        if (lane == 0 && k >= 2) composer_.order(slice_end[k - 2], firsts);
+        lane_last[lane] = std::move(lasts);
+      }
+      slice_end.push_back(lane_last[stages.size() - 1]);
+      if (c == 0) break;
     }
   }
 
@@ -370,11 +518,20 @@ Level1Algo pick(CollOp op, int p, double n, double beta) {
 
 }  // namespace
 
+bool pipeline_supported(CollOp op, const Hierarchy& h, Level0Algo level0) {
+  const bool op_ok = op == CollOp::AllReduce || op == CollOp::ReduceScatter || op == CollOp::AllGather;
+  // Its two level-0 stages keep 4 notifies per rank each below level 1's region.
+  return op_ok && h.pods == 1 && h.servers() > 1 && h.per_server > 1 && h.per_server <= 8 &&
+         level0 == Level0Algo::Mesh;
+}
+
 std::string AlgoPlan::describe(const Hierarchy& h, CollOp op) const {
   std::string out = std::string("level0:") + (level0 == Level0Algo::Mesh ? "fullmesh" : "ring");
   if (op == CollOp::AlltoAll && h.servers() > 1) return "level1:pairwise";
   if (h.servers() > 1 && h.per_server == 1) return "level1:" + level1_algo_name(level1);  // no level 0
-  if (h.servers() > 1) out += ";level1:" + level1_algo_name(level1);
+  if (h.servers() > 1) {
+    out += ";level1:" + (pipeline ? "pipeline(" + level1_algo_name(level1) + ")" : level1_algo_name(level1));
+  }
   if (h.pods > 1 && h.servers_per_pod > 1 && op == CollOp::AllReduce) out += ";level2:" + level1_algo_name(level2);
   return out;
 }
@@ -401,6 +558,18 @@ AlgoPlan choose_algorithm(CollOp op, const Hierarchy& h, std::uint64_t bytes_per
   };
   plan.level1 = honour(request.level1, pick(op, level1_ranks, level1_bytes, beta));
   plan.level2 = honour(request.level2, pick(op, h.pods, level1_bytes / std::max(1, h.servers_per_pod), beta));
+  if (request.pipeline) {
+    if (!pipeline_supported(op, h, plan.level0)) {
+      throw std::invalid_argument(
+          "level1:pipeline is modelled for AllReduce, ReduceScatter and AllGather on A2 clusters (servers of at "
+          "most 8 NPUs, one level of servers, level0 fullmesh) only");
+    }
+    plan.pipeline = true;
+  } else if (!request.level1 && pipeline_supported(op, h, plan.level0)) {
+    // HCCL's rule (DESIGN.md §3): pipeline from 32 KiB for ReduceScatter and
+    // AllGather, and for AllReduce once each NPU's level-1 share is 1 MiB.
+    plan.pipeline = op == CollOp::AllReduce ? level1_bytes >= 1024.0 * 1024.0 : n >= 32.0 * 1024.0;
+  }
   return plan;
 }
 

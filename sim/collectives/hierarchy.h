@@ -9,6 +9,9 @@
 //   Broadcast     = L1 broadcast on the root's rail, then L0 broadcast;
 //   Reduce        = L0 reduce to the root's index, then L1 reduce on that rail;
 //   AlltoAll      = pairwise over all ranks.
+// Pipeline (A2 clusters; AllReduce, ReduceScatter, AllGather): the same
+// stages, but slice k+1's first stage overlaps slice k's later ones, on
+// streams and notifies of its own, with two data regions used in turn.
 // Each stage is an ordinary level-0 or level-1 task graph mapped onto its
 // group's ranks; on every rank a stage starts after the previous one ended.
 #pragma once
@@ -33,6 +36,7 @@ struct AlgoPlan {
   Level0Algo level0 = Level0Algo::Mesh;
   Level1Algo level1 = Level1Algo::Ring;
   Level1Algo level2 = Level1Algo::Ring;
+  bool pipeline = false;     // HCCL's Pipeline: level 1 runs `level1` inside it
   // "level0:fullmesh;level1:NHR" (the levels that take part).
   std::string describe(const Hierarchy& h, CollOp op) const;
 };
@@ -42,11 +46,19 @@ struct AlgoRequest {
   std::optional<Level0Algo> level0;
   std::optional<Level1Algo> level1;
   std::optional<Level1Algo> level2;
+  bool pipeline = false;     // "level1:pipeline"
 };
 
-// HCCL's automatic choice (DESIGN.md §3): an alpha-beta comparison of Ring,
-// NHR and H-D_R with alpha = 60 us, ties Ring > NHR > H-D_R; Pairwise for
-// AlltoAll. `bytes_per_rank` is what the level-1 stage moves per rank;
+// Whether the Pipeline form exists for `op` at this scale: A2-like clusters
+// (one level of servers of at most 8 NPUs, a mesh level 0), AllReduce,
+// ReduceScatter and AllGather.
+bool pipeline_supported(CollOp op, const Hierarchy& h, Level0Algo level0);
+
+// HCCL's automatic choice (DESIGN.md §3): Pipeline for ReduceScatter and
+// AllGather of 32 KiB and more with a mesh level 0, and for AllReduce when
+// each NPU's level-1 share is 1 MiB or more (where pipeline_supported);
+// level 1 (also inside Pipeline) by an alpha-beta comparison of Ring, NHR and
+// H-D_R with alpha = 60 us, ties Ring > NHR > H-D_R; Pairwise for AlltoAll. `bytes_per_rank` is what the level-1 stage moves per rank;
 // `link_bandwidth` the inter-server rate per NPU.
 AlgoPlan choose_algorithm(CollOp op, const Hierarchy& h, std::uint64_t bytes_per_rank, Bandwidth link_bandwidth,
                           const AlgoRequest& request);

@@ -98,8 +98,9 @@ case "$name" in
     args=(perf all_reduce --topology "$a2_cluster" --servers 2 --ranks 12)
     expect=("12 ranks" "whole servers of 8") ;;
   algo_pipeline)
-    args=(perf all_reduce --topology "$a2_cluster" --servers 2 --algo "level1:pipeline")
-    expect=("--algo" "pipeline" "not modelled") ;;
+    # Pipeline is modelled on A2 clusters only; this is two A3 supernodes.
+    args=(perf all_reduce --rank-table "$a3_table" --profile "$a3_profile" --algo "level1:pipeline")
+    expect=("pipeline" "A2 clusters") ;;
   algo_bogus)
     args=(perf all_reduce --topology "$a2_cluster" --servers 2 --algo "level1:bogus")
     expect=("--algo" "bogus" "not known") ;;
