@@ -230,22 +230,24 @@ class HierarchyBuilder {
   // Pipeline: each op is two or three stage kinds per slice, each kind on
   // streams and notifies of its own ("P0/", "P1/", "P2/"), so slice k+1's
   // first stage runs while slice k is in its later ones. Slices alternate
-  // between two data regions of a quarter of the HCCL buffer each; a slice
-  // starts on a rank once the slice two before it has left its region.
+  // between the two halves of CCL_IN; a slice starts on a rank once the slice
+  // two before it has left its half.
   void pipeline() {
     const std::uint64_t g0 = static_cast<std::uint64_t>(h_.per_server);
     const std::uint64_t servers = static_cast<std::uint64_t>(h_.servers());
-    const std::uint64_t quarter = spec_.buffer_bytes / 4 / esz_;  // elements per region
+    // Two data regions fill CCL_IN; level-1 stages keep their areas in CCL_OUT.
+    const std::uint64_t region_size = spec_.buffer_bytes / 2 / esz_;  // elements
+    const std::uint64_t level1_area = spec_.buffer_bytes;
     const std::uint64_t level0_notifies = 4 * g0;                 // a mesh stage's region
     const std::uint64_t c = spec_.count;
-    std::uint64_t per_slice = spec_.op == CollOp::AllReduce ? quarter / g0 * g0 : quarter / (g0 * servers);
+    std::uint64_t per_slice = spec_.op == CollOp::AllReduce ? region_size / g0 * g0 : region_size / (g0 * servers);
     if (per_slice == 0) throw std::invalid_argument("the HCCL buffer is too small for a pipeline on this cluster");
     std::vector<Composer::RankTasks> slice_end;  // per slice, its last stage's ends
     std::vector<Composer::RankTasks> lane_last(3);
     std::uint64_t k = 0;
     for (std::uint64_t first = 0; first < c || first == 0; first += per_slice, ++k) {
       const std::uint64_t n = std::min(per_slice, c - first);
-      const std::uint64_t region = (k % 2) * quarter;  // elements into the HCCL buffer
+      const std::uint64_t region = (k % 2) * region_size;  // elements into the HCCL buffer
       std::vector<std::vector<Composer::Ends>> stages;  // per lane, the groups' stages
       auto level0_stage = [&](CollectiveSpec s, int lane) {
         std::vector<Composer::Ends> group;
@@ -276,7 +278,7 @@ class HierarchyBuilder {
               [&](int i) {
                 const Span ch = chunk_of(n, h_.per_server, i);
                 return stage_spec(CollOp::AllReduce, h_.servers(), ch.count, ref(BufferKind::Scratch, region + ch.first),
-                                  ref(BufferKind::Scratch, region + ch.first), half(), half() / 2);
+                                  ref(BufferKind::Scratch, region + ch.first), level1_area, spec_.buffer_bytes / 2);
               },
               1);
           CollectiveSpec ag = stage_spec(CollOp::AllGather, h_.per_server, n, ref(BufferKind::Scratch, region),
@@ -296,7 +298,7 @@ class HierarchyBuilder {
           level1_stage(
               [&](int) {
                 CollectiveSpec s = stage_spec(CollOp::ReduceScatter, h_.servers(), n, ref(BufferKind::Scratch, region),
-                                              ref(spec_.output_buffer, first), half(), half() / 2);
+                                              ref(spec_.output_buffer, first), level1_area, spec_.buffer_bytes / 2);
                 s.output_offset = spec_.output_offset + first * esz_;
                 return s;
               },
@@ -307,7 +309,7 @@ class HierarchyBuilder {
           level1_stage(
               [&](int) {
                 CollectiveSpec s = stage_spec(CollOp::AllGather, h_.servers(), n, ref(spec_.input_buffer, first),
-                                              ref(BufferKind::Scratch, region), half(), half() / 2);
+                                              ref(BufferKind::Scratch, region), level1_area, spec_.buffer_bytes / 2);
                 s.input_offset = spec_.input_offset + first * esz_;
                 return s;
               },
