@@ -90,10 +90,17 @@ void Channel::reschedule() {
 void Channel::finish_service(std::uint64_t now) {
   serving_ = false;
   InFlight done = in_service_;
-  // A middle hop forwarded the segment when it started it; the last one delivers it now.
+  // A middle hop forwarded the segment when it started it. The last hop
+  // reports only the flow's end: its final segment arrives `latency` later
+  // (the earlier ones are not observable, and a wake-up each would double the
+  // events of one-hop transfers).
   if (done.hop + 1 == done.flow->path->size()) {
-    done.exit_ps = now + params_.latency.ps;
-    delay_line_.push_back(done);
+    Flow& flow = *done.flow;
+    flow.bytes_delivered += done.bytes;
+    if (flow.bytes_delivered == flow.bytes) {
+      done.exit_ps = now + params_.latency.ps;
+      delay_line_.push_back(done);
+    }
   }
   Flow::Hop& state = done.flow->hops[done.hop];
   if (state.bytes_waiting > 0) {
@@ -112,8 +119,7 @@ void Channel::deliver_due(std::uint64_t now) {
     if (next_hop < flow.path->size()) {
       (*flow.path)[next_hop]->arrive(flow, next_hop, seg.bytes, seg.tail_ps);
     } else {
-      flow.bytes_delivered += seg.bytes;
-      if (flow.bytes_delivered == flow.bytes) flow.listener->flow_finished(flow);
+      flow.listener->flow_finished(flow);  // its last segment has arrived
     }
   }
 }
