@@ -51,7 +51,8 @@ perf options:
                     zipf:S (peer r+k gets a share ~ 1/(k+1)^S)
   --algo SPEC       HCCL_ALGO syntax, e.g. "level0:ring", "level0:NA;level1:NHR" or
                     "allreduce=level1:H-D_R/allgather=level0:NA"; NA = HCCL's choice.
-                    level1/level2: ring, H-D_R, NHR, NB, pairwise (alltoall)
+                    level1/level2: ring, H-D_R, NHR, NB, pairwise (alltoall);
+                    level1 also pipeline (A2 clusters)
   --buffsize SIZE   HCCL_BUFFSIZE, the HCCL buffer per rank (default: profile, 200MiB)
   --format F        table | csv | json (default table)
   --trace FILE      write a Chrome trace-event JSON (Perfetto, MindStudio Insight)
@@ -73,14 +74,18 @@ ReduceScatter, AlltoAll (n-1)/n; Broadcast, Reduce 1), check_result.
 data_size is per rank: the input of all_reduce, broadcast, reduce; the output of
 all_gather; the input of reduce_scatter; the whole send buffer of alltoall.
 
-What is modelled: per-NPU stream engines (in-order tasks, dispatch gap), notify
-registers (record sets, wait blocks until set and clears), a pool of SDMA
-engines with a fixed cost per task, on-chip memory and each HCCS link direction
-as channels shared round-robin by segments, HCCL's loops over its buffer.
-What is not: AI CPU / host expansion costs beyond the per-task dispatch gap,
-HBM contention of remote traffic, read-vs-write asymmetry of HCCS (all
-transfers are writes), link-level flow control, errors and retries. Timings
-are calibrated on point-to-point measurements (see README), not on collectives.
+What is modelled: per-NPU stream engines (in-order tasks, dispatch gap, launch
+cost), notify registers (record sets, wait blocks until set and clears), a pool
+of SDMA engines with a fixed cost per task, RDMA posts with in-order queue
+pairs, on-chip memory and every HCCS / SIO / UB / RoCE link direction and
+switch port as a channel shared round-robin by segments with cut-through
+forwarding, leaf/spine fabrics with ECMP and oversubscription, HCCL's loops
+over its buffer and its level-0/1/2 algorithms.
+What is not: AI CPU / host expansion costs beyond the launch and dispatch
+constants, HBM contention of remote traffic, read-vs-write asymmetry of HCCS
+(all transfers are writes), flow control / PFC / drops, errors and retries,
+HCCL's AHC, Star and NHR_V1 algorithms. Timings are calibrated on
+point-to-point measurements (see README), not on collectives.
 
 Exit codes: 0 success, 1 a run failed (deadlock, timeout, failed check),
 2 bad input (file, JSON path or option named on stderr).
