@@ -182,7 +182,7 @@ class HierarchyBuilder {
         }
       }
       for (int i = 0; i < h_.per_server; ++i) {
-        const Span c = chunk_of(n, h_.per_server, i);
+        const Span c = chunk_span(n, h_.per_server, i);
         if (c.count == 0) continue;
         if (three_levels && c.count % g1 == 0) {
           // L1 reduce-scatter inside each pod; every rank's block lands at the
@@ -276,7 +276,7 @@ class HierarchyBuilder {
           level0_stage(rs, 0);
           level1_stage(
               [&](int i) {
-                const Span ch = chunk_of(n, h_.per_server, i);
+                const Span ch = chunk_span(n, h_.per_server, i);
                 return stage_spec(CollOp::AllReduce, h_.servers(), ch.count, ref(BufferKind::Scratch, region + ch.first),
                                   ref(BufferKind::Scratch, region + ch.first), level1_area, spec_.buffer_bytes / 2);
               },
@@ -344,12 +344,6 @@ class HierarchyBuilder {
     }
   }
 
-  static Span chunk_of(std::uint64_t n, int parts, int j) {
-    const std::uint64_t base = n / static_cast<std::uint64_t>(parts);
-    const std::uint64_t rem = n % static_cast<std::uint64_t>(parts);
-    const std::uint64_t uj = static_cast<std::uint64_t>(j);
-    return Span{uj * base + std::min(uj, rem), base + (uj < rem ? 1 : 0)};
-  }
 
   // Level 0 first (each rank gathers, over its server, the sums of the blocks
   // of every server's rank with its index), then level 1 on the rail.

@@ -18,6 +18,14 @@ struct Span {
   std::uint64_t count = 0;
 };
 
+// Chunk j of `parts` over n elements: sizes differ by at most one, larger ones first.
+inline Span chunk_span(std::uint64_t n, int parts, int j) {
+  const std::uint64_t base = n / static_cast<std::uint64_t>(parts);
+  const std::uint64_t rem = n % static_cast<std::uint64_t>(parts);
+  const std::uint64_t uj = static_cast<std::uint64_t>(j);
+  return Span{uj * base + std::min(uj, rem), base + (uj < rem ? 1 : 0)};
+}
+
 class PlanBuilder {
  public:
   explicit PlanBuilder(const CollectiveSpec& spec)
@@ -34,13 +42,8 @@ class PlanBuilder {
     }
     return out;
   }
-  // Chunk j of p of n elements: sizes differ by at most one, larger ones first.
-  Span chunk(std::uint64_t n, int j) const {
-    const std::uint64_t base = n / static_cast<std::uint64_t>(p_);
-    const std::uint64_t rem = n % static_cast<std::uint64_t>(p_);
-    const std::uint64_t uj = static_cast<std::uint64_t>(j);
-    return Span{uj * base + std::min(uj, rem), base + (uj < rem ? 1 : 0)};
-  }
+  // Chunk j of this collective's ranks.
+  Span chunk(std::uint64_t n, int j) const { return chunk_span(n, p_, j); }
   // Elements one HCCL buffer area holds.
   std::uint64_t buffer_elements() const { return spec_.buffer_bytes / esz_; }
 
