@@ -47,13 +47,8 @@ struct Step {
   std::vector<Xfer> xfers;
 };
 
-// Part j of n elements split in `parts`: sizes differ by at most one, larger first.
-Span share(std::uint64_t n, int parts, int j) {
-  const std::uint64_t base = n / static_cast<std::uint64_t>(parts);
-  const std::uint64_t rem = n % static_cast<std::uint64_t>(parts);
-  const std::uint64_t uj = static_cast<std::uint64_t>(j);
-  return Span{uj * base + std::min(uj, rem), base + (uj < rem ? 1 : 0)};
-}
+// Part j of n elements split in `parts` (plan.h's chunking rule).
+Span share(std::uint64_t n, int parts, int j) { return chunk_span(n, parts, j); }
 
 // Appends a span, merging it with the previous one when they touch.
 void add_span(std::vector<Span>& spans, Span s) {
