@@ -213,6 +213,7 @@ int run(Args& args) {
   args.finish();
 
   Program program(arch_of(spec.npu, topology_file), spec.npus, spec.npu);
+  program.set_npus_per_server(spec.npus_per_server);
   const LoadedProgram loaded = load_program(program_file, program);
   Program::Built built;
   try {

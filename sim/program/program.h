@@ -80,6 +80,10 @@ class Program {
   Program(Arch arch, int ranks, const NpuParams& npu);
 
   Arch arch() const { return arch_; }
+  // NPUs per server of the topology (default: all in one). A domain across
+  // servers then runs its collectives hierarchically and must consist of
+  // whole servers in rank order.
+  void set_npus_per_server(int npus) { npus_per_server_ = npus; }
   // The message of the last call that did not return HCCL_SUCCESS.
   const std::string& last_error() const { return last_error_; }
 
@@ -171,6 +175,7 @@ class Program {
   struct HostOp;
   struct KernelStep;
   HcclResult fail(HcclResult code, const std::string& message);
+  TaskGraph expand(const CollectiveSpec& spec, const std::vector<int>& members, int domain) const;
   ThreadRec* thread(ThreadHandle handle);
   KernelRec& kernel(int rank, CoreKind core);
   struct ContextState;
@@ -178,6 +183,7 @@ class Program {
 
   Arch arch_;
   int ranks_;
+  int npus_per_server_ = 0;  // 0: one server
   NpuParams npu_;
   std::string last_error_;
   std::map<int, std::vector<int>> domains_;

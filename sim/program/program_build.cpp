@@ -13,6 +13,7 @@
 #include <map>
 #include <set>
 
+#include "sim/collectives/hierarchy.h"
 #include "sim/program/program.h"
 
 namespace hcclsim {
@@ -27,6 +28,28 @@ struct PartInfo {
 std::string domain_prefix(int domain) { return "d" + std::to_string(domain) + "/"; }
 
 }  // namespace
+
+// A domain inside one server runs the level-0 algorithm; one across servers
+// runs the hierarchical form with HCCL's choice of algorithms.
+TaskGraph Program::expand(const CollectiveSpec& spec, const std::vector<int>& members, int domain) const {
+  const int per_server = npus_per_server_ > 0 ? npus_per_server_ : ranks_;
+  const int first_server = members.front() / per_server;
+  bool one_server = true;
+  for (int m : members) one_server = one_server && m / per_server == first_server;
+  if (one_server) return build_collective(spec, default_level0(spec.op));
+  const int p = static_cast<int>(members.size());
+  bool whole_servers = members.front() % per_server == 0 && p % per_server == 0;
+  for (int k = 1; k < p && whole_servers; ++k) whole_servers = members[static_cast<std::size_t>(k)] == members.front() + k;
+  if (!whole_servers) {
+    throw ProgramError("domain " + std::to_string(domain) + " spans servers but is not a run of whole servers in rank "
+                       "order; hcclsim composes collectives across servers only over whole servers");
+  }
+  Hierarchy h;
+  h.per_server = per_server;
+  h.servers_per_pod = p / per_server;
+  const std::uint64_t bytes = spec.count * data_type_size(spec.dtype);
+  return build_hierarchical(spec, h, choose_algorithm(spec.op, h, bytes, Bandwidth{}, AlgoRequest{}));
+}
 
 Program::Built Program::build() const {
   Built out;
@@ -193,7 +216,7 @@ Program::Built Program::build() const {
           for (int r = 0; r < p; ++r) spec.alltoallv_counts.push_back(plan.per_rank[static_cast<std::size_t>(r)][h]->args.send_counts);
         }
         if (p < 2) throw ProgramError("domain " + std::to_string(domain) + " has one rank: a collective needs two");
-        part = build_collective(spec, default_level0(spec.op));
+        part = expand(spec, plan.members, domain);
       }
       region_size[domain] = std::max(region_size[domain], part.notifies_used());
       parts.emplace(std::pair{domain, static_cast<int>(h)}, std::move(part));
