@@ -42,7 +42,7 @@ class Scheduler : private TaskObserver {
  public:
   explicit Scheduler(Platform& platform) : platform_(platform) {}
 
-  // `ranks_used`: graph rank r runs on NPU r. `tracker` (optional) follows data.
+  // Graph rank r runs on NPU r. `tracker` (optional) follows the data.
   RunResult run(const TaskGraph& graph, DataTracker* tracker = nullptr);
 
  private:
