@@ -522,7 +522,7 @@ bool pipeline_supported(CollOp op, const Hierarchy& h, Level0Algo level0) {
 }
 
 std::string AlgoPlan::describe(const Hierarchy& h, CollOp op) const {
-  std::string out = std::string("level0:") + (level0 == Level0Algo::Mesh ? "fullmesh" : "ring");
+  std::string out = "level0:" + level0_algo_name(level0);
   if (op == CollOp::AlltoAll && h.servers() > 1) return "level1:pairwise";
   if (h.servers() > 1 && h.per_server == 1) return "level1:" + level1_algo_name(level1);  // no level 0
   if (h.servers() > 1) {
