@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(g++ cmake make pkg-config libsystemc-dev libboost-graph-dev nlohmann-json3-dev catch2)
+packages=(g++ cmake make pkg-config libsystemc-dev libboost-graph-dev nlohmann-json3-dev catch2 python3)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
