@@ -524,14 +524,19 @@ class Level1Builder : public PlanBuilder {
     return steps;
   }
 
-  // ReduceScatter: virtual block v is its pair's two blocks (or its own).
-  std::vector<Step> hd_reduce_scatter(std::uint64_t n) const {
-    const Fold f = fold(false);
-    const auto span = [f, n](int a, int b) {
+  // Virtual blocks [a, b) of n elements each: a folded pair's two blocks count as one.
+  static auto virtual_blocks(Fold f, std::uint64_t n) {
+    return [f, n](int a, int b) {
       const std::uint64_t lo = static_cast<std::uint64_t>(f.first_block(a));
       const std::uint64_t hi = static_cast<std::uint64_t>(f.first_block(b));
       return Span{lo * n, (hi - lo) * n};
     };
+  }
+
+  // ReduceScatter: virtual block v is its pair's two blocks (or its own).
+  std::vector<Step> hd_reduce_scatter(std::uint64_t n) const {
+    const Fold f = fold(false);
+    const auto span = virtual_blocks(f, n);
     std::vector<Step> steps;
     if (f.r > 0) steps.push_back(fold_step(f, {Span{0, static_cast<std::uint64_t>(p_) * n}}, true));
     for (Step& s : hd_halving(f, span)) steps.push_back(std::move(s));
@@ -549,11 +554,7 @@ class Level1Builder : public PlanBuilder {
 
   std::vector<Step> hd_all_gather(std::uint64_t n) const {
     const Fold f = fold(false);
-    const auto span = [f, n](int a, int b) {
-      const std::uint64_t lo = static_cast<std::uint64_t>(f.first_block(a));
-      const std::uint64_t hi = static_cast<std::uint64_t>(f.first_block(b));
-      return Span{lo * n, (hi - lo) * n};
-    };
+    const auto span = virtual_blocks(f, n);
     std::vector<Step> steps;
     if (f.r > 0) {
       Step st;
