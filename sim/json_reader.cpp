@@ -93,11 +93,21 @@ std::string check_choice(const json& v, const std::vector<std::string>& allowed,
 }
 
 // The string of a quantity with a unit; `example` is e.g. "1.5us". A
-// calibrated constant may carry its citation: {"value": "1.5us", "source": "..."}.
+// calibrated constant may carry its citation: {"value": "1.5us", "source":
+// "...", "measured": ["A2-1/read/16K", ...]}, the ids of the rows of
+// configs/calibration/measurements.json it was fitted to (a test checks
+// that they resolve).
 const std::string& unit_string(const json& v, const JsonLocation& loc, const char* example) {
   if (v.is_object()) {
     ObjectReader cited(v, loc);
     cited.required_string("source");
+    if (const json* ids = cited.optional_value("measured")) {
+      const JsonLocation where = loc.key("measured");
+      if (!ids->is_array() || ids->empty()) where.fail("expected a non-empty array of measurement ids");
+      for (std::size_t i = 0; i < ids->size(); ++i) {
+        if (!(*ids)[i].is_string()) where.index(i).fail("expected a measurement id (a string)");
+      }
+    }
     const json& inner = cited.required_value("value");
     cited.finish();
     return unit_string(inner, loc.key("value"), example);

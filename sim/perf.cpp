@@ -147,10 +147,25 @@ std::vector<std::vector<std::uint64_t>> alltoallv_counts(const std::string& dist
   return counts;
 }
 
+ExecContext exec_context(const Platform& platform, const PerfRequest& request) {
+  ExecContext ctx;
+  const TopologySpec& topo = platform.spec();
+  ctx.product = topo.npu.product;
+  ctx.mode = request.mode;
+  ctx.expansion = request.expansion.value_or(default_expansion(ctx.product));
+  ctx.deterministic = request.deterministic;
+  ctx.hierarchy = hierarchy_of(platform, request.ranks);
+  ctx.inter_server_bandwidth = inter_server_bandwidth(topo);
+  ctx.aiv_cores = topo.npu.cores.aiv;
+  ctx.algo = request.algo;
+  return ctx;
+}
+
 std::vector<PerfRow> run_perf(Platform& platform, const PerfRequest& request, TraceWriter* trace) {
   std::vector<PerfRow> rows;
   Scheduler scheduler(platform);
-  const Hierarchy hierarchy = hierarchy_of(platform, request.ranks);
+  const ExecContext ctx = exec_context(platform, request);
+  const Hierarchy& hierarchy = ctx.hierarchy;
   for (const std::uint64_t size : request.sizes) {
     CollectiveSpec spec;
     spec.op = request.op;
@@ -164,8 +179,11 @@ std::vector<PerfRow> run_perf(Platform& platform, const PerfRequest& request, Tr
       spec.alltoallv_counts =
           alltoallv_counts(request.alltoallv_distribution, request.ranks, size / data_type_size(request.dtype));
     }
-    const AlgoPlan plan = choose_algorithm(spec.op, hierarchy, size, inter_server_bandwidth(platform.spec()), request.algo);
-    const TaskGraph graph = build_hierarchical(spec, hierarchy, plan);
+    const ExecutorChoice choice = request.executor.empty()
+                                      ? select_executor(spec, ctx)
+                                      : ExecutorChoice{request.executor, default_levels(spec, ctx), "requested"};
+    const AlgoPlan& plan = choice.plan;
+    const TaskGraph graph = build_executor(spec, ctx, choice);
     const BufferSizes sizes = buffer_sizes(spec);
 
     std::optional<DataTracker> tracker;
@@ -187,6 +205,8 @@ std::vector<PerfRow> run_perf(Platform& platform, const PerfRequest& request, Tr
     row.dtype = spec.dtype;
     row.reduce_op = spec.reduce_op;
     row.algo = plan.describe(hierarchy, spec.op);
+    row.executor = choice.executor;
+    row.executor_rule = choice.rule;
     row.count = spec.count;
     row.input_bytes = sizes.input;
     row.output_bytes = sizes.output;
@@ -224,13 +244,15 @@ std::vector<PerfRow> run_perf(Platform& platform, const PerfRequest& request, Tr
 std::string format_table(const std::vector<PerfRow>& rows) {
   std::ostringstream os;
   char line[256];
-  std::snprintf(line, sizeof line, "%14s %14s %16s %16s %s\n", "data_size", "aveg_time", "alg_bandwidth",
-                "bus_bandwidth", "check_result");
+  std::snprintf(line, sizeof line, "%14s %14s %16s %16s %-13s %s\n", "data_size", "aveg_time", "alg_bandwidth",
+                "bus_bandwidth", "check_result", "executor");
   os << line;
   for (const PerfRow& r : rows) {
     std::snprintf(line, sizeof line, "%14llu %14s %16s %16s ", static_cast<unsigned long long>(r.data_size),
                   format_us(r.time, 3).c_str(), fixed(r.algbw_gbps, 4).c_str(), fixed(r.busbw_gbps, 4).c_str());
-    os << line << r.check << "\n";
+    char check[32];
+    std::snprintf(check, sizeof check, "%-13s", r.check.c_str());
+    os << line << (r.check.size() < 13 ? std::string(check) : r.check) << " " << r.executor << "\n";
   }
   return os.str();
 }
@@ -238,7 +260,7 @@ std::string format_table(const std::vector<PerfRow>& rows) {
 std::string format_csv(const std::vector<PerfRow>& rows) {
   std::ostringstream os;
   os << "op,ranks,dtype,reduce_op,algo,count,input_bytes,output_bytes,data_size,time_us,algbw_GBps,busbw_GBps,"
-        "check_result\n";
+        "check_result,executor\n";
   for (const PerfRow& r : rows) {
     std::string check = r.check;
     for (char& c : check) {
@@ -247,7 +269,7 @@ std::string format_csv(const std::vector<PerfRow>& rows) {
     os << r.op_name << "," << r.ranks << "," << data_type_name(r.dtype) << "," << reduce_op_name(r.reduce_op)
        << "," << r.algo << "," << r.count << "," << r.input_bytes << "," << r.output_bytes << "," << r.data_size << ","
        << format_us(r.time, 6) << "," << fixed(r.algbw_gbps, 4) << "," << fixed(r.busbw_gbps, 4) << "," << check
-       << "\n";
+       << "," << r.executor << "\n";
   }
   return os.str();
 }
@@ -268,6 +290,7 @@ std::string format_json(const std::vector<PerfRow>& rows) {
                    {"algbw_GBps", std::stod(fixed(r.algbw_gbps, 4))},
                    {"busbw_GBps", std::stod(fixed(r.busbw_gbps, 4))},
                    {"check_result", r.check},
+                   {"executor", r.executor},
                    {"tasks", r.tasks}});
   }
   return out.dump(2) + "\n";

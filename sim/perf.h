@@ -10,6 +10,7 @@
 
 #include "sim/collectives/collective.h"
 #include "sim/collectives/hierarchy.h"
+#include "sim/executors/executor.h"
 #include "sim/trace.h"
 #include "topologies/platform.h"
 
@@ -25,6 +26,10 @@ struct PerfRequest {
   AlgoRequest algo;                       // unset levels: HCCL's choice
   std::uint64_t buffer_bytes = 0;         // HCCL_BUFFSIZE
   bool check = true;
+  WorkflowMode mode = WorkflowMode::OpBase;
+  std::optional<Expansion> expansion;     // unset: HCCL's default for the product
+  bool deterministic = false;
+  std::string executor;                   // non-empty: run this executor instead of HCCL's choice
   // AlltoAllV (op AlltoAll): how each rank's data_size splits over its peers;
   // empty for a plain AlltoAll. See alltoallv_counts().
   std::string alltoallv_distribution;
@@ -37,6 +42,8 @@ struct PerfRow {
   DataType dtype;
   ReduceOp reduce_op;
   std::string algo;
+  std::string executor;         // HCCL's executor name
+  std::string executor_rule;    // the selection rule that chose it
   std::uint64_t count;          // elements, hccl_test's count
   std::uint64_t input_bytes;    // per rank
   std::uint64_t output_bytes;   // per rank
@@ -68,6 +75,9 @@ std::vector<std::vector<std::uint64_t>> alltoallv_counts(const std::string& dist
 // How the first `ranks` NPUs of a platform split into servers and supernodes.
 // Throws std::invalid_argument when `ranks` cuts a server in two.
 Hierarchy hierarchy_of(const Platform& platform, int ranks);
+
+// The selection context of a request on a platform.
+ExecContext exec_context(const Platform& platform, const PerfRequest& request);
 
 // Runs the sweep; a row whose run deadlocks throws GraphError (a bug in an
 // algorithm, never the user's input).

@@ -34,13 +34,48 @@ void Scheduler::compile(const TaskGraph& graph) {
         e.notify = t.notify;
         e.wait_timeout = t.timeout;
         break;
+      case TaskKind::FlagSet:
+        e.kind = ExecKind::FlagSet;
+        e.target = &platform_.engine(t.peer);
+        e.notify = t.notify;
+        break;
+      case TaskKind::FlagWait:
+        e.kind = ExecKind::FlagWait;
+        e.target = &platform_.engine(t.peer);
+        e.notify = t.notify;
+        e.count = t.count;
+        break;
       case TaskKind::Memcpy:
-      case TaskKind::ReduceInline:
+      case TaskKind::ReduceInline: {
         e.kind = ExecKind::Transfer;
         e.bytes = t.bytes;
         e.reduce = t.kind == TaskKind::ReduceInline;
+        e.aiv = t.mover == Mover::Aiv;
         if (t.bytes > 0) e.path = &platform_.route(t.src.rank, t.dst.rank);
+        // A read pulls a peer's memory into this rank's: the request crosses
+        // first (its own fixed cost) and the write limit of the links does not apply.
+        const bool read = t.src.rank != rank;
+        const NpuParams& npu = platform_.engine(rank).params();
+        if (e.aiv) {
+          e.fixed = npu.aiv.copy_fixed;
+          e.rate_cap = npu.aiv.core_bandwidth;
+        } else {
+          e.fixed = read ? npu.sdma.read_fixed : npu.sdma.task_fixed;
+          e.rate_cap = e.reduce ? npu.sdma.reduce_bandwidth : npu.sdma.copy_bandwidth;
+        }
+        if (!read && e.path != nullptr) {
+          for (const Channel* ch : *e.path) {
+            const Bandwidth cap = ch->params().write_bandwidth;
+            if (cap.bytes_per_s != 0 && (e.rate_cap.bytes_per_s == 0 || cap.bytes_per_s < e.rate_cap.bytes_per_s)) {
+              e.rate_cap = cap;
+            }
+          }
+        }
         if (platform_.rdma_between(t.src.rank, t.dst.rank)) {
+          if (e.aiv) {
+            throw GraphError(graph.describe(id) + " moves data with an AIV core between RDMA domains; AIV cores "
+                             "reach only the memory of their SDMA domain (server or supernode)");
+          }
           if (e.reduce) {
             throw GraphError(graph.describe(id) + " reduces across RDMA, which only writes: write into the peer's "
                              "buffer and reduce there");
@@ -49,6 +84,7 @@ void Scheduler::compile(const TaskGraph& graph) {
           e.peer = t.src.rank == rank ? t.dst.rank : t.src.rank;
         }
         break;
+      }
       case TaskKind::Compute: {
         e.kind = ExecKind::Compute;
         e.core_kind = t.core_kind;
@@ -77,7 +113,7 @@ void Scheduler::compile(const TaskGraph& graph) {
 
 RunResult Scheduler::run(const TaskGraph& graph, DataTracker* tracker) {
   const int npus = platform_.npus();
-  graph.validate(npus, platform_.spec().npu.notify.registers);
+  graph.validate(npus);
   graph_ = &graph;
   tracker_ = tracker;
   in_flight_.clear();
@@ -95,8 +131,22 @@ RunResult Scheduler::run(const TaskGraph& graph, DataTracker* tracker) {
     for (TaskId id : th.tasks) stream_of_[id] = static_cast<std::uint32_t>(list.size());
     list.push_back(th.tasks);
   }
+  // Registers and flags per NPU: as many as the graph uses there.
+  std::vector<int> registers(static_cast<std::size_t>(npus), 0);
+  std::vector<int> flags(static_cast<std::size_t>(npus), 0);
+  for (TaskId id = 0; id < graph.tasks().size(); ++id) {
+    const Task& t = graph.task(id);
+    const bool record = t.kind == TaskKind::NotifyRecord || t.kind == TaskKind::FlagSet || t.kind == TaskKind::FlagWait;
+    const int owner = record ? t.peer : graph.rank_of(id);
+    if (t.kind == TaskKind::NotifyRecord || t.kind == TaskKind::NotifyWait) {
+      registers[static_cast<std::size_t>(owner)] = std::max(registers[static_cast<std::size_t>(owner)], t.notify + 1);
+    } else if (t.kind == TaskKind::FlagSet || t.kind == TaskKind::FlagWait) {
+      flags[static_cast<std::size_t>(owner)] = std::max(flags[static_cast<std::size_t>(owner)], t.notify + 1);
+    }
+  }
   for (int n = 0; n < npus; ++n) {
-    platform_.engine(n).load(&exec_, std::move(streams[static_cast<std::size_t>(n)]), this);
+    platform_.engine(n).load(&exec_, std::move(streams[static_cast<std::size_t>(n)]), this,
+                             registers[static_cast<std::size_t>(n)], flags[static_cast<std::size_t>(n)]);
   }
   sc_core::sc_start();
 
@@ -174,7 +224,11 @@ std::string Scheduler::deadlock_report() const {
       (void)stream;
       os << "\n  " << graph_->describe(state.task) << " " << phase_name(state.phase) << " since "
          << format_us(Time{state.since_ps}) << " us";
-      if (state.phase == TaskEngine::Phase::Notify) {
+      if (state.phase == TaskEngine::Phase::Notify && graph_->task(state.task).kind == TaskKind::FlagWait) {
+        const Task& w = graph_->task(state.task);
+        os << " (flag " << w.notify << " of rank " << w.peer << " holds " << platform_.engine(w.peer).flag_value(w.notify)
+           << ", it polls for " << w.count << ")";
+      } else if (state.phase == TaskEngine::Phase::Notify) {
         const int notify = graph_->task(state.task).notify;
         const std::uint64_t lost = platform_.engine(n).records_lost_on(notify);
         os << " (notify " << notify << " of rank " << n << " is not set and nothing records it any more";

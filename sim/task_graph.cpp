@@ -18,6 +18,8 @@ const char* task_kind_name(TaskKind kind) {
     case TaskKind::ReduceInline: return "Reduce_Inline";
     case TaskKind::Compute: return "Compute";
     case TaskKind::Delay: return "Delay";
+    case TaskKind::FlagSet: return "Flag Set";
+    case TaskKind::FlagWait: return "Flag Wait";
   }
   return "?";
 }
@@ -65,6 +67,11 @@ TaskId TaskGraph::wait(ThreadId thread, int notify, std::string label, Time time
   return add(std::move(t));
 }
 
+// Whose register or flag a signalling task touches.
+static int owner_of(const Task& t, int rank) {
+  return t.kind == TaskKind::NotifyRecord || t.kind == TaskKind::FlagSet || t.kind == TaskKind::FlagWait ? t.peer : rank;
+}
+
 static Task data_task(TaskKind kind, ThreadId thread, BufferRef src, BufferRef dst, std::uint64_t bytes,
                       std::string label) {
   Task t;
@@ -86,6 +93,34 @@ TaskId TaskGraph::reduce(ThreadId thread, BufferRef src, BufferRef dst, std::uin
   return add(data_task(TaskKind::ReduceInline, thread, src, dst, bytes, std::move(label)));
 }
 
+TaskId TaskGraph::aiv_move(ThreadId thread, BufferRef src, BufferRef dst, std::uint64_t bytes, bool reduce,
+                           std::string label) {
+  Task t = data_task(reduce ? TaskKind::ReduceInline : TaskKind::Memcpy, thread, src, dst, bytes, std::move(label));
+  t.mover = Mover::Aiv;
+  return add(std::move(t));
+}
+
+TaskId TaskGraph::flag_set(ThreadId thread, int peer, int flag, std::string label) {
+  Task t;
+  t.kind = TaskKind::FlagSet;
+  t.thread = thread;
+  t.peer = peer;
+  t.notify = flag;
+  t.label = std::move(label);
+  return add(std::move(t));
+}
+
+TaskId TaskGraph::flag_wait(ThreadId thread, int owner, int flag, std::uint32_t value, std::string label) {
+  Task t;
+  t.kind = TaskKind::FlagWait;
+  t.thread = thread;
+  t.peer = owner;
+  t.notify = flag;
+  t.count = value;
+  t.label = std::move(label);
+  return add(std::move(t));
+}
+
 std::vector<TaskId> TaskGraph::append(const TaskGraph& part, const std::vector<int>& rank_map, int notify_base,
                                       const std::string& thread_prefix, ThreadIndex* reuse) {
   std::vector<ThreadId> thread_map;
@@ -104,8 +139,12 @@ std::vector<TaskId> TaskGraph::append(const TaskGraph& part, const std::vector<i
   for (const Task& original : part.tasks_) {
     Task t = original;
     t.thread = thread_map[original.thread];
-    if (t.kind == TaskKind::NotifyRecord || t.kind == TaskKind::NotifyWait) t.notify += notify_base;
-    if (t.kind == TaskKind::NotifyRecord) t.peer = rank_map.at(t.peer);
+    const bool signal = t.kind == TaskKind::NotifyRecord || t.kind == TaskKind::NotifyWait ||
+                        t.kind == TaskKind::FlagSet || t.kind == TaskKind::FlagWait;
+    if (signal) t.notify += notify_base;
+    if (t.kind == TaskKind::NotifyRecord || t.kind == TaskKind::FlagSet || t.kind == TaskKind::FlagWait) {
+      t.peer = rank_map.at(t.peer);
+    }
     if (t.kind == TaskKind::Memcpy || t.kind == TaskKind::ReduceInline) {
       t.src.rank = rank_map.at(t.src.rank);
       t.dst.rank = rank_map.at(t.dst.rank);
@@ -124,6 +163,14 @@ int TaskGraph::notifies_used() const {
   return used;
 }
 
+int TaskGraph::flags_used() const {
+  int used = 0;
+  for (const Task& t : tasks_) {
+    if (t.kind == TaskKind::FlagSet || t.kind == TaskKind::FlagWait) used = std::max(used, t.notify + 1);
+  }
+  return used;
+}
+
 std::string TaskGraph::describe(TaskId id) const {
   const Task& t = tasks_[id];
   const Thread& th = threads_[t.thread];
@@ -132,12 +179,14 @@ std::string TaskGraph::describe(TaskId id) const {
   os << "rank " << th.rank << " thread '" << th.name << "' task #" << pos << " (" << task_kind_name(t.kind);
   if (t.kind == TaskKind::NotifyRecord) os << " to notify " << t.notify << " of rank " << t.peer;
   if (t.kind == TaskKind::NotifyWait) os << " on notify " << t.notify;
+  if (t.kind == TaskKind::FlagSet) os << " to flag " << t.notify << " of rank " << t.peer;
+  if (t.kind == TaskKind::FlagWait) os << " for " << t.count << " on flag " << t.notify << " of rank " << t.peer;
   if (!t.label.empty()) os << ", " << t.label;
   os << ")";
   return os.str();
 }
 
-void TaskGraph::validate(int ranks, int notify_registers) const {
+void TaskGraph::validate(int ranks) const {
   for (ThreadId th = 0; th < threads_.size(); ++th) {
     if (threads_[th].rank < 0 || threads_[th].rank >= ranks) {
       throw GraphError("thread '" + threads_[th].name + "' is on rank " + std::to_string(threads_[th].rank) +
@@ -150,21 +199,41 @@ void TaskGraph::validate(int ranks, int notify_registers) const {
     std::vector<TaskId> waits;
   };
   std::map<std::pair<int, int>, NotifyUse> uses;
+  struct FlagUse {
+    std::uint64_t sets = 0;
+    std::uint64_t asked = 0;   // the largest value any wait polls for
+    TaskId first_wait = 0;
+  };
+  std::map<std::pair<int, int>, FlagUse> flags;
   for (TaskId id = 0; id < tasks_.size(); ++id) {
     const Task& t = tasks_[id];
     const int rank = rank_of(id);
-    if (t.kind == TaskKind::NotifyRecord || t.kind == TaskKind::NotifyWait) {
-      const int owner = t.kind == TaskKind::NotifyRecord ? t.peer : rank;
+    const bool notify = t.kind == TaskKind::NotifyRecord || t.kind == TaskKind::NotifyWait;
+    const bool flag = t.kind == TaskKind::FlagSet || t.kind == TaskKind::FlagWait;
+    if (notify || flag) {
+      const int owner = owner_of(t, rank);
       if (owner < 0 || owner >= ranks) {
         throw GraphError(describe(id) + " targets rank " + std::to_string(owner) + ", which does not exist");
       }
-      if (t.notify < 0 || t.notify >= notify_registers) {
-        throw GraphError(describe(id) + " uses notify " + std::to_string(t.notify) +
-                         ", which does not exist (each NPU has notifies 0.." +
-                         std::to_string(notify_registers - 1) + ")");
+      if (t.notify < 0) {
+        throw GraphError(describe(id) + " uses " + (notify ? "notify " : "flag ") + std::to_string(t.notify) +
+                         "; indices start at 0");
       }
-      auto& use = uses[{owner, t.notify}];
+    }
+    if (notify) {
+      auto& use = uses[{owner_of(t, rank), t.notify}];
       (t.kind == TaskKind::NotifyRecord ? use.records : use.waits).push_back(id);
+    }
+    if (flag) {
+      FlagUse& use = flags[{owner_of(t, rank), t.notify}];
+      if (t.kind == TaskKind::FlagSet) {
+        ++use.sets;
+      } else {
+        if (t.count > use.asked) {
+          use.asked = t.count;
+          use.first_wait = id;
+        }
+      }
     }
     if (t.kind == TaskKind::Memcpy || t.kind == TaskKind::ReduceInline) {
       for (const BufferRef& b : {t.src, t.dst}) {
@@ -188,6 +257,13 @@ void TaskGraph::validate(int ranks, int notify_registers) const {
   }
   for (const auto& [before, after] : dependencies_) boost::add_edge(before, after, g);
 
+  for (const auto& [key, use] : flags) {
+    if (use.asked > use.sets) {
+      throw GraphError(describe(use.first_wait) + " polls flag " + std::to_string(key.second) + " of rank " +
+                       std::to_string(key.first) + " for " + std::to_string(use.asked) + ", but only " +
+                       std::to_string(use.sets) + " flag set(s) ever add to it");
+    }
+  }
   for (const auto& [key, use] : uses) {
     const auto& [owner, notify] = key;
     if (!use.waits.empty() && use.records.empty()) {

@@ -20,8 +20,13 @@ namespace hcclsim {
 using TaskId = std::uint32_t;
 using ThreadId = std::uint32_t;
 
-enum class TaskKind : std::uint8_t { NotifyRecord, NotifyWait, Memcpy, ReduceInline, Compute, Delay };
+enum class TaskKind : std::uint8_t { NotifyRecord, NotifyWait, Memcpy, ReduceInline, Compute, Delay, FlagSet, FlagWait };
 const char* task_kind_name(TaskKind kind);  // the msprof names: "Notify Record", "Memcpy", ...
+
+// Who moves a Memcpy / Reduce_Inline: an SDMA engine (HCCL's host and AI CPU
+// expansion), or one AI Vector core of the thread's rank (AIV expansion and
+// MoE kernels: loads and stores, a reduction as an atomic store).
+enum class Mover : std::uint8_t { Sdma, Aiv };
 
 // Buffers the data check follows: the user's input and output, and the HCCL
 // buffer (CCL buffer, HCCL_BUFFSIZE) of each rank.
@@ -38,13 +43,18 @@ struct Task {
   TaskKind kind = TaskKind::Delay;
   ThreadId thread = 0;
   // NotifyRecord: sets `notify` of `peer`. NotifyWait: waits on `notify` of its own rank.
+  // FlagSet: adds one to flag `notify` of `peer` (a counter in memory).
+  // FlagWait: polls flag `notify` of `peer` (its own rank or another) until
+  // it holds at least `count`; flags only grow.
   int peer = -1;
   int notify = -1;
+  std::uint32_t count = 1;
   Time timeout;                       // NotifyWait; 0 = forever
   // Memcpy / ReduceInline: `bytes` from src to dst; src or dst is on this rank.
   BufferRef src;
   BufferRef dst;
   std::uint64_t bytes = 0;
+  Mover mover = Mover::Sdma;
   // Compute / Delay.
   CoreKind core_kind = CoreKind::Aiv;
   int cores = 0;
@@ -74,17 +84,23 @@ class TaskGraph {
   TaskId wait(ThreadId thread, int notify, std::string label = {}, Time timeout = {});
   TaskId copy(ThreadId thread, BufferRef src, BufferRef dst, std::uint64_t bytes, std::string label = {});
   TaskId reduce(ThreadId thread, BufferRef src, BufferRef dst, std::uint64_t bytes, std::string label = {});
+  // AIV: a copy, or an atomic-add store, by one vector core; flags.
+  TaskId aiv_move(ThreadId thread, BufferRef src, BufferRef dst, std::uint64_t bytes, bool reduce,
+                  std::string label = {});
+  TaskId flag_set(ThreadId thread, int peer, int flag, std::string label = {});
+  TaskId flag_wait(ThreadId thread, int owner, int flag, std::uint32_t value, std::string label = {});
 
   // Copies `part` into this graph: its rank r becomes rank_map[r], its notify
-  // n becomes notify_base + n, its thread names get `thread_prefix`. With
+  // (and flag) n becomes notify_base + n, its thread names get `thread_prefix`. With
   // `reuse`, a thread whose (rank, name) is already in it continues that
   // thread (the tasks queue behind its earlier ones) and new threads are
   // added to it. Returns the new id of each of part's tasks (index = old id).
   using ThreadIndex = std::map<std::pair<int, std::string>, ThreadId>;
   std::vector<TaskId> append(const TaskGraph& part, const std::vector<int>& rank_map, int notify_base,
                              const std::string& thread_prefix, ThreadIndex* reuse = nullptr);
-  // One more than the largest notify index used (0 if none).
+  // One more than the largest notify (flag) index used (0 if none).
   int notifies_used() const;
+  int flags_used() const;
 
   const std::vector<Task>& tasks() const { return tasks_; }
   const std::vector<Thread>& threads() const { return threads_; }
@@ -96,10 +112,10 @@ class TaskGraph {
   // "rank 3 Plane2 task #7 (Notify Wait notify 12)".
   std::string describe(TaskId id) const;
 
-  // Throws GraphError naming the tasks involved: a notify index outside
-  // [0, notify_registers), a rank outside [0, ranks), a wait that nothing
-  // records, two threads waiting on one notify, a cycle.
-  void validate(int ranks, int notify_registers) const;
+  // Throws GraphError naming the tasks involved: a negative notify index, a
+  // rank outside [0, ranks), a wait that nothing records, two threads
+  // waiting on one notify, a flag wait for more than is ever set, a cycle.
+  void validate(int ranks) const;
 
  private:
   std::vector<Task> tasks_;

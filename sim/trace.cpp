@@ -54,6 +54,14 @@ void TraceWriter::add_run(const TaskGraph& graph, const RunResult& result, Platf
         args["notify"] = t.notify;
         break;
       case TaskKind::NotifyWait: args["notify"] = t.notify; break;
+      case TaskKind::FlagSet:
+        args["peer"] = t.peer;
+        args["flag"] = t.notify;
+        break;
+      case TaskKind::FlagWait:
+        args["flag"] = t.notify;
+        args["count"] = t.count;
+        break;
       case TaskKind::Memcpy:
       case TaskKind::ReduceInline:
         args["size"] = t.bytes;
@@ -63,6 +71,8 @@ void TraceWriter::add_run(const TaskGraph& graph, const RunResult& result, Platf
         args["dst"] = std::string(buffer_kind_name(t.dst.buffer)) + "@" + std::to_string(t.dst.rank) + "+" +
                       std::to_string(t.dst.offset);
         args["link"] = link_label(platform, t);
+        args["mover"] = t.mover == Mover::Aiv ? "AIV" : "SDMA";
+        args["direction"] = t.src.rank == t.dst.rank ? "local" : (t.src.rank == rank ? "write" : "read");
         break;
       case TaskKind::Compute:
         args["cores"] = t.cores;
@@ -76,13 +86,15 @@ void TraceWriter::add_run(const TaskGraph& graph, const RunResult& result, Platf
     const bool rdma = (t.kind == TaskKind::NotifyRecord && platform.rdma_between(rank, t.peer)) ||
                       (t.kind == TaskKind::Memcpy && platform.rdma_between(t.src.rank, t.dst.rank));
     if (rdma) name = "RDMASend";
+    // An AIV core's copy is a load/store loop, its reduction an atomic store.
+    if (t.mover == Mover::Aiv) name = t.kind == TaskKind::ReduceInline ? "AIV AtomicAdd" : "AIV Copy";
     std::string event = "{\"ph\":\"X\",\"name\":" + nlohmann::json(name).dump() +
                         ",\"pid\":" + std::to_string(rank) + ",\"tid\":" + std::to_string(tid) +
                         ",\"ts\":" + ts(timing.start) + ",\"dur\":" + ts(end - timing.start) +
                         ",\"args\":" + args.dump() + "}";
     events_.push_back(std::move(event));
 
-    if (t.kind == TaskKind::NotifyWait && timing.released_by >= 0) {
+    if ((t.kind == TaskKind::NotifyWait || t.kind == TaskKind::FlagWait) && timing.released_by >= 0) {
       const TaskId rec = static_cast<TaskId>(timing.released_by);
       const TaskTiming& rt = result.timings[rec];
       const int rrank = graph.rank_of(rec);

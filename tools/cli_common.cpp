@@ -158,7 +158,7 @@ void write_trace(const TraceWriter& trace, const std::string& file) {
 
 int run_command(const std::vector<std::string>& words, const std::function<int(const std::string&, Args&)>& body) {
   try {
-    Args args(std::vector<std::string>(words.begin() + 1, words.end()), {"--no-check", "--stats"});
+    Args args(std::vector<std::string>(words.begin() + 1, words.end()), {"--no-check", "--stats", "--deterministic"});
     return body(words[0], args);
   } catch (const InputError& e) {
     std::cerr << "hcclsim: error: " << e.what() << "\n";

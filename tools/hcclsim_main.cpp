@@ -26,6 +26,7 @@ usage:
   hcclsim perf <op> [options]       hccl_test-style sweep of one collective
   hcclsim run --program FILE [opts] run a communication program (HCCL thread/notify
                                     API and Ascend C Hccl kernels, see README)
+  hcclsim executors                 the HCCL executors hcclsim models, with their sources
   hcclsim help                      this text
 
 <op>: all_reduce | all_gather | reduce_scatter | alltoall | alltoallv | broadcast | reduce
@@ -56,6 +57,12 @@ perf options:
   --buffsize SIZE   HCCL_BUFFSIZE, the HCCL buffer per rank (default: profile, 200MiB)
   --format F        table | csv | json (default table)
   --trace FILE      write a Chrome trace-event JSON (Perfetto, MindStudio Insight)
+  --mode M          opbase (default, as hccl_test and torch) | graph: HCCL's workflow mode
+  --expansion E     host | aicpu | aiv: HCCL_OP_EXPANSION_MODE (default: host on A2,
+                    aicpu on A3); aiv runs the collective as AI Vector core kernels
+  --deterministic   HCCL_DETERMINISTIC=true (executors HCCL then selects that hcclsim
+                    does not model are refused by name)
+  --executor NAME   run this HCCL executor instead of HCCL's choice (hcclsim executors)
   --no-check        skip the data check (check_result shows "skipped")
   --stats           print wall time, tasks, events/s and peak memory to stderr
 
@@ -112,6 +119,19 @@ int perf(Args& args) {
   req.buffer_bytes = args.size("--buffsize", platform.spec().npu.hccl_buffer_bytes);
   req.check = !args.flag("--no-check");
   req.algo = parse_algo(args.optional("--algo"), *op);
+  req.mode = args.choice("--mode", {"opbase", "graph"}, "opbase", parse_workflow_mode);
+  if (const std::optional<std::string> e = args.optional("--expansion")) {
+    const std::optional<Expansion> parsed = parse_expansion(*e);
+    if (!parsed) throw InputError("option --expansion", "unknown value '" + *e + "'; expected one of: host, aicpu, aiv");
+    req.expansion = parsed;
+  }
+  req.deterministic = args.flag("--deterministic");
+  req.executor = args.value("--executor", "");
+  if (!req.executor.empty() && find_executor(req.executor) == nullptr) {
+    std::vector<std::string> names;
+    for (const Executor& e : executors()) names.push_back(e.name);
+    throw InputError("option --executor", "unknown executor '" + req.executor + "'; expected one of: " + join(names));
+  }
   const std::optional<std::string> distribution = args.optional("--vcounts");
   if (distribution && !alltoallv) throw InputError("option --vcounts", "only alltoallv takes per-peer counts");
   if (alltoallv) {
@@ -356,6 +376,11 @@ int sc_main(int argc, char* argv[]) {
   return run_command(words, [&](const std::string& command, Args& args) -> int {
     if (command == "perf") return perf(args);
     if (command == "run") return run(args);
-    throw InputError("command", "unknown command '" + command + "'; expected perf, run or help");
+    if (command == "executors") {
+      args.finish();
+      for (const Executor& e : executors()) std::cout << e.name << "\n    " << e.summary << "\n    source: " << e.source << "\n";
+      return 0;
+    }
+    throw InputError("command", "unknown command '" + command + "'; expected perf, run, executors or help");
   });
 }

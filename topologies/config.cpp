@@ -18,6 +18,7 @@ ChannelParams read_channel(ObjectReader r) {
   c.latency = r.required_time("latency");
   c.segment_bytes = r.required_size("segment");
   if (c.segment_bytes == 0) r.location_of("segment").fail("a segment must hold at least one byte");
+  if (r.has("write_bandwidth")) c.write_bandwidth = r.required_bandwidth("write_bandwidth");
   r.finish();
   return c;
 }
@@ -129,7 +130,8 @@ HardwareProfile load_profile(const std::string& file) {
   {
     ObjectReader npu = root.required_object("npu");
     NpuParams& p = profile.npu;
-    p.model = npu.required_string("model");
+    p.model = npu.required_choice("model", {"910B", "910C"});
+    p.product = p.model == "910B" ? Product::A2 : Product::A3;
     {
       ObjectReader cores = npu.required_object("cores");
       p.cores.aic = static_cast<int>(cores.required_int_in("aic", 0, 1024));
@@ -142,13 +144,13 @@ HardwareProfile load_profile(const std::string& file) {
       ObjectReader sdma = npu.required_object("sdma");
       p.sdma.engines = static_cast<int>(sdma.required_int_in("engines", 1, 1024));
       p.sdma.task_fixed = sdma.required_time("task_fixed");
+      p.sdma.read_fixed = sdma.required_time("read_fixed");
       p.sdma.copy_bandwidth = sdma.required_bandwidth("copy_bandwidth");
       p.sdma.reduce_bandwidth = sdma.required_bandwidth("reduce_bandwidth");
       sdma.finish();
     }
     {
       ObjectReader notify = npu.required_object("notify");
-      p.notify.registers = static_cast<int>(notify.required_int_in("registers", 1, 1 << 20));
       p.notify.record_local = notify.required_time("record_local");
       p.notify.record_remote = notify.required_time("record_remote");
       p.notify.wait = notify.required_time("wait");
@@ -165,6 +167,15 @@ HardwareProfile load_profile(const std::string& file) {
       p.rdma.post = rdma.required_time("post");
       p.rdma.notify_bytes = rdma.required_size("notify_write");
       rdma.finish();
+    }
+    {
+      ObjectReader aiv = npu.required_object("aiv");
+      p.aiv.core_bandwidth = aiv.required_bandwidth("core_bandwidth");
+      if (p.aiv.core_bandwidth.bytes_per_s == 0) aiv.location_of("core_bandwidth").fail("expected a rate above zero");
+      p.aiv.copy_fixed = aiv.required_time("copy_fixed");
+      p.aiv.flag_write = aiv.required_time("flag_write");
+      p.aiv.flag_poll = aiv.required_time("flag_poll");
+      aiv.finish();
     }
     p.local_memory = read_channel(npu.required_object("local_memory"));
     p.hccl_buffer_bytes = npu.required_size("hccl_buffer");

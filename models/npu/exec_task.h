@@ -13,7 +13,9 @@ namespace hcclsim {
 class Channel;
 class TaskEngine;
 
-enum class ExecKind : std::uint8_t { NotifyRecord, NotifyWait, Transfer, Compute, Delay, RdmaWrite, RdmaNotify };
+enum class ExecKind : std::uint8_t {
+  NotifyRecord, NotifyWait, Transfer, Compute, Delay, RdmaWrite, RdmaNotify, FlagSet, FlagWait
+};
 enum class CoreKind : std::uint8_t { Aic, Aiv };
 
 struct ExecTask {
@@ -23,7 +25,15 @@ struct ExecTask {
   int notify = 0;
   bool remote = false;              // record crosses chips
   Time wait_timeout;                // NotifyWait: 0 = wait forever
+  // FlagSet: adds one to flag `notify` of `target` (a counter in memory)
+  // when the store lands, `flag_write` after it starts. FlagWait: polls flag
+  // `notify` of `target` until it holds at least `count` and sees it one
+  // `flag_poll` later (flags only grow: several producers may add to one,
+  // several cores may wait on one).
+  std::uint32_t count = 1;
   // Transfer: `bytes` over `path` (none: nothing moves, only fixed cost).
+  // By an SDMA engine (fixed cost `fixed`, then at most `rate_cap`), or with
+  // `aiv` by one AI Vector core of the stream's NPU (its own copy rate).
   // RdmaWrite: the stream posts the write and goes on; the bytes cross
   // `path` on their own. RdmaNotify: a small write that sets `notify` of
   // `target` once it and every earlier RdmaWrite to `peer` have arrived (a
@@ -32,6 +42,9 @@ struct ExecTask {
   int peer = -1;
   std::uint64_t bytes = 0;
   bool reduce = false;              // Reduce_Inline: capped at the SDMA reduce rate
+  bool aiv = false;                 // moved by an AIV core, not an SDMA engine
+  Time fixed;                       // SDMA: set-up before the first byte (read or write form)
+  Bandwidth rate_cap;               // the flow's own cap (engine rate, write limit of the path); 0: none
   // Compute: `cores` cores of `core_kind` busy for `duration`; Delay: stream busy.
   CoreKind core_kind = CoreKind::Aiv;
   int cores = 0;

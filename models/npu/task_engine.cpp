@@ -25,9 +25,6 @@ TaskEngine::TaskEngine(sc_core::sc_module_name name, int rank, const NpuParams& 
     : sc_core::sc_module(name),
       rank_(rank),
       params_(params),
-      registers_(static_cast<std::size_t>(params.notify.registers), 0),
-      waiter_(static_cast<std::size_t>(params.notify.registers), -1),
-      set_by_(static_cast<std::size_t>(params.notify.registers), 0),
       sdma_(params.sdma.engines),
       aic_(params.cores.aic),
       aiv_(params.cores.aiv) {
@@ -38,7 +35,7 @@ TaskEngine::TaskEngine(sc_core::sc_module_name name, int rank, const NpuParams& 
 }
 
 void TaskEngine::load(std::vector<ExecTask>* tasks, std::vector<std::vector<std::uint32_t>> streams,
-                      TaskObserver* observer) {
+                      TaskObserver* observer, int notify_registers, int flags) {
   tasks_ = tasks;
   observer_ = observer;
   streams_.clear();
@@ -47,8 +44,12 @@ void TaskEngine::load(std::vector<ExecTask>* tasks, std::vector<std::vector<std:
   // A workload starts from clean notifies: a wait left blocked by a failed
   // run names a stream of that run, and a record that landed after its wait
   // gave up must not release a wait of this one.
-  std::fill(registers_.begin(), registers_.end(), 0);
-  std::fill(waiter_.begin(), waiter_.end(), -1);
+  registers_.assign(static_cast<std::size_t>(notify_registers), 0);
+  waiter_.assign(static_cast<std::size_t>(notify_registers), -1);
+  set_by_.assign(static_cast<std::size_t>(notify_registers), 0);
+  flags_.assign(static_cast<std::size_t>(flags), 0);
+  flag_watchers_.assign(static_cast<std::size_t>(flags), {});
+  flag_set_by_.assign(static_cast<std::size_t>(flags), 0);
   qps_.clear();
   lost_on_.clear();
   const std::uint64_t now = sc_core::sc_time_stamp().value();
@@ -68,6 +69,21 @@ void TaskEngine::load(std::vector<ExecTask>* tasks, std::vector<std::vector<std:
 
 void TaskEngine::notify_land(int reg, std::uint32_t record_task) {
   inbox_.push_back(Input{InputKind::Land, static_cast<std::uint32_t>(reg), record_task});
+  wake_.notify(sc_core::SC_ZERO_TIME);
+}
+
+void TaskEngine::flag_land(int flag, std::uint32_t set_task) {
+  inbox_.push_back(Input{InputKind::FlagLand, static_cast<std::uint32_t>(flag), set_task});
+  wake_.notify(sc_core::SC_ZERO_TIME);
+}
+
+void TaskEngine::flag_watch(int flag, std::uint32_t value, TaskEngine* waiter, std::uint32_t stream) {
+  inbox_.push_back(Input{InputKind::FlagWatch, static_cast<std::uint32_t>(flag), value, waiter, stream});
+  wake_.notify(sc_core::SC_ZERO_TIME);
+}
+
+void TaskEngine::flag_seen(std::uint32_t stream, std::uint32_t set_task) {
+  inbox_.push_back(Input{InputKind::FlagSeen, stream, set_task});
   wake_.notify(sc_core::SC_ZERO_TIME);
 }
 
@@ -202,7 +218,7 @@ void TaskEngine::handle_timer(const Timer& t, std::uint64_t now) {
     case TimerKind::FixedDone: {
       ExecTask& task = head(t.stream);
       if (task.bytes == 0 || task.path == nullptr) {
-        sdma_.release(1, [&](std::uint32_t w) { begin_transfer(w, now); });
+        release_mover(task, now);
         observer_->data_landed(head_id(t.stream), Time{now});
         complete(t.stream, now);
         break;
@@ -210,7 +226,7 @@ void TaskEngine::handle_timer(const Timer& t, std::uint64_t now) {
       st.phase = Phase::Flow;
       st.flow.bytes = task.bytes;
       st.flow.path = task.path;
-      st.flow.rate_cap = task.reduce ? params_.sdma.reduce_bandwidth : params_.sdma.copy_bandwidth;
+      st.flow.rate_cap = task.rate_cap;
       st.flow.start();
       break;
     }
@@ -230,6 +246,12 @@ void TaskEngine::handle_timer(const Timer& t, std::uint64_t now) {
     case TimerKind::Posted:
       post_rdma(t.stream, now);
       break;
+    case TimerKind::FlagDone: {
+      const ExecTask& task = head(t.stream);
+      task.target->flag_land(task.notify, head_id(t.stream));
+      complete(t.stream, now);
+      break;
+    }
     case TimerKind::Timeout:
       if (st.phase == Phase::Notify && st.token == t.token) {
         waiter_[head(t.stream).notify] = -1;
@@ -265,13 +287,58 @@ void TaskEngine::handle_input(const Input& in, std::uint64_t now) {
       if (streams_[in.value].phase == Phase::Deps) try_start(in.value, now);
       break;
     case InputKind::FlowDone:
-      sdma_.release(1, [&](std::uint32_t w) { begin_transfer(w, now); });
+      release_mover(head(in.value), now);
       observer_->data_landed(head_id(in.value), Time{now});
       complete(in.value, now);
       break;
     case InputKind::RdmaDone:
       rdma_arrived(in.value, now);
       break;
+    case InputKind::FlagLand: {
+      const auto flag = static_cast<std::size_t>(in.value);
+      ++flags_[flag];
+      flag_set_by_[flag] = in.record;
+      // Tell the satisfied pollers, in the order they began polling.
+      std::vector<FlagWatcher>& watchers = flag_watchers_[flag];
+      std::size_t kept = 0;
+      for (const FlagWatcher& w : watchers) {
+        if (w.value <= flags_[flag]) {
+          w.engine->flag_seen(w.stream, in.record);
+        } else {
+          watchers[kept++] = w;
+        }
+      }
+      watchers.resize(kept);
+      break;
+    }
+    case InputKind::FlagWatch: {
+      const auto flag = static_cast<std::size_t>(in.value);
+      if (flags_[flag] >= in.record) {
+        in.from->flag_seen(in.stream, flag_set_by_[flag]);
+      } else {
+        flag_watchers_[flag].push_back(FlagWatcher{in.record, in.from, in.stream});
+      }
+      break;
+    }
+    case InputKind::FlagSeen:
+      observer_->wait_released(head_id(in.value), in.record);
+      poll_flag(in.value, now);
+      break;
+  }
+}
+
+// The flag holds what was awaited: the polling core sees it one poll later.
+void TaskEngine::poll_flag(std::uint32_t s, std::uint64_t now) {
+  streams_[s].phase = Phase::Busy;
+  set_timer(s, TimerKind::BusyDone, now + params_.aiv.flag_poll.ps);
+}
+
+// An SDMA engine or an AIV core is free again for the next queued transfer.
+void TaskEngine::release_mover(const ExecTask& task, std::uint64_t now) {
+  if (task.aiv) {
+    aiv_.release(1, [&](std::uint32_t w) { begin_transfer(w, now); });
+  } else {
+    sdma_.release(1, [&](std::uint32_t w) { begin_transfer(w, now); });
   }
 }
 
@@ -309,8 +376,19 @@ void TaskEngine::try_start(std::uint32_t s, std::uint64_t now) {
       }
       break;
     case ExecKind::Transfer:
-      st.phase = Phase::Sdma;
-      if (sdma_.acquire(s, 1)) begin_transfer(s, now);
+      st.phase = task.aiv ? Phase::Cores : Phase::Sdma;
+      if ((task.aiv ? aiv_ : sdma_).acquire(s, 1)) begin_transfer(s, now);
+      break;
+    case ExecKind::FlagSet:
+      observer_->task_started(head_id(s), Time{now});
+      st.phase = Phase::Busy;
+      set_timer(s, TimerKind::FlagDone, now + params_.aiv.flag_write.ps);
+      break;
+    case ExecKind::FlagWait:
+      // Polling goes through the flag's owner (this NPU or a peer), in its own process.
+      observer_->task_started(head_id(s), Time{now});
+      st.phase = Phase::Notify;
+      task.target->flag_watch(task.notify, task.count, this, s);
       break;
     case ExecKind::Compute:
       st.phase = Phase::Cores;
@@ -335,7 +413,7 @@ void TaskEngine::begin_transfer(std::uint32_t s, std::uint64_t now) {
   st.phase = Phase::Fixed;
   st.since_ps = now;
   observer_->task_started(head_id(s), Time{now});
-  set_timer(s, TimerKind::FixedDone, now + params_.sdma.task_fixed.ps);
+  set_timer(s, TimerKind::FixedDone, now + head(s).fixed.ps);
 }
 
 void TaskEngine::begin_compute(std::uint32_t s, std::uint64_t now) {

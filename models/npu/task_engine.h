@@ -11,8 +11,14 @@
 //   register when it ends; NotifyWait ends at the instant its register is set
 //   (or after `wait` if it was already set) and clears it; a record that lands
 //   on a register already set is lost, as in hardware;
-// - Transfer takes one SDMA engine (FIFO if none free), pays the fixed cost,
-//   then moves its bytes as a flow over its path of channels;
+// - Transfer takes one SDMA engine (FIFO if none free), pays its fixed cost,
+//   then moves its bytes as a flow over its path of channels at most at its
+//   rate cap; an AIV transfer takes one AIV core instead;
+// - FlagSet adds one to a flag (a counter in memory) of its target when the
+//   store lands, `aiv.flag_write` after it starts; FlagWait polls a flag of
+//   its target (its own NPU or a peer) until it holds at least its count and
+//   ends one `aiv.flag_poll` after that; flags only grow (as HCCL's
+//   tag-valued flags), so any number of cores may wait on one;
 // - Compute takes `cores` AIC or AIV cores (FIFO) for its duration;
 // - RdmaWrite and RdmaNotify occupy the stream for `rdma.post` (posting the
 //   work request); then the bytes travel on their own. A queue pair per peer
@@ -48,11 +54,17 @@ class TaskEngine : public sc_core::sc_module, public FlowListener {
   // A new workload: `streams[i]` lists ids into `tasks` in stream order.
   // Starts them at the current simulated time once the simulation runs.
   // Every notify register starts clear, whatever an earlier (failed) workload left.
+  // Notify registers and flags are sized by what the workload uses.
   void load(std::vector<ExecTask>* tasks, std::vector<std::vector<std::uint32_t>> streams,
-            TaskObserver* observer);
+            TaskObserver* observer, int notify_registers, int flags);
 
   // From other engines / the scheduler; handled at the current time.
   void notify_land(int reg, std::uint32_t record_task);
+  void flag_land(int flag, std::uint32_t set_task);
+  // `waiter` polls flag `flag` here until it reaches `value`; told through
+  // its flag_seen once it does (possibly at once).
+  void flag_watch(int flag, std::uint32_t value, TaskEngine* waiter, std::uint32_t stream);
+  void flag_seen(std::uint32_t stream, std::uint32_t set_task);
   void release_dependency(std::uint32_t stream);
   void flow_finished(Flow& flow) override;
 
@@ -67,6 +79,7 @@ class TaskEngine : public sc_core::sc_module, public FlowListener {
   // One entry per stream not yet done, for deadlock reports.
   std::vector<std::pair<std::uint32_t, StreamState>> unfinished() const;
   bool register_set(int reg) const { return registers_[reg] != 0; }
+  std::uint32_t flag_value(int flag) const { return flags_[static_cast<std::size_t>(flag)]; }
 
   std::uint64_t activations() const { return activations_; }
   std::uint64_t records_lost() const { return records_lost_; }
@@ -77,7 +90,7 @@ class TaskEngine : public sc_core::sc_module, public FlowListener {
   }
 
  private:
-  enum class TimerKind : std::uint8_t { DispatchDone, FixedDone, BusyDone, RecordDone, Timeout, Posted };
+  enum class TimerKind : std::uint8_t { DispatchDone, FixedDone, BusyDone, RecordDone, Timeout, Posted, FlagDone };
   struct Timer {
     std::uint64_t at;
     std::uint64_t seq;
@@ -86,11 +99,18 @@ class TaskEngine : public sc_core::sc_module, public FlowListener {
     std::uint32_t token;
     bool operator>(const Timer& o) const { return at != o.at ? at > o.at : seq > o.seq; }
   };
-  enum class InputKind : std::uint8_t { Land, Dependency, FlowDone, RdmaDone };
+  enum class InputKind : std::uint8_t { Land, Dependency, FlowDone, RdmaDone, FlagLand, FlagWatch, FlagSeen };
   struct Input {
     InputKind kind;
     std::uint32_t value;
-    std::uint32_t record = 0;   // Land: the record task
+    std::uint32_t record = 0;   // Land: the record task; FlagWatch: the value awaited; FlagSeen: the FlagSet
+    TaskEngine* from = nullptr; // FlagWatch: the waiting engine
+    std::uint32_t stream = 0;   // FlagWatch: its stream
+  };
+  struct FlagWatcher {
+    std::uint32_t value;
+    TaskEngine* engine;
+    std::uint32_t stream;
   };
   struct Stream {
     std::vector<std::uint32_t> tasks;
@@ -109,6 +129,8 @@ class TaskEngine : public sc_core::sc_module, public FlowListener {
   void try_start(std::uint32_t s, std::uint64_t now);
   void begin_transfer(std::uint32_t s, std::uint64_t now);
   void begin_compute(std::uint32_t s, std::uint64_t now);
+  void poll_flag(std::uint32_t s, std::uint64_t now);
+  void release_mover(const ExecTask& task, std::uint64_t now);
   void post_rdma(std::uint32_t s, std::uint64_t now);
   void rdma_arrived(std::uint32_t op, std::uint64_t now);
   void land_ready_notifies(int peer);
@@ -127,6 +149,9 @@ class TaskEngine : public sc_core::sc_module, public FlowListener {
   std::vector<std::uint8_t> registers_;
   std::vector<std::int32_t> waiter_;   // stream blocked on each register, -1 if none
   std::vector<std::uint32_t> set_by_;  // record task that set each register
+  std::vector<std::uint32_t> flags_;                      // flag counters in memory
+  std::vector<std::vector<FlagWatcher>> flag_watchers_;    // polls not yet satisfied, per flag
+  std::vector<std::uint32_t> flag_set_by_;                // last FlagSet that landed on each flag
   ResourcePool sdma_;
   ResourcePool aic_;
   ResourcePool aiv_;

@@ -47,7 +47,14 @@ std::optional<ReduceOp> parse_reduce_op(const std::string& name) {
   return find_name<ReduceOp>(reduce_op_names(), name);
 }
 std::string reduce_op_name(ReduceOp op) { return reduce_op_names()[static_cast<std::size_t>(op)]; }
-std::string level0_algo_name(Level0Algo algo) { return algo == Level0Algo::Mesh ? "fullmesh" : "ring"; }  // HCCL_ALGO spelling
+std::string level0_algo_name(Level0Algo algo) {
+  switch (algo) {
+    case Level0Algo::Mesh: return "fullmesh";  // HCCL_ALGO spelling
+    case Level0Algo::Ring: return "ring";
+    case Level0Algo::DoubleRing: return "double_ring";
+  }
+  return "?";
+}
 
 bool has_reduction(CollOp op) {
   return op == CollOp::AllReduce || op == CollOp::ReduceScatter || op == CollOp::Reduce;

@@ -15,7 +15,8 @@ namespace hcclsim {
 enum class CollOp : std::uint8_t { AllReduce, AllGather, ReduceScatter, AlltoAll, Broadcast, Reduce };
 enum class ReduceOp : std::uint8_t { Sum, Prod, Max, Min };
 enum class DataType : std::uint8_t { Fp32, Fp16, Bf16, Int8, Int16, Int32, Int64 };
-enum class Level0Algo : std::uint8_t { Mesh, Ring };
+// Level-0 forms: HCCL's full mesh (A2), single ring and double ring (A3).
+enum class Level0Algo : std::uint8_t { Mesh, Ring, DoubleRing };
 
 // Names as hccl_test spells them ("all_reduce", "fp16", "sum"); parse_* return
 // nullopt for an unknown name.
@@ -82,6 +83,10 @@ std::vector<Piece> expected_output(const CollectiveSpec& spec, int rank);
 // Expands the collective. Throws std::invalid_argument when the algorithm
 // does not support the op (e.g. AlltoAll on a ring), like HCCL refuses it.
 TaskGraph build_collective(const CollectiveSpec& spec, Level0Algo algo);
+
+// Notify indices a level-0 form uses on `ranks` ranks (for any op and size):
+// the size of the notify region a composition gives its level-0 stages.
+int level0_notifies(int ranks, Level0Algo algo);
 
 // The algorithm HCCL picks on one A2 server when HCCL_ALGO leaves level 0 unset.
 Level0Algo default_level0(CollOp op);

@@ -11,13 +11,13 @@ namespace hcclsim {
 
 namespace {
 
-// Notify regions. A rank may already run the next stage while a peer still
-// waits in the previous one, so stages that can overlap never share
-// registers: level 0 (mesh, at most 4 per rank of a server) sits below
-// kLevel1NotifyBase; level-1 and level-2 stages each alternate between two
-// regions, since a region may only come back after an all-rank stage among
-// the same ranks (level1.h).
-constexpr int kLevel1NotifyBase = 64;
+// Notify regions, allocated in turn from what each form uses
+// (level0_notifies, level1_notifies). A rank may already run the next stage
+// while a peer still waits in the previous one, so stages that can overlap
+// never share registers: level 0 takes the lowest region (two for
+// Pipeline's two level-0 lanes); level-1 and level-2 stages each alternate
+// between two regions above it, since a region may only come back after an
+// all-rank stage among the same ranks (level1.h).
 
 // Appends stages, each starting on a rank after the previous stage there
 // ended. Stages of one kind reuse their streams ("L0/Plane2" on a rank is one
@@ -80,6 +80,7 @@ class HierarchyBuilder {
         h_(h),
         plan_(plan),
         esz_(data_type_size(spec.dtype)),
+        level0_size_(level0_notifies(h.per_server, plan.level0)),
         level1_size_(level1_notifies(h.servers(), plan.level1)),
         level2_size_(level1_notifies(h.pods, plan.level2)),
         composer_(h.ranks()) {}
@@ -151,9 +152,9 @@ class HierarchyBuilder {
   // Level-1 regions 0 and 1 alternate; region 2 is for the one two-level
   // remainder of a three-level all-reduce, which follows a region-1 stage
   // among a subset of its ranks with no all-rank stage in between.
-  int level1_base(std::uint64_t region) const { return kLevel1NotifyBase + static_cast<int>(region) * level1_size_; }
+  int level1_base(std::uint64_t region) const { return 2 * level0_size_ + static_cast<int>(region) * level1_size_; }
   int level2_base(std::uint64_t turn) const {
-    return kLevel1NotifyBase + 3 * level1_size_ + static_cast<int>(turn % 2) * level2_size_;
+    return 2 * level0_size_ + 3 * level1_size_ + static_cast<int>(turn % 2) * level2_size_;
   }
 
   // Level-1 stages keep their own CCL areas in the upper half of the HCCL
@@ -238,7 +239,6 @@ class HierarchyBuilder {
     // Two data regions fill CCL_IN; level-1 stages keep their areas in CCL_OUT.
     const std::uint64_t region_size = spec_.buffer_bytes / 2 / esz_;  // elements
     const std::uint64_t level1_area = spec_.buffer_bytes;
-    const std::uint64_t level0_notifies = 4 * g0;                 // a mesh stage's region
     const std::uint64_t c = spec_.count;
     std::uint64_t per_slice = spec_.op == CollOp::AllReduce ? region_size / g0 * g0 : region_size / (g0 * servers);
     if (per_slice == 0) throw std::invalid_argument("the HCCL buffer is too small for a pipeline on this cluster");
@@ -252,7 +252,7 @@ class HierarchyBuilder {
       auto level0_stage = [&](CollectiveSpec s, int lane) {
         std::vector<Composer::Ends> group;
         for (int srv = 0; srv < h_.servers_per_pod; ++srv) {
-          group.push_back(composer_.append(level0(s), server_group(0, srv), static_cast<int>(lane == 0 ? 0 : level0_notifies),
+          group.push_back(composer_.append(level0(s), server_group(0, srv), lane == 0 ? 0 : level0_size_,
                                            "P" + std::to_string(lane) + "/"));
         }
         stages.push_back(std::move(group));
@@ -449,6 +449,7 @@ class HierarchyBuilder {
   Hierarchy h_;
   AlgoPlan plan_;
   std::uint64_t esz_;
+  int level0_size_;
   int level1_size_;
   int level2_size_;
   Composer composer_;
@@ -522,6 +523,7 @@ bool pipeline_supported(CollOp op, const Hierarchy& h, Level0Algo level0) {
 }
 
 std::string AlgoPlan::describe(const Hierarchy& h, CollOp op) const {
+  if (flat) return "flat:" + level1_algo_name(level1);
   std::string out = "level0:" + level0_algo_name(level0);
   if (op == CollOp::AlltoAll && h.servers() > 1) return "level1:pairwise";
   if (h.servers() > 1 && h.per_server == 1) return "level1:" + level1_algo_name(level1);  // no level 0

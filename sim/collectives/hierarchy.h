@@ -37,7 +37,8 @@ struct AlgoPlan {
   Level1Algo level1 = Level1Algo::Ring;
   Level1Algo level2 = Level1Algo::Ring;
   bool pipeline = false;     // HCCL's Pipeline: level 1 runs `level1` inside it
-  // "level0:fullmesh;level1:NHR" (the levels that take part).
+  bool flat = false;         // one `level1` algorithm over every rank (HCCL's *Comm executors)
+  // "level0:fullmesh;level1:NHR" (the levels that take part), or "flat:NHR".
   std::string describe(const Hierarchy& h, CollOp op) const;
 };
 

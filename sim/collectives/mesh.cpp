@@ -1,8 +1,12 @@
-// Level-0 Mesh, HCCL's choice inside an A2 server: every rank has a main
+// Level-0 Mesh as HCCL's mesh-atomic templates run it (AllReduceMeshExecutor,
+// the level-0 stages across A2 servers, graph mode): every rank has a main
 // stream and one stream ("Plane") per peer, so all HCCS links work at once.
 // Per loop over the HCCL buffer: copy in on the main stream, fork the planes,
 // pairwise phases (notify pre-sync when the pair has not yet synchronised in
-// this loop, SDMA Memcpy / Reduce_Inline, post-sync), join, copy out.
+// this loop, then the receiver READS the peer's data — with inline reduce in
+// a reduce-scatter (ReduceScatterMeshAtomic, AllGatherMeshAtomic: hcomm
+// base/alg_template/temp_reduce_scatter/reduce_scatter_mesh_atomic.cc) —
+// post-sync), join, copy out.
 #include <functional>
 #include <optional>
 
@@ -71,14 +75,15 @@ class MeshBuilder : public PlanBuilder {
       }
     }
   }
-  // One pairwise phase: `move_of(r, j)` is what r sends to j, if anything.
-  // Pairs with nothing to move in either direction do not synchronise.
+  // One pairwise phase: `move_of(r, j)` is what r sends to j, if anything;
+  // j reads it on its stream towards r. Pairs with nothing to move in either
+  // direction do not synchronise.
   void phase(const std::string& name, const std::function<std::optional<Move>(int, int)>& move_of) {
     for (int r = 0; r < p_; ++r) {
       for (int j = 0; j < p_; ++j) {
         if (j == r) continue;
-        const std::optional<Move> mine = move_of(r, j);
-        if (!mine && !move_of(j, r)) continue;
+        const std::optional<Move> mine = move_of(j, r);  // what r reads from j
+        if (!mine && !move_of(r, j)) continue;
         const ThreadId t = plane_[r][j];
         if (!synced_[static_cast<std::size_t>(r * p_ + j)]) {
           graph_.record(t, j, ready(r), name + " pre-sync");

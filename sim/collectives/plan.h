@@ -78,6 +78,6 @@ class PlanBuilder {
 };
 
 TaskGraph build_mesh(const CollectiveSpec& spec);
-TaskGraph build_ring(const CollectiveSpec& spec);
+TaskGraph build_ring(const CollectiveSpec& spec, int rings);
 
 }  // namespace hcclsim

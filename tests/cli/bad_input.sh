@@ -60,13 +60,13 @@ case "$name" in
     args=(perf all_reduce --profile "$tmp/profile.json")
     expect=("$tmp/profile.json" '$.npu.sdma' "engine_count" "expected one of") ;;
   bandwidth_number)
-    profile_with "$tmp/profile.json" 's/"bandwidth": {"value": "20.94GBps", "source": "[^"]*"}/"bandwidth": 20.94/'
+    profile_with "$tmp/profile.json" 's/"write_bandwidth": {"value": "20.94GBps", "source": "[^"]*", "measured": \[[^]]*\]}/"write_bandwidth": 20.94/'
     args=(perf all_reduce --profile "$tmp/profile.json")
-    expect=("$tmp/profile.json" '$.links.hccs.bandwidth' "unit") ;;
+    expect=("$tmp/profile.json" '$.links.hccs.write_bandwidth' "unit") ;;
   bandwidth_no_unit)
     profile_with "$tmp/profile.json" 's/"20.94GBps"/"20.94"/'
     args=(perf all_reduce --profile "$tmp/profile.json")
-    expect=("$tmp/profile.json" '$.links.hccs.bandwidth' "no unit" "GBps") ;;
+    expect=("$tmp/profile.json" '$.links.hccs.write_bandwidth' "no unit" "GBps") ;;
   too_many_ranks)
     args=(perf all_reduce --topology "$topology" --ranks 16)
     expect=("--ranks" "16" "8") ;;

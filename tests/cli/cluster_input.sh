@@ -23,7 +23,7 @@ sweep=(-b 8K -e 64K -f 8)
 
 CASES=(servers_zero servers_on_listed_topology servers_not_whole_supernodes rank_table_without_profile
        rank_table_with_topology rank_table_with_servers bad_rank_table missing_rank_table a3_table_with_a2_profile
-       ranks_cut_server algo_pipeline algo_bogus level0_ring_across_servers uneven_servers_rank_table
+       ranks_cut_server algo_pipeline algo_bogus good_level0_ring_across_servers uneven_servers_rank_table
        good_a2_cluster_all_reduce good_a3_rank_table_alltoall good_cluster_json good_a2_rank_table
        good_one_npu_per_server)
 if [ "$name" = list ]; then
@@ -104,10 +104,11 @@ case "$name" in
   algo_bogus)
     args=(perf all_reduce --topology "$a2_cluster" --servers 2 --algo "level1:bogus")
     expect=("--algo" "bogus" "not known") ;;
-  level0_ring_across_servers)
-    # The level-0 ring runs inside one server only (it used to give wrong data across servers).
-    args=(perf all_reduce --topology "$a2_cluster" --servers 2 --algo "level0:ring" "${sweep[@]}")
-    expect=("level0:ring" "one server") ;;
+  good_level0_ring_across_servers)
+    # The level-0 ring has the stage forms of a hierarchy (A3 runs them so): across servers it checks.
+    args=(perf all_reduce --topology "$a2_cluster" --servers 2 --algo "level0:ring" "${sweep[@]}" --format csv)
+    expect_out=("level0:ring;level1:ring" "success" "AllReduceRingExecutor")
+    expect_rc=0 ;;
   uneven_servers_rank_table)
     a2_rank_table "$tmp/uneven.json" 2 2 4
     args=(perf all_reduce --rank-table "$tmp/uneven.json" --profile "$a2_profile" "${sweep[@]}")

@@ -28,14 +28,18 @@ inline NpuParams small_npu(int sdma_engines) {
   n.cores.aiv_bandwidth = Bandwidth{1'000'000'000};
   n.sdma.engines = sdma_engines;
   n.sdma.task_fixed = Time::from_ns(1000);
+  n.sdma.read_fixed = Time::from_ns(1500);
   n.sdma.copy_bandwidth = Bandwidth{100'000'000'000};  // far above the links: no cap
   n.sdma.reduce_bandwidth = Bandwidth{100'000'000'000};
-  n.notify.registers = 16;
   n.notify.record_local = Time::from_ns(500);
   n.notify.record_remote = Time::from_ns(700);
   n.notify.wait = Time::from_ns(20);
   n.stream.task_dispatch = Time::from_ns(300);
   n.stream.op_launch = Time::from_ns(2000);
+  n.aiv.core_bandwidth = Bandwidth{2'000'000'000};
+  n.aiv.copy_fixed = Time::from_ns(400);
+  n.aiv.flag_write = Time::from_ns(200);
+  n.aiv.flag_poll = Time::from_ns(600);
   n.local_memory = ChannelParams{Bandwidth{10'000'000'000}, Time::from_ns(0), 4096};
   n.hccl_buffer_bytes = 1024 * 1024;
   return n;

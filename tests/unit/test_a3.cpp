@@ -170,7 +170,7 @@ TEST_CASE("A3 server: writes share a die's switch port but not its SIO link or o
   CHECK(sio_and_hccs / one == Approx(1.0).epsilon(0.02));
 }
 
-TEST_CASE("A3 server: every collective passes the data check on 16 ranks with the mesh algorithm",
+TEST_CASE("A3 server: every collective passes the data check on 16 ranks with HCCL's choice, and fullmesh is refused",
           "[a3][collectives]") {
   Platform platform(load_topology(a3_server()));
   for (const CollOp op : {CollOp::AllReduce, CollOp::AllGather, CollOp::ReduceScatter, CollOp::AlltoAll,
@@ -180,8 +180,13 @@ TEST_CASE("A3 server: every collective passes the data check on 16 ranks with th
     req.ranks = kDies;
     req.dtype = DataType::Fp16;
     req.sizes = {64 * 1024, 4 * 1024 * 1024};
-    req.algo.level0 = Level0Algo::Mesh;
     req.buffer_bytes = platform.spec().npu.hccl_buffer_bytes;
+    PerfRequest mesh = req;
+    mesh.algo.level0 = Level0Algo::Mesh;
+    if (op != CollOp::AlltoAll) {
+      // HCCL's level 0 on 910_93 is the (double) ring; the full mesh is an A2 form.
+      CHECK_THROWS_WITH(run_perf(platform, mesh), Catch::Contains("fullmesh") && Catch::Contains("A2"));
+    }
     const std::vector<PerfRow> rows = run_perf(platform, req);
     REQUIRE(rows.size() == 2);
     for (const PerfRow& row : rows) {

@@ -212,7 +212,7 @@ TEST_CASE("hierarchy reduce checks on 2 to 5 A2 servers with roots outside serve
   hierarchical_sweep(CollOp::Reduce);
 }
 
-TEST_CASE("hierarchy: other reductions and data types check across servers and level0 ring is refused there",
+TEST_CASE("hierarchy: other reductions and data types check across servers, on the mesh and the ring",
           "[hierarchy][reduce_op]") {
   Platform platform(make_cluster(a2_cluster_layout(3), load_profile(a2_profile())));
   for (const CollOp op : {CollOp::AllReduce, CollOp::AllGather, CollOp::ReduceScatter, CollOp::Broadcast,
@@ -232,16 +232,8 @@ TEST_CASE("hierarchy: other reductions and data types check across servers and l
           req.sizes = std::vector<std::uint64_t>{data_size_of(op, 24, dtype, 12345)};
           INFO(coll_op_name(op) << " level0:" << level0_algo_name(level0) << " " << reduce_op_name(rop) << " "
                                 << data_type_name(dtype));
-          // The level-0 ring has no form for the stages of AllReduce,
-          // AllGather and ReduceScatter across servers (collective.h: the
-          // stage forms are mesh only); it used to run them on the wrong
-          // data. Broadcast and Reduce use plain level-0 collectives.
-          const bool staged = op == CollOp::AllReduce || op == CollOp::AllGather || op == CollOp::ReduceScatter;
-          if (level0 == Level0Algo::Ring && staged) {
-            CHECK_THROWS_AS(run_perf(platform, req), std::invalid_argument);
-            CHECK_THROWS_WITH(run_perf(platform, req), Catch::Contains("level0:ring") && Catch::Contains("one server"));
-            continue;
-          }
+          // The level-0 ring has the stage forms of a composition (chunked,
+          // and blocks with a stride), as A3's ring executors need.
           const PerfRow row = run_perf(platform, req).front();
           CHECK(row.check == "success");
           CHECK(row.algo.rfind(std::string("level0:") + (level0 == Level0Algo::Mesh ? "fullmesh" : "ring") + ";", 0) ==
@@ -265,17 +257,23 @@ TEST_CASE("hierarchy A3 all_reduce on 2 supernodes x 2 servers uses level 2 and 
   const double roce = link_bytes_per_s(a3_profile(), "roce");
   const DataType dtype = DataType::Fp16;
 
-  // HCCL's own choice: two servers per supernode and two supernodes: ring, ring.
+  // HCCL's own choice (SelectAlgfor91093): 8 KiB over two supernodes is the
+  // mid-count executor (one NHR over every rank here); 4 MiB the double ring
+  // with NHR at level 1 (4 servers) and level 2 (the default).
   {
     PerfRequest req;
     req.ranks = 64;
     req.buffer_bytes = 1 * MiB;
     req.sizes = std::vector<std::uint64_t>{8 * KiB, 4 * MiB};
-    for (const PerfRow& row : run_perf(platform, req)) {
+    const std::vector<PerfRow> rows = run_perf(platform, req);
+    for (const PerfRow& row : rows) {
       INFO("data_size " << row.data_size);
       CHECK(row.check == "success");
-      CHECK(row.algo == "level0:fullmesh;level1:ring;level2:ring");
     }
+    CHECK(rows[0].executor == "AllReduceMidCountFor91093Executor");
+    CHECK(rows[0].algo == "flat:NHR");
+    CHECK(rows[1].executor == "AllReduceFastDoubleRingFor91093Executor");
+    CHECK(rows[1].algo == "level0:double_ring;level1:NHR;level2:NHR");
   }
 
   // Every level-1 x level-2 algorithm, with a 256 KiB HCCL buffer (a slice:
@@ -305,13 +303,17 @@ TEST_CASE("hierarchy A3 all_reduce on 2 supernodes x 2 servers uses level 2 and 
       req.buffer_bytes = buffer;
       req.algo.level1 = l1;
       req.algo.level2 = l2;
+      // The composition itself, whatever HCCL would pick for small data.
+      req.executor = "AllReduceFastDoubleRingFor91093Executor";
       for (const std::uint64_t c : counts) req.sizes.push_back(data_size_of(CollOp::AllReduce, 64, dtype, c));
       INFO("level1:" << level1_algo_name(l1) << " level2:" << level1_algo_name(l2));
       const std::vector<PerfRow> rows = run_perf(platform, req);
       for (const PerfRow& row : rows) {
         INFO("count " << row.count << ", time " << format_us(row.time) << " us");
         CHECK(row.check == "success");
-        CHECK(row.algo == "level0:fullmesh;level1:" + level1_algo_name(l1) + ";level2:" + level1_algo_name(l2));
+        // 910_93 runs NHR where H-D_R is asked for (AlgConfigurator).
+        auto a3_name = [](Level1Algo a) { return level1_algo_name(a == Level1Algo::HalvingDoubling ? Level1Algo::NHR : a); };
+        CHECK(row.algo == "level0:double_ring;level1:" + a3_name(l1) + ";level2:" + a3_name(l2));
         // RoCE only joins the supernodes: 2 groups of 32 dies.
         CHECK(seconds(row.time) >= nic_bound_s(CollOp::AllReduce, 2, 32, row.data_size, roce));
       }
@@ -340,6 +342,14 @@ TEST_CASE("hierarchy A3: every other op checks on 2 supernodes x 2 servers", "[h
                                                : (op == CollOp::AllGather || op == CollOp::ReduceScatter)
                                                    ? 3 * (1 * MiB / 2 / 2 / 64) + 7
                                                    : 3 * (1 * MiB / 2) + 7)};
+      // The compositions themselves (HCCL picks flat forms for small data).
+      switch (op) {
+        case CollOp::AllGather: req.executor = "AlignedAllGatherDoubleRingFor91093Executor"; break;
+        case CollOp::ReduceScatter: req.executor = "ReduceScatterFastDoubleRingFor91093Executor"; break;
+        case CollOp::Broadcast: req.executor = "BroadCastRingFor91093Executor"; break;
+        case CollOp::Reduce: req.executor = "ReduceRingFor91093Executor"; break;
+        default: break;
+      }
       const std::vector<PerfRow> rows = run_perf(platform, req);
       for (const PerfRow& row : rows) {
         INFO(coll_op_name(op) << " root " << root << ", count " << row.count << ", algo " << row.algo << ", time "

@@ -16,12 +16,11 @@ using Catch::Matchers::Contains;
 namespace {
 
 constexpr int kRanks = 2;
-constexpr int kRegisters = 16;
 
 // The GraphError message validate() throws, or fails the test.
-std::string validation_error(const TaskGraph& g, int ranks = kRanks, int registers = kRegisters) {
+std::string validation_error(const TaskGraph& g, int ranks = kRanks) {
   try {
-    g.validate(ranks, registers);
+    g.validate(ranks);
   } catch (const GraphError& e) {
     return e.what();
   }
@@ -43,7 +42,7 @@ TEST_CASE("validate accepts a record/wait pair", "[graph][validate]") {
   TaskGraph g;
   g.record(g.add_thread(0, "A"), 1, 4);
   g.wait(g.add_thread(1, "B"), 4);
-  CHECK_NOTHROW(g.validate(kRanks, kRegisters));
+  CHECK_NOTHROW(g.validate(kRanks));
 }
 
 TEST_CASE("validate refuses a wait that nothing records, naming rank, thread and notify", "[graph][validate]") {
@@ -57,20 +56,28 @@ TEST_CASE("validate refuses a wait that nothing records, naming rank, thread and
   CHECK_THAT(msg, Contains("no task records it"));
 }
 
-TEST_CASE("validate refuses a record to a notify index beyond the registers", "[graph][validate]") {
-  TaskGraph g;
-  g.record(g.add_thread(0, "Main"), 1, kRegisters);
-  g.wait(g.add_thread(1, "Plane0"), kRegisters);
-  const std::string msg = validation_error(g);
-  CHECK_THAT(msg, Contains("notify " + std::to_string(kRegisters)));
-  CHECK_THAT(msg, Contains("does not exist"));
-  CHECK_THAT(msg, Contains("0.." + std::to_string(kRegisters - 1)));
-}
-
-TEST_CASE("validate refuses a negative notify index", "[graph][validate]") {
+TEST_CASE("notify registers are sized by use: a large index is fine, a negative one refused", "[graph][validate]") {
+  TaskGraph ok;
+  ok.record(ok.add_thread(0, "Main"), 1, 100000);
+  ok.wait(ok.add_thread(1, "Plane0"), 100000);
+  CHECK_NOTHROW(ok.validate(kRanks));
   TaskGraph g;
   g.record(g.add_thread(0, "Main"), 1, -1);
-  CHECK_THAT(validation_error(g), Contains("does not exist"));
+  CHECK_THAT(validation_error(g), Contains("notify -1"));
+}
+
+TEST_CASE("validate refuses a flag wait for more than is ever set", "[graph][validate][flag]") {
+  TaskGraph g;
+  const ThreadId a = g.add_thread(0, "AIV0");
+  const ThreadId b = g.add_thread(1, "AIV0");
+  g.flag_set(a, 1, 3);
+  g.flag_set(a, 1, 3);
+  g.flag_wait(b, 1, 3, 2);
+  CHECK_NOTHROW(g.validate(kRanks));
+  g.flag_wait(b, 1, 3, 3);
+  const std::string msg = validation_error(g);
+  CHECK_THAT(msg, Contains("flag 3 of rank 1 for 3"));
+  CHECK_THAT(msg, Contains("only 2 flag set(s)"));
 }
 
 TEST_CASE("validate refuses a record to a rank that does not exist", "[graph][validate]") {
@@ -147,7 +154,6 @@ TEST_CASE("a graph that deadlocks only at run time fails with every blocked thre
   npu.sdma.task_fixed = Time::from_ns(1000);
   npu.sdma.copy_bandwidth = Bandwidth{100'000'000'000};
   npu.sdma.reduce_bandwidth = Bandwidth{100'000'000'000};
-  npu.notify.registers = kRegisters;
   npu.notify.record_local = Time::from_ns(500);
   npu.notify.record_remote = Time::from_ns(700);
   npu.notify.wait = Time::from_ns(20);
@@ -179,7 +185,7 @@ TEST_CASE("a graph that deadlocks only at run time fails with every blocked thre
   const TaskId stuck_wait = g.wait(rx, 6);
   const TaskId stuck_dep = delay(g, dep, Time::from_us(1));
   g.add_dependency(stuck_wait, stuck_dep);
-  REQUIRE_NOTHROW(g.validate(spec.npus, kRegisters));
+  REQUIRE_NOTHROW(g.validate(spec.npus));
 
   const auto wall = std::chrono::steady_clock::now();
   const RunResult r = sched.run(g);

@@ -1,0 +1,101 @@
+// HCCL's executors as hcclsim runs them: each collective goes through the
+// selection HCCL makes for its product (operator SelectAlg*), which names an
+// executor (e.g. AllReduceMeshOpbaseLoopExecutor); the executor registered
+// under that name builds the task graph with that executor's streams,
+// copies, reads or writes and synchronisation. No SystemC here.
+//
+// Registry contract: an executor registers once, by HCCL's name, with the
+// HCCL source its structure follows, a support predicate (can it run this
+// collective in this context at all) and a builder. Selection never names
+// an executor whose predicate refuses the context; `--executor` may ask for
+// any registered one, and is refused with the predicate's reason.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/params.h"
+#include "sim/collectives/collective.h"
+#include "sim/collectives/hierarchy.h"
+
+namespace hcclsim {
+
+// HCCL's workflow mode: op-base (single operator: hccl_test, torch eager) or
+// graph (operators compiled into a graph, "offload").
+enum class WorkflowMode : std::uint8_t { OpBase, Graph };
+// HCCL_OP_EXPANSION_MODE: who expands an operator into tasks. Host and AI CPU
+// expansion issue SDMA / RDMA tasks on streams; AIV runs the collective as a
+// kernel on the AI Vector cores.
+enum class Expansion : std::uint8_t { Host, AiCpu, Aiv };
+
+std::string workflow_mode_name(WorkflowMode mode);            // "opbase", "graph"
+std::optional<WorkflowMode> parse_workflow_mode(const std::string& name);
+std::string expansion_name(Expansion expansion);             // "host", "aicpu", "aiv"
+std::optional<Expansion> parse_expansion(const std::string& name);
+// HCCL's default: HOST on A2, AI_CPU on A3 (HCCL_OP_EXPANSION_MODE.md).
+Expansion default_expansion(Product product);
+
+// What HCCL's selection looks at besides the collective itself.
+struct ExecContext {
+  Product product = Product::A2;
+  WorkflowMode mode = WorkflowMode::OpBase;
+  Expansion expansion = Expansion::Host;
+  bool deterministic = false;             // HCCL_DETERMINISTIC=true
+  Hierarchy hierarchy;                    // servers and supernodes taking part
+  Bandwidth inter_server_bandwidth;       // per NPU, for HCCL's level-1 cost model
+  int aiv_cores = 48;                     // AI Vector cores per NPU
+  AlgoRequest algo;                       // HCCL_ALGO; unset levels are HCCL's choice
+};
+
+// The selection's answer: which executor, and for hierarchical executors the
+// algorithms of each level.
+struct ExecutorChoice {
+  std::string executor;
+  AlgoPlan plan;
+  std::string rule;                       // the selection rule that chose it, for --explain and tests
+  // "level0:double_ring;level1:NHR"-style description of the levels that take part.
+  std::string describe(const ExecContext& ctx, CollOp op) const;
+};
+
+struct Executor {
+  std::string name;                        // HCCL's executor name
+  std::string source;                      // the HCCL source file its structure follows
+  std::string summary;                     // one line: streams, copies, who moves the bytes
+  // Empty when the executor can run `spec` in `ctx`; otherwise why not.
+  std::function<std::string(const CollectiveSpec&, const ExecContext&)> refuses;
+  std::function<TaskGraph(const CollectiveSpec&, const ExecContext&, const AlgoPlan&)> build;
+};
+
+// Every registered executor, in registration order.
+const std::vector<Executor>& executors();
+// nullptr when no executor has that name.
+const Executor* find_executor(const std::string& name);
+
+// HCCL's selection for the product of `ctx` (select_a2.cpp, select_a3.cpp).
+// Throws std::invalid_argument when HCCL would run an executor whose task
+// structure hcclsim does not model, naming it.
+ExecutorChoice select_executor(const CollectiveSpec& spec, const ExecContext& ctx);
+
+// The level algorithms HCCL would run for a hierarchical executor (HCCL_ALGO,
+// else the product's defaults): what a requested executor runs with.
+AlgoPlan default_levels(const CollectiveSpec& spec, const ExecContext& ctx);
+
+// Builds the chosen executor's graph; refuses (std::invalid_argument) an
+// executor that does not support the context, with its reason.
+TaskGraph build_executor(const CollectiveSpec& spec, const ExecContext& ctx, const ExecutorChoice& choice);
+
+// SDMA inline reduction (Reduce_Inline) exists for fp32/fp16/bf16/int8/
+// int16/int32 with sum/max/min on 910B and 910_93 (hcomm device_capacity.cc
+// IsSupportSDMAReduce); other dtypes and prod take HCCL's non-inline paths.
+bool sdma_inline_reduce(DataType dtype, ReduceOp op);
+
+// Registration, called once by executors() in a fixed order.
+void register_mesh_executors(std::vector<Executor>& out);
+void register_ring_executors(std::vector<Executor>& out);
+void register_aiv_executors(std::vector<Executor>& out);
+void register_hierarchical_executors(std::vector<Executor>& out);
+
+}  // namespace hcclsim

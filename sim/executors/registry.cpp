@@ -1,0 +1,83 @@
+#include <map>
+#include <stdexcept>
+
+#include "sim/executors/executor.h"
+
+namespace hcclsim {
+
+std::string workflow_mode_name(WorkflowMode mode) { return mode == WorkflowMode::OpBase ? "opbase" : "graph"; }
+
+std::optional<WorkflowMode> parse_workflow_mode(const std::string& name) {
+  if (name == "opbase" || name == "op-base") return WorkflowMode::OpBase;
+  if (name == "graph") return WorkflowMode::Graph;
+  return std::nullopt;
+}
+
+std::string expansion_name(Expansion expansion) {
+  switch (expansion) {
+    case Expansion::Host: return "host";
+    case Expansion::AiCpu: return "aicpu";
+    case Expansion::Aiv: return "aiv";
+  }
+  return "?";
+}
+
+std::optional<Expansion> parse_expansion(const std::string& name) {
+  if (name == "host") return Expansion::Host;
+  if (name == "aicpu" || name == "ai_cpu") return Expansion::AiCpu;
+  if (name == "aiv") return Expansion::Aiv;
+  return std::nullopt;
+}
+
+Expansion default_expansion(Product product) { return product == Product::A2 ? Expansion::Host : Expansion::AiCpu; }
+
+std::string ExecutorChoice::describe(const ExecContext& ctx, CollOp op) const { return plan.describe(ctx.hierarchy, op); }
+
+const std::vector<Executor>& executors() {
+  static const std::vector<Executor> all = [] {
+    std::vector<Executor> out;
+    register_mesh_executors(out);
+    register_ring_executors(out);
+    register_hierarchical_executors(out);
+    register_aiv_executors(out);
+    std::map<std::string, int> seen;
+    for (const Executor& e : out) {
+      if (seen[e.name]++ > 0) throw std::logic_error("executor " + e.name + " registered twice");
+    }
+    return out;
+  }();
+  return all;
+}
+
+const Executor* find_executor(const std::string& name) {
+  for (const Executor& e : executors()) {
+    if (e.name == name) return &e;
+  }
+  return nullptr;
+}
+
+TaskGraph build_executor(const CollectiveSpec& spec, const ExecContext& ctx, const ExecutorChoice& choice) {
+  const Executor* e = find_executor(choice.executor);
+  if (e == nullptr) {
+    throw std::invalid_argument("executor '" + choice.executor +
+                                "' is not modelled by hcclsim (hcclsim executors lists the ones it has)");
+  }
+  const std::string why = e->refuses(spec, ctx);
+  if (!why.empty()) throw std::invalid_argument(e->name + " cannot run this collective: it " + why);
+  return e->build(spec, ctx, choice.plan);
+}
+
+ExecutorChoice select_executor_a2(const CollectiveSpec& spec, const ExecContext& ctx);
+AlgoPlan a2_plan(const CollectiveSpec& spec, const ExecContext& ctx);
+AlgoPlan a3_plan(CollOp op, const ExecContext& ctx);
+
+AlgoPlan default_levels(const CollectiveSpec& spec, const ExecContext& ctx) {
+  return ctx.product == Product::A2 ? a2_plan(spec, ctx) : a3_plan(spec.op, ctx);
+}
+ExecutorChoice select_executor_a3(const CollectiveSpec& spec, const ExecContext& ctx);
+
+ExecutorChoice select_executor(const CollectiveSpec& spec, const ExecContext& ctx) {
+  return ctx.product == Product::A2 ? select_executor_a2(spec, ctx) : select_executor_a3(spec, ctx);
+}
+
+}  // namespace hcclsim
