@@ -185,6 +185,12 @@ PY
     check "mpirun sweep exits 0 (got $rc)" [ $rc -eq 0 ]
     check "mpirun ran 2 processes" contains "$tmp/mpi_err.txt" "on 2 processes"
     check "mpirun output differs from the single process:" diff -u "$tmp/single.csv" "$tmp/mpi.csv"
+    # perf deals its sizes over the processes the same way.
+    perf_args=(perf all_gather -b 8K -e 16M -f 4 --format json)
+    "$hcclsim" "${perf_args[@]}" >"$tmp/perf1.json" 2>/dev/null
+    mpirun --allow-run-as-root -n 2 --oversubscribe "$hcclsim" "${perf_args[@]}" >"$tmp/perf2.json" 2>>"$tmp/mpi_err.txt"
+    check "perf under mpirun exits 0" [ $? -eq 0 ]
+    check "perf under mpirun differs from the single process:" diff -u "$tmp/perf1.json" "$tmp/perf2.json"
     cat "$tmp/mpi_err.txt" ;;
   sweep_json)
     "$hcclsim" sweep "$src/configs/sweeps/example.json" --format json >"$tmp/out.json" 2>/dev/null
