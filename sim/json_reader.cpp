@@ -1,6 +1,8 @@
 // Strict, located reading of JSON configs.
 #include "sim/json_reader.h"
 
+#include "sim/input_files.h"
+
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -159,7 +161,9 @@ json load_json_file(const std::string& file) {
   if (in.bad() || buf.bad()) {
     throw InputError(file, "cannot read file");
   }
-  return parse_json_text(buf.str(), file);
+  const std::string text = buf.str();
+  note_input_file(file, text);
+  return parse_json_text(text, file);
 }
 
 json parse_json_text(const std::string& text, const std::string& file) {

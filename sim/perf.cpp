@@ -1,9 +1,7 @@
 #include "sim/perf.h"
 
 #include <cmath>
-#include <cstdio>
-#include <nlohmann/json.hpp>
-#include <sstream>
+#include <stdexcept>
 
 #include "sim/error.h"
 #include "sim/scheduler.h"
@@ -13,12 +11,6 @@ namespace hcclsim {
 namespace {
 bool per_rank_blocks(CollOp op) {
   return op == CollOp::AllGather || op == CollOp::ReduceScatter || op == CollOp::AlltoAll;
-}
-
-std::string fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
 }
 }  // namespace
 
@@ -42,6 +34,30 @@ double bus_factor(CollOp op, int ranks) {
     case CollOp::Reduce: return 1.0;
   }
   return 1.0;
+}
+
+std::vector<std::uint64_t> perf_sizes(std::uint64_t first, std::uint64_t last, std::uint64_t factor) {
+  if (first == 0 || last < first) throw std::invalid_argument("expected 0 < -b <= -e");
+  if (factor == 0) throw std::invalid_argument("the factor must be at least 1");
+  std::vector<std::uint64_t> sizes;
+  for (std::uint64_t s = first;; s *= factor) {
+    sizes.push_back(s);
+    if (factor == 1 || s > last / factor) break;  // the next size would pass `last` (or overflow)
+  }
+  return sizes;
+}
+
+std::string perf_size_problem(CollOp op, const std::string& op_name, int ranks, DataType dtype, std::uint64_t size) {
+  const std::uint64_t dsize = data_type_size(dtype);
+  if (size % dsize != 0) {
+    return "data_size " + std::to_string(size) + " is not a multiple of the " + data_type_name(dtype) +
+           " element size (" + std::to_string(dsize) + " bytes)";
+  }
+  if (count_for_size(op, ranks, dtype, size) == 0) {
+    return "data_size " + std::to_string(size) + " holds no element per rank for " + op_name + " on " +
+           std::to_string(ranks) + " ranks";
+  }
+  return "";
 }
 
 Hierarchy hierarchy_of(const Platform& platform, int ranks) {
@@ -161,7 +177,8 @@ ExecContext exec_context(const Platform& platform, const PerfRequest& request) {
   return ctx;
 }
 
-std::vector<PerfRow> run_perf(Platform& platform, const PerfRequest& request, TraceWriter* trace) {
+std::vector<PerfRow> run_perf(Platform& platform, const PerfRequest& request, TraceWriter* trace,
+                              const PerfRowCallback& on_row) {
   std::vector<PerfRow> rows;
   Scheduler scheduler(platform);
   const ExecContext ctx = exec_context(platform, request);
@@ -237,63 +254,9 @@ std::vector<PerfRow> run_perf(Platform& platform, const PerfRequest& request, Tr
     }
     if (trace) trace->add_run(graph, result, platform, row.op_name + " " + format_size(row.data_size));
     rows.push_back(std::move(row));
+    if (on_row) on_row(rows.size() - 1, rows.back());
   }
   return rows;
-}
-
-std::string format_table(const std::vector<PerfRow>& rows) {
-  std::ostringstream os;
-  char line[256];
-  std::snprintf(line, sizeof line, "%14s %14s %16s %16s %-13s %s\n", "data_size", "aveg_time", "alg_bandwidth",
-                "bus_bandwidth", "check_result", "executor");
-  os << line;
-  for (const PerfRow& r : rows) {
-    std::snprintf(line, sizeof line, "%14llu %14s %16s %16s ", static_cast<unsigned long long>(r.data_size),
-                  format_us(r.time, 3).c_str(), fixed(r.algbw_gbps, 4).c_str(), fixed(r.busbw_gbps, 4).c_str());
-    char check[32];
-    std::snprintf(check, sizeof check, "%-13s", r.check.c_str());
-    os << line << (r.check.size() < 13 ? std::string(check) : r.check) << " " << r.executor << "\n";
-  }
-  return os.str();
-}
-
-std::string format_csv(const std::vector<PerfRow>& rows) {
-  std::ostringstream os;
-  os << "op,ranks,dtype,reduce_op,algo,count,input_bytes,output_bytes,data_size,time_us,algbw_GBps,busbw_GBps,"
-        "check_result,executor\n";
-  for (const PerfRow& r : rows) {
-    std::string check = r.check;
-    for (char& c : check) {
-      if (c == ',' || c == '\n') c = ';';
-    }
-    os << r.op_name << "," << r.ranks << "," << data_type_name(r.dtype) << "," << reduce_op_name(r.reduce_op)
-       << "," << r.algo << "," << r.count << "," << r.input_bytes << "," << r.output_bytes << "," << r.data_size << ","
-       << format_us(r.time, 6) << "," << fixed(r.algbw_gbps, 4) << "," << fixed(r.busbw_gbps, 4) << "," << check
-       << "," << r.executor << "\n";
-  }
-  return os.str();
-}
-
-std::string format_json(const std::vector<PerfRow>& rows) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const PerfRow& r : rows) {
-    out.push_back({{"op", r.op_name},
-                   {"ranks", r.ranks},
-                   {"dtype", data_type_name(r.dtype)},
-                   {"reduce_op", reduce_op_name(r.reduce_op)},
-                   {"algo", r.algo},
-                   {"count", r.count},
-                   {"input_bytes", r.input_bytes},
-                   {"output_bytes", r.output_bytes},
-                   {"data_size", r.data_size},
-                   {"time_us", std::stod(format_us(r.time, 6))},
-                   {"algbw_GBps", std::stod(fixed(r.algbw_gbps, 4))},
-                   {"busbw_GBps", std::stod(fixed(r.busbw_gbps, 4))},
-                   {"check_result", r.check},
-                   {"executor", r.executor},
-                   {"tasks", r.tasks}});
-  }
-  return out.dump(2) + "\n";
 }
 
 }  // namespace hcclsim

@@ -3,7 +3,9 @@
 // from its own start, with the data check and the bandwidth figures.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -72,6 +74,13 @@ double bus_factor(CollOp op, int ranks);
 std::vector<std::vector<std::uint64_t>> alltoallv_counts(const std::string& distribution, int ranks,
                                                          std::uint64_t elements);
 
+// hccl_test's sizes: first, first x factor, ... while not past last (factor 1:
+// just first). Throws std::invalid_argument unless 0 < first <= last.
+std::vector<std::uint64_t> perf_sizes(std::uint64_t first, std::uint64_t last, std::uint64_t factor);
+// Why `size` cannot be a row of `op` on `ranks` ranks ("data_size 3 is not a
+// multiple of the fp16 element size (2 bytes)"), or "" when it can.
+std::string perf_size_problem(CollOp op, const std::string& op_name, int ranks, DataType dtype, std::uint64_t size);
+
 // How the first `ranks` NPUs of a platform split into servers and supernodes.
 // Throws std::invalid_argument when `ranks` cuts a server in two.
 Hierarchy hierarchy_of(const Platform& platform, int ranks);
@@ -79,13 +88,15 @@ Hierarchy hierarchy_of(const Platform& platform, int ranks);
 // The selection context of a request on a platform.
 ExecContext exec_context(const Platform& platform, const PerfRequest& request);
 
+// Called with each row as soon as its size has run (index into request.sizes),
+// so that a caller can write it before the next, longer size starts.
+using PerfRowCallback = std::function<void(std::size_t index, const PerfRow& row)>;
+
 // Runs the sweep; a row whose run deadlocks throws GraphError (a bug in an
 // algorithm, never the user's input).
-std::vector<PerfRow> run_perf(Platform& platform, const PerfRequest& request, TraceWriter* trace = nullptr);
+std::vector<PerfRow> run_perf(Platform& platform, const PerfRequest& request, TraceWriter* trace = nullptr,
+                              const PerfRowCallback& on_row = {});
 
-// Output formats.
-std::string format_table(const std::vector<PerfRow>& rows);
-std::string format_csv(const std::vector<PerfRow>& rows);
-std::string format_json(const std::vector<PerfRow>& rows);
+// Output formats: sim/report/row_writer.h.
 
 }  // namespace hcclsim

@@ -1,15 +1,13 @@
 #include "tools/cli_common.h"
 
 #include <sys/resource.h>
+#include <unistd.h>
 
-#include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <stdexcept>
 
 #include "sim/collectives/hccl_algo.h"
-#include "sim/error.h"
 #include "topologies/cluster.h"
 #include "topologies/config.h"
 #include "topologies/rank_table.h"
@@ -27,114 +25,80 @@ std::string default_topology() {
   return std::string(HCCLSIM_SOURCE_DIR) + "/configs/topologies/a2-server.json";
 }
 
-Args::Args(std::vector<std::string> words, std::vector<std::string> flags)
-    : words_(std::move(words)), flags_(std::move(flags)), used_(words_.size(), false) {}
-
-std::string Args::positional(const std::string& what, const std::string& command) {
-  for (std::size_t i = 0; i < words_.size(); ++i) {
-    if (used_[i]) continue;
-    if (!words_[i].empty() && words_[i][0] == '-') {
-      if (std::find(flags_.begin(), flags_.end(), words_[i]) == flags_.end()) ++i;  // skip the option's value
-      continue;
-    }
-    used_[i] = true;
-    return words_[i];
-  }
-  throw InputError(what, "missing " + what + " after '" + command + "'");
+void TopologyOptions::declare(CLI::App& app) {
+  app.add_option("--topology", topology,
+                 "topology JSON (default configs/topologies/a2-server.json); clusters: a2-cluster.json, "
+                 "a2-cluster-oversubscribed.json, cloudmatrix384.json, cloudmatrix384x4.json")
+      ->type_name("FILE");
+  app.add_option("--profile", profile, "hardware profile JSON, replacing the one the topology names")
+      ->type_name("FILE");
+  app.add_option("--rank-table", rank_table,
+                 "an HCCL rank table (1.0 A2, 1.2 A3) instead of --topology; needs --profile")
+      ->type_name("FILE");
+  servers_option = app.add_option("--servers", servers, "servers of a cluster topology (A3: in whole supernodes)")
+                       ->type_name("N");
 }
 
-std::optional<std::string> Args::optional(const std::string& name) {
-  std::optional<std::string> found;
-  for (std::size_t i = 0; i < words_.size(); ++i) {
-    if (words_[i] != name || used_[i]) continue;
-    if (i + 1 >= words_.size()) throw InputError("option " + name, "expects a value");
-    used_[i] = used_[i + 1] = true;
-    found = words_[i + 1];
-  }
-  return found;
-}
-
-std::string Args::value(const std::string& name, const std::string& fallback) {
-  return optional(name).value_or(fallback);
-}
-
-bool Args::flag(const std::string& name) {
-  bool found = false;
-  for (std::size_t i = 0; i < words_.size(); ++i) {
-    if (words_[i] == name && !used_[i]) {
-      used_[i] = true;
-      found = true;
+TopologySpec TopologyOptions::load(std::string* described) const {
+  const bool has_servers = servers_option && servers_option->count() > 0;
+  if (has_servers) checked_int("--servers", servers, 1, 1 << 16);
+  if (!rank_table.empty()) {
+    if (!topology.empty()) throw InputError("option --rank-table", "give either --rank-table or --topology, not both");
+    if (profile.empty()) throw InputError("option --rank-table", "a rank table needs --profile FILE (the hardware of its NPUs)");
+    if (has_servers) throw InputError("option --servers", "the rank table already says how many servers there are");
+    const HardwareProfile hw = load_profile(profile);
+    const std::string kind = hw.npu.model == "910C" ? "a3" : "a2";
+    const RankTable table = load_rank_table(rank_table, kind);
+    if (described) *described = rank_table;
+    try {
+      return make_cluster(table.layout, hw);
+    } catch (const std::invalid_argument& e) {
+      throw InputError(rank_table, e.what());
     }
   }
-  return found;
+  const std::string file = topology.empty() ? default_topology() : topology;
+  if (described) *described = file;
+  return load_topology(file, profile.empty() ? std::nullopt : std::optional<std::string>(profile),
+                       has_servers ? servers : -1);
 }
 
-int Args::int_in(const std::string& name, int min, int max, int fallback, const std::string& why) {
-  const std::optional<std::string> text = optional(name);
-  if (!text) return fallback;
-  std::size_t used = 0;
-  long v = 0;
-  try {
-    v = std::stol(*text, &used);
-  } catch (const std::exception&) {
-    used = 0;
+int checked_int(const std::string& option, int value, int min, int max, const std::string& why) {
+  if (value < min || value > max) {
+    throw InputError("option " + option, "value " + std::to_string(value) +
+                                             " is out of range; expected an integer in [" + std::to_string(min) +
+                                             ", " + std::to_string(max) + "]" + (why.empty() ? "" : " (" + why + ")"));
   }
-  if (used != text->size() || text->empty()) throw InputError("option " + name, "expected an integer, got '" + *text + "'");
-  if (v < min || v > max) {
-    throw InputError("option " + name, "value " + *text + " is out of range; expected an integer in [" +
-                                           std::to_string(min) + ", " + std::to_string(max) + "]" +
-                                           (why.empty() ? "" : " (" + why + ")"));
-  }
-  return static_cast<int>(v);
+  return value;
 }
 
-std::uint64_t Args::size(const std::string& name, std::uint64_t fallback) {
-  const std::optional<std::string> text = optional(name);
-  if (!text) return fallback;
+std::uint64_t checked_size(const std::string& option, const std::string& text) {
   try {
-    return parse_size(*text, /*allow_bare_bytes=*/true);
+    return parse_size(text, /*allow_bare_bytes=*/true);
   } catch (const UnitError& e) {
-    throw InputError("option " + name, e.what());
+    throw InputError("option " + option, e.what());
   }
 }
 
-void Args::finish() const {
-  for (std::size_t i = 0; i < words_.size(); ++i) {
-    if (!used_[i]) throw InputError("command line", "unexpected argument '" + words_[i] + "' (see hcclsim help)");
-  }
-}
-
-AlgoRequest parse_algo(const std::optional<std::string>& text, CollOp op) {
-  if (!text) return {};
+AlgoRequest parse_algo(const std::string& text, CollOp op) {
+  if (text.empty()) return {};
   try {
-    return parse_hccl_algo(*text, op);
+    return parse_hccl_algo(text, op);
   } catch (const std::invalid_argument& e) {
     throw InputError("option --algo", e.what());
   }
 }
 
-TopologySpec topology_from_args(Args& args, std::string* described) {
-  const std::optional<std::string> rank_table = args.optional("--rank-table");
-  const std::optional<std::string> profile = args.optional("--profile");
-  const std::optional<std::string> topology = args.optional("--topology");
-  const int servers = args.int_in("--servers", 1, 1 << 16, -1, "");
-  if (rank_table) {
-    if (topology) throw InputError("option --rank-table", "give either --rank-table or --topology, not both");
-    if (!profile) throw InputError("option --rank-table", "a rank table needs --profile FILE (the hardware of its NPUs)");
-    if (servers > 0) throw InputError("option --servers", "the rank table already says how many servers there are");
-    const HardwareProfile hw = load_profile(*profile);
-    const std::string kind = hw.npu.model == "910C" ? "a3" : "a2";
-    const RankTable table = load_rank_table(*rank_table, kind);
-    if (described) *described = *rank_table;
-    try {
-      return make_cluster(table.layout, hw);
-    } catch (const std::invalid_argument& e) {
-      throw InputError(*rank_table, e.what());
-    }
-  }
-  const std::string file = topology.value_or(default_topology());
-  if (described) *described = file;
-  return load_topology(file, profile, servers);
+OutputFile::OutputFile(const std::string& option, const std::string& path)
+    : option_(option), path_(path), out_(path, std::ios::binary | std::ios::trunc) {
+  if (!out_) throw InputError("option " + option, "cannot write " + path);
+}
+
+void OutputFile::close() {
+  if (!out_.is_open()) return;
+  out_.flush();
+  const bool ok = static_cast<bool>(out_);
+  out_.close();
+  if (!ok || out_.fail()) throw InputError("option " + option_, "writing " + path_ + " failed");
 }
 
 double WallClock::seconds() const {
@@ -150,26 +114,23 @@ void print_stats(const WallClock& clock, std::uint64_t tasks, std::uint64_t even
                wall > 0 ? static_cast<double>(events) / wall : 0.0, static_cast<double>(usage.ru_maxrss) / 1024.0);
 }
 
-void write_trace(const TraceWriter& trace, const std::string& file) {
-  std::ofstream out(file);
-  if (!out) throw InputError("option --trace", "cannot write " + file);
-  trace.write(out);
+Progress::Progress(std::string what, std::size_t total, bool allowed)
+    : what_(std::move(what)), total_(total), enabled_(allowed && ::isatty(STDERR_FILENO) == 1) {}
+
+void Progress::step(const std::string& label) {
+  ++count_;
+  if (!enabled_ || clock_.seconds() < 2.0) return;
+  std::fprintf(stderr, "\r\033[K%s: %zu/%zu done (%s), %.1f s", what_.c_str(), count_, total_, label.c_str(),
+               clock_.seconds());
+  std::fflush(stderr);
+  shown_ = true;
 }
 
-int run_command(const std::vector<std::string>& words, const std::function<int(const std::string&, Args&)>& body) {
-  try {
-    Args args(std::vector<std::string>(words.begin() + 1, words.end()), {"--no-check", "--stats", "--deterministic"});
-    return body(words[0], args);
-  } catch (const InputError& e) {
-    std::cerr << "hcclsim: error: " << e.what() << "\n";
-    return 2;
-  } catch (const GraphError& e) {
-    std::cerr << "hcclsim: " << e.what() << "\n";
-    return 1;
-  } catch (const std::invalid_argument& e) {
-    std::cerr << "hcclsim: error: " << e.what() << "\n";
-    return 2;
-  }
+void Progress::done() {
+  if (!shown_) return;
+  std::fprintf(stderr, "\r\033[K");
+  std::fflush(stderr);
+  shown_ = false;
 }
 
 }  // namespace hcclsim

@@ -1,14 +1,18 @@
-// Small helpers shared by the command-line entry points: option parsing
-// with errors that name the option, timing and peak-memory figures, and the
-// one place that maps exceptions to exit codes.
+// Helpers shared by the subcommands: the topology options every simulating
+// command takes, option checks whose errors name the option, output files
+// opened before a run, timing and peak-memory figures.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
-#include <functional>
+#include <fstream>
+#include <memory>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
+
+#include <CLI/CLI.hpp>
 
 #include "sim/collectives/hierarchy.h"
 #include "sim/error.h"
@@ -20,34 +24,41 @@ namespace hcclsim {
 std::string join(const std::vector<std::string>& items);
 std::string default_topology();
 
-// Options are "--name value" or "-x value"; the flags named at construction
-// take no value. Every word must be consumed; finish() refuses the rest.
-class Args {
- public:
-  Args(std::vector<std::string> words, std::vector<std::string> flags);
-  std::string positional(const std::string& what, const std::string& command);
-  std::optional<std::string> optional(const std::string& name);
-  std::string value(const std::string& name, const std::string& fallback);
-  bool flag(const std::string& name);
-  int int_in(const std::string& name, int min, int max, int fallback, const std::string& why);
-  std::uint64_t size(const std::string& name, std::uint64_t fallback);
-  template <typename E>
-  E choice(const std::string& name, const std::vector<std::string>& names, const std::string& fallback,
-           std::optional<E> (*parse)(const std::string&));
-  void finish() const;
+// --topology FILE (default the A2 server) with --profile and --servers, or
+// --rank-table FILE with --profile (the profile's NPU model says A2 or A3).
+struct TopologyOptions {
+  std::string topology;
+  std::string profile;
+  std::string rank_table;
+  int servers = -1;
+  CLI::Option* servers_option = nullptr;
 
- private:
-  std::vector<std::string> words_;
-  std::vector<std::string> flags_;
-  std::vector<bool> used_;
+  void declare(CLI::App& app);
+  // `described` names the topology for headings and messages.
+  TopologySpec load(std::string* described) const;
 };
 
-AlgoRequest parse_algo(const std::optional<std::string>& text, CollOp op);
+// An integer option within [min, max]; the error names the option and why.
+int checked_int(const std::string& option, int value, int min, int max, const std::string& why = "");
+// A size option ("8K", "64MiB", bytes); the error names the option.
+std::uint64_t checked_size(const std::string& option, const std::string& text);
+AlgoRequest parse_algo(const std::string& text, CollOp op);
 
-// The topology the options describe: --topology FILE (default the A2 server)
-// with --profile and --servers, or --rank-table FILE with --profile (the
-// profile's NPU model says A2 or A3). `described` names it for headings.
-TopologySpec topology_from_args(Args& args, std::string* described);
+// An output file opened (and so created or truncated) before the run starts,
+// so that a bad path fails at once with exit code 2, not after an hour of
+// simulation. close() reports a failed write as InputError too.
+class OutputFile {
+ public:
+  OutputFile(const std::string& option, const std::string& path);
+  std::ostream& stream() { return out_; }
+  void close();
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string option_;
+  std::string path_;
+  std::ofstream out_;
+};
 
 struct WallClock {
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
@@ -55,19 +66,24 @@ struct WallClock {
 };
 // "wall 0.84 s, 12345 tasks, 2.1e6 events (2.5e6 events/s), peak RSS 45.2 MiB" to stderr.
 void print_stats(const WallClock& clock, std::uint64_t tasks, std::uint64_t events);
-void write_trace(const TraceWriter& trace, const std::string& file);
 
-// Runs `body(words[0], args)`; maps InputError to exit 2 and GraphError to 1,
-// with the message on stderr.
-int run_command(const std::vector<std::string>& words, const std::function<int(const std::string&, Args&)>& body);
+// A live "what: 3/14 ..." line on stderr, shown only when stderr is a
+// terminal and the work has taken more than two seconds; cleared at the end.
+class Progress {
+ public:
+  Progress(std::string what, std::size_t total, bool allowed);
+  void step(const std::string& label);
+  void done();
+  ~Progress() { done(); }
+  double seconds() const { return clock_.seconds(); }
 
-template <typename E>
-E Args::choice(const std::string& name, const std::vector<std::string>& names, const std::string& fallback,
-               std::optional<E> (*parse)(const std::string&)) {
-  const std::string text = value(name, fallback);
-  const std::optional<E> parsed = parse(text);
-  if (!parsed) throw InputError("option " + name, "unknown value '" + text + "'; expected one of: " + join(names));
-  return *parsed;
-}
+ private:
+  std::string what_;
+  std::size_t total_;
+  std::size_t count_ = 0;
+  bool enabled_;
+  bool shown_ = false;
+  WallClock clock_;
+};
 
 }  // namespace hcclsim

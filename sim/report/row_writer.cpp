@@ -1,0 +1,192 @@
+#include "sim/report/row_writer.h"
+
+#include <cstdio>
+#include <sstream>
+
+namespace hcclsim {
+
+namespace {
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+std::string join_csv(const std::vector<std::string>& fields) {
+  std::string line;
+  for (std::size_t i = 0; i < fields.size(); ++i) line += (i ? "," : "") + fields[i];
+  return line;
+}
+
+// hccl_test's layout, from CANN 8.1.RC1 tools/hccl_test/common/src/
+// hccl_opbase_rootinfo_base.cc, HcclOpBaseTest::print_execution_time: the
+// header is printf("%-15s | %-12s | %-18s | %s\n") of the four column names
+// (each longer than its width, so no padding), a row is
+// printf("%-17llu | %-14.2f | %-20.5f | <result>\n") of data_size, the
+// average time in us and alg_bandwidth in GB/s; the result is "success" or
+// "failed", and "NULL" when the check is off (-c 0). hccl_test_common.cc,
+// HcclTest::init_hcclComm prints the preamble line before it.
+std::string hccl_test_header() {
+  char line[160];
+  std::snprintf(line, sizeof line, "%-15s | %-12s | %-18s | %s\n", "data_size(Bytes):", "aveg_time(us):",
+                "alg_bandwidth(GB/s):", "check_result:");
+  return line;
+}
+
+std::string hccl_test_row(const PerfRow& r) {
+  const char* result = r.check == "success" ? "success" : r.check == "skipped" ? "NULL" : "failed";
+  const double time_us = static_cast<double>(r.time.ps) / 1e6;
+  char line[160];
+  std::snprintf(line, sizeof line, "%-17llu | %-14.2f | %-20.5f | %s\n", static_cast<unsigned long long>(r.data_size),
+                time_us, r.algbw_gbps, result);
+  return line;
+}
+
+std::string hccl_test_preamble(const HcclTestPreamble& p) {
+  char line[200];
+  std::snprintf(line, sizeof line, "the minbytes is %llu, maxbytes is %llu, iters is %d, warmup_iters is %d\n",
+                static_cast<unsigned long long>(p.min_bytes), static_cast<unsigned long long>(p.max_bytes), p.iters,
+                p.warmup_iters);
+  return line;
+}
+
+std::string table_header() {
+  char line[256];
+  std::snprintf(line, sizeof line, "%14s %14s %16s %16s %-13s %s\n", "data_size", "aveg_time", "alg_bandwidth",
+                "bus_bandwidth", "check_result", "executor");
+  return line;
+}
+
+std::string table_row(const PerfRow& r) {
+  char line[256];
+  std::snprintf(line, sizeof line, "%14llu %14s %16s %16s ", static_cast<unsigned long long>(r.data_size),
+                format_us(r.time, 3).c_str(), fixed(r.algbw_gbps, 4).c_str(), fixed(r.busbw_gbps, 4).c_str());
+  char check[64];
+  std::snprintf(check, sizeof check, "%-13s", r.check.c_str());
+  return line + (r.check.size() < 13 ? std::string(check) : r.check) + " " + r.executor + "\n";
+}
+}  // namespace
+
+const std::vector<std::string>& row_format_names() {
+  static const std::vector<std::string> names{"table", "csv", "json", "jsonl", "hccl_test"};
+  return names;
+}
+
+std::optional<RowFormat> parse_row_format(const std::string& name) {
+  const auto& names = row_format_names();
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == name) return static_cast<RowFormat>(i);
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> perf_csv_columns() {
+  return {"op",         "ranks",   "dtype",     "reduce_op",  "algo",       "count",       "input_bytes",
+          "output_bytes", "data_size", "time_us", "algbw_GBps", "busbw_GBps", "check_result", "executor"};
+}
+
+std::vector<std::string> perf_csv_fields(const PerfRow& r) {
+  std::string check = r.check;
+  for (char& c : check) {
+    if (c == ',' || c == '\n') c = ';';
+  }
+  return {r.op_name,
+          std::to_string(r.ranks),
+          data_type_name(r.dtype),
+          reduce_op_name(r.reduce_op),
+          r.algo,
+          std::to_string(r.count),
+          std::to_string(r.input_bytes),
+          std::to_string(r.output_bytes),
+          std::to_string(r.data_size),
+          format_us(r.time, 6),
+          fixed(r.algbw_gbps, 4),
+          fixed(r.busbw_gbps, 4),
+          check,
+          r.executor};
+}
+
+nlohmann::json perf_row_json(const PerfRow& r) {
+  return {{"op", r.op_name},
+          {"ranks", r.ranks},
+          {"dtype", data_type_name(r.dtype)},
+          {"reduce_op", reduce_op_name(r.reduce_op)},
+          {"algo", r.algo},
+          {"count", r.count},
+          {"input_bytes", r.input_bytes},
+          {"output_bytes", r.output_bytes},
+          {"data_size", r.data_size},
+          {"time_us", std::stod(format_us(r.time, 6))},
+          {"algbw_GBps", std::stod(fixed(r.algbw_gbps, 4))},
+          {"busbw_GBps", std::stod(fixed(r.busbw_gbps, 4))},
+          {"check_result", r.check},
+          {"executor", r.executor},
+          {"tasks", r.tasks}};
+}
+
+void JsonArrayStream::add(const nlohmann::json& element) {
+  // dump(2) of an array puts each element on its own lines, indented by two.
+  std::string text = element.dump(2);
+  std::string indented = "  ";
+  for (const char c : text) {
+    indented += c;
+    if (c == '\n') indented += "  ";
+  }
+  out_ << (count_ == 0 ? "[\n" : ",\n") << indented;
+  out_.flush();
+  ++count_;
+}
+
+void JsonArrayStream::finish() {
+  if (finished_) return;
+  finished_ = true;
+  out_ << (count_ == 0 ? "[]\n" : "\n]\n");
+  out_.flush();
+}
+
+RowWriter::RowWriter(std::ostream& out, RowFormat format, std::string table_heading, HcclTestPreamble preamble)
+    : out_(out), format_(format), table_heading_(std::move(table_heading)), preamble_(preamble), json_(out) {}
+
+void RowWriter::header(const PerfRow* first) {
+  switch (format_) {
+    case RowFormat::Table:
+      out_ << "# " << table_heading_ << ", " << (first ? first->algo : "") << "\n" << table_header();
+      break;
+    case RowFormat::Csv: out_ << join_csv(perf_csv_columns()) << "\n"; break;
+    case RowFormat::HcclTest: out_ << hccl_test_preamble(preamble_) << hccl_test_header(); break;
+    case RowFormat::Json:
+    case RowFormat::JsonLines: break;
+  }
+}
+
+void RowWriter::row(const PerfRow& r) {
+  if (rows_ == 0) header(&r);
+  switch (format_) {
+    case RowFormat::Table: out_ << table_row(r); break;
+    case RowFormat::Csv: out_ << join_csv(perf_csv_fields(r)) << "\n"; break;
+    case RowFormat::HcclTest: out_ << hccl_test_row(r); break;
+    case RowFormat::JsonLines: out_ << perf_row_json(r).dump() << "\n"; break;
+    case RowFormat::Json: json_.add(perf_row_json(r)); break;
+  }
+  ++rows_;
+  out_.flush();
+}
+
+void RowWriter::finish() {
+  if (finished_) return;
+  finished_ = true;
+  if (rows_ == 0) header(nullptr);
+  if (format_ == RowFormat::Json) json_.finish();
+  out_.flush();
+}
+
+std::string format_rows(const std::vector<PerfRow>& rows, RowFormat format, const std::string& table_heading,
+                        const HcclTestPreamble& preamble) {
+  std::ostringstream os;
+  RowWriter writer(os, format, table_heading, preamble);
+  for (const PerfRow& r : rows) writer.row(r);
+  writer.finish();
+  return os.str();
+}
+
+}  // namespace hcclsim

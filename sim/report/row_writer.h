@@ -1,0 +1,78 @@
+// Perf rows as they finish: each row is written and flushed when its size has
+// run, in the format the user chose (the table, CSV, a JSON array that is valid
+// once finished, JSON lines, or hccl_test's own layout), so a long sweep shows
+// its first rows at once and a killed run keeps the rows it had.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "sim/perf.h"
+
+namespace hcclsim {
+
+enum class RowFormat { Table, Csv, Json, JsonLines, HcclTest };
+
+const std::vector<std::string>& row_format_names();  // "table", "csv", "json", "jsonl", "hccl_test"
+std::optional<RowFormat> parse_row_format(const std::string& name);
+
+// The columns of the CSV format and one row's fields (CSV-safe: commas and
+// newlines in check_result become ';').
+std::vector<std::string> perf_csv_columns();
+std::vector<std::string> perf_csv_fields(const PerfRow& row);
+// One row as the JSON format writes it.
+nlohmann::json perf_row_json(const PerfRow& row);
+
+// hccl_test prints "the minbytes is B, maxbytes is E, iters is N, warmup_iters
+// is W" before its table; the HcclTest format repeats it.
+struct HcclTestPreamble {
+  std::uint64_t min_bytes = 0;
+  std::uint64_t max_bytes = 0;
+  int iters = 20;          // hccl_test's defaults
+  int warmup_iters = 10;
+};
+
+// A JSON array written an element at a time, byte for byte what
+// nlohmann::json::dump(2) writes for the whole array.
+class JsonArrayStream {
+ public:
+  explicit JsonArrayStream(std::ostream& out) : out_(out) {}
+  void add(const nlohmann::json& element);
+  void finish();
+
+ private:
+  std::ostream& out_;
+  std::size_t count_ = 0;
+  bool finished_ = false;
+};
+
+class RowWriter {
+ public:
+  // `table_heading`: the Table format's first line, "# AllReduce on 8 ranks
+  // of ..., fp16"; the algorithm of the first row is appended to it.
+  RowWriter(std::ostream& out, RowFormat format, std::string table_heading = "", HcclTestPreamble preamble = {});
+  void row(const PerfRow& row);  // writes the row (and the header before the first) and flushes
+  void finish();                 // closes the JSON array; idempotent
+  std::size_t rows() const { return rows_; }
+
+ private:
+  void header(const PerfRow* first);
+  std::ostream& out_;
+  RowFormat format_;
+  std::string table_heading_;
+  HcclTestPreamble preamble_;
+  JsonArrayStream json_;
+  std::size_t rows_ = 0;
+  bool finished_ = false;
+};
+
+
+// All rows at once, for callers that have them (tests, tools).
+std::string format_rows(const std::vector<PerfRow>& rows, RowFormat format, const std::string& table_heading = "",
+                        const HcclTestPreamble& preamble = {});
+
+}  // namespace hcclsim

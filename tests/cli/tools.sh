@@ -1,0 +1,268 @@
+#!/usr/bin/env bash
+# The command-line tools of issue 10: hccl_test's command line and table
+# layout, repeated options, per-subcommand help, baselines and check, sweeps
+# (single process and under mpirun), plots. Each case checks exit codes and
+# what was written.
+# usage: tools.sh HCCLSIM SOURCE_DIR CASE   (CASE "list" prints the cases)
+# Exit code 77 = skipped (ctest SKIP_RETURN_CODE), with the reason printed.
+set -u
+if [ $# -ne 3 ]; then
+  echo "usage: $0 HCCLSIM SOURCE_DIR CASE" >&2
+  exit 2
+fi
+hcclsim=$1
+src=$2
+name=$3
+profile="$src/configs/profiles/a2-910b.json"
+a2_cluster="$src/configs/topologies/a2-cluster.json"
+
+CASES=(hccl_test_command_line hccl_test_layout hccl_test_no_check hccl_test_p_on_cluster repeated_option
+       repeated_flag subcommand_help help_keeps_scope baseline_check run_baseline_check sweep_single_vs_mpirun
+       sweep_json sweep_bad_grid out_opened_before_run stream_json_lines plot_png)
+if [ "$name" = list ]; then
+  printf '%s\n' "${CASES[@]}"
+  exit 0
+fi
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# shellcheck source=../lib/run_case.sh
+. "$(dirname "$0")/../lib/run_case.sh"
+
+fail=0
+check() {  # check DESCRIPTION COMMAND...: fails the case unless COMMAND succeeds
+  local what=$1
+  shift
+  if ! "$@"; then
+    echo "FAIL: $what" >&2
+    fail=1
+  fi
+}
+contains() { grep -qF -- "$2" "$1"; }
+differs() { ! cmp -s "$1" "$2"; }
+# run_case (tests/lib/run_case.sh) resets `fail`; keep the failures found before it.
+run_case_too() {
+  local before=$fail
+  run_case
+  [ $before -eq 0 ] || fail=1
+}
+count_lines() { grep -cF -- "$2" "$1"; }
+
+case "$name" in
+  hccl_test_command_line)
+    # hccl_test's own command line, unchanged (issue 10).
+    args=(perf all_reduce_test -b 8K -e 64M -f 2 -d fp32 -o sum -p 8 -n 20 -w 5 -c 1)
+    "$hcclsim" "${args[@]}" >"$tmp/out.txt" 2>"$tmp/err.txt"
+    rc=$?
+    check "exit code $rc, expected 0" [ $rc -eq 0 ]
+    check "14 rows of 8 ranks, all passing the check" [ "$(grep -cE '^ +[0-9]+ .* success +[A-Za-z]+Executor$' "$tmp/out.txt")" -eq 14 ]
+    check "the heading names 8 ranks and fp32" contains "$tmp/out.txt" "on 8 ranks of a2-server, fp32"
+    check "the -n/-w note once on stderr" [ "$(count_lines "$tmp/err.txt" "deterministic")" -eq 1 ]
+    check "nothing else on stderr" [ "$(wc -l <"$tmp/err.txt")" -eq 1 ] ;;
+  hccl_test_layout | hccl_test_no_check)
+    # --format hccl_test must be hccl_test's printf layout exactly
+    # ("%-17llu | %-14.2f | %-20.5f | result"), rebuilt here from the JSON-lines
+    # output of the same run (exact picoseconds).
+    c=1
+    result=success
+    if [ "$name" = hccl_test_no_check ]; then c=0; result=NULL; fi
+    common=(perf all_gather_test -b 1K -e 1M -f 4 -d int32 -c $c)
+    "$hcclsim" "${common[@]}" -n 7 -w 3 --format hccl_test >"$tmp/out.txt" 2>"$tmp/err.txt"
+    check "hccl_test format run" [ $? -eq 0 ]
+    "$hcclsim" "${common[@]}" --format jsonl >"$tmp/rows.jsonl" 2>/dev/null
+    check "jsonl run" [ $? -eq 0 ]
+    python3 - "$tmp/rows.jsonl" "$result" >"$tmp/expected.txt" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+print("the minbytes is %d, maxbytes is %d, iters is 7, warmup_iters is 3" % (1024, 1048576))
+print("%-15s | %-12s | %-18s | %s" % ("data_size(Bytes):", "aveg_time(us):", "alg_bandwidth(GB/s):", "check_result:"))
+for r in rows:
+    ps = round(r["time_us"] * 1e6)
+    algbw = r["data_size"] / (ps / 1e12) / 1e9
+    print("%-17d | %-14.2f | %-20.5f | %s" % (r["data_size"], ps / 1e6, algbw, sys.argv[2]))
+PY
+    check "the layout differs from hccl_test's:" diff -u "$tmp/expected.txt" "$tmp/out.txt"
+    check "header line verbatim" contains "$tmp/out.txt" \
+      "data_size(Bytes): | aveg_time(us): | alg_bandwidth(GB/s): | check_result:" ;;
+  hccl_test_p_on_cluster)
+    args=(perf all_reduce_test --topology "$a2_cluster" --servers 2 -p 4 -b 8K -e 8K)
+    expect_rc=2
+    expect=("-p" "4" "8 NPUs" "cluster")
+    run_case_too ;;
+  repeated_option)
+    args=(perf all_reduce -b 8K -b 16K)
+    expect_rc=2
+    expect=("-b" "2 times" "once")
+    run_case_too ;;
+  repeated_flag)
+    args=(perf all_reduce --no-check -b 8K -e 8K --no-check)
+    expect_rc=2
+    expect=("--no-check" "2 times")
+    run_case_too ;;
+  subcommand_help)
+    for cmd in perf run sweep check; do
+      "$hcclsim" "$cmd" --help >"$tmp/help.txt" 2>"$tmp/err.txt"
+      check "$cmd --help exits 0" [ $? -eq 0 ]
+      check "$cmd --help shows its usage" contains "$tmp/help.txt" "Usage: hcclsim $cmd"
+      check "$cmd --help writes nothing on stderr" [ ! -s "$tmp/err.txt" ]
+    done
+    "$hcclsim" perf --help >"$tmp/perf.txt"
+    for option in "-p,--npus" "-n,--iters" "-w,--warmup_iters" "-c,--check" "--format" "hccl_test" "--save-baseline"; do
+      check "perf --help lists $option" contains "$tmp/perf.txt" "$option"
+    done
+    "$hcclsim" check --help >"$tmp/check.txt"
+    for option in "--tolerance" "--junit"; do check "check --help lists $option" contains "$tmp/check.txt" "$option"; done
+    "$hcclsim" help sweep >"$tmp/help_sweep.txt"
+    check "'help sweep' is sweep --help" cmp "$tmp/help_sweep.txt" <("$hcclsim" sweep --help) ;;
+  help_keeps_scope)
+    for form in help --help; do
+      "$hcclsim" $form >"$tmp/help.txt" 2>&1
+      check "hcclsim $form exits 0" [ $? -eq 0 ]
+      for s in "What is modelled" "What is not" "Exit codes" "Usage: hcclsim perf" "Usage: hcclsim sweep"; do
+        check "hcclsim $form mentions '$s'" contains "$tmp/help.txt" "$s"
+      done
+    done ;;
+  baseline_check)
+    # A baseline on a copy of the profile; check holds; a slower HCCS in the copy is a regression.
+    cp "$profile" "$tmp/profile.json"
+    "$hcclsim" perf all_reduce -b 256K -e 4M -f 4 --profile "$tmp/profile.json" --save-baseline "$tmp/base.json" \
+      >/dev/null 2>"$tmp/err.txt"
+    check "perf --save-baseline exits 0" [ $? -eq 0 ]
+    check "the baseline records the profile with its hash" contains "$tmp/base.json" "$tmp/profile.json"
+    check "the baseline records the version" contains "$tmp/base.json" "hcclsim_version"
+    "$hcclsim" check "$tmp/base.json" --junit "$tmp/ok.xml" >"$tmp/ok.txt" 2>&1
+    check "check on unchanged inputs exits 0" [ $? -eq 0 ]
+    check "check says ok" contains "$tmp/ok.txt" "-> ok"
+    check "JUnit without failures" contains "$tmp/ok.xml" 'failures="0"'
+    sed -i 's/"20.94GBps"/"15GBps"/' "$tmp/profile.json"
+    check "the profile copy changed" differs "$tmp/profile.json" "$profile"
+    "$hcclsim" check "$tmp/base.json" --tolerance 2% --junit "$tmp/bad.xml" >"$tmp/bad.txt" 2>&1
+    rc=$?
+    check "check on a slower profile exits 1 (got $rc)" [ $rc -eq 1 ]
+    check "check names the changed input" contains "$tmp/bad.txt" "input changed since the baseline: $tmp/profile.json"
+    check "check shows the slower row" contains "$tmp/bad.txt" "all_reduce 4194304 B"
+    check "check marks it SLOWER" contains "$tmp/bad.txt" "SLOWER"
+    check "check says REGRESSION" contains "$tmp/bad.txt" "REGRESSION"
+    python3 - "$tmp/bad.xml" <<'PY' || fail=1
+import sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+cases = root.findall(".//testcase")
+assert len(cases) == 3, [c.get("name") for c in cases]
+failed = [c.get("name") for c in cases if c.find("failure") is not None]
+assert "all_reduce 4194304 B" in failed, failed
+print("junit: %d testcases, failing: %s" % (len(cases), failed))
+PY
+    cat "$tmp/bad.txt"
+    "$hcclsim" check "$tmp/base.json" --tolerance 200% >/dev/null 2>&1
+    check "a 200% tolerance holds" [ $? -eq 0 ]
+    args=(check "$tmp/base.json" --tolerance fast)
+    expect_rc=2
+    expect=("--tolerance" "fast")
+    run_case_too ;;
+  run_baseline_check)
+    "$hcclsim" run --program "$src/configs/programs/fused-matmul-allgather.json" --save-baseline "$tmp/run.json" \
+      >/dev/null 2>&1
+    check "run --save-baseline exits 0" [ $? -eq 0 ]
+    check "the run baseline has the handle" contains "$tmp/run.json" '"handle": "gather"'
+    "$hcclsim" check "$tmp/run.json" --junit "$tmp/run.xml" >"$tmp/out.txt" 2>&1
+    check "check of a run baseline exits 0" [ $? -eq 0 ]
+    check "JUnit names the handle" contains "$tmp/run.xml" 'name="handle gather (domain 0, repeat' ;;
+  sweep_single_vs_mpirun)
+    grid="$src/configs/sweeps/example.json"
+    "$hcclsim" sweep "$grid" >"$tmp/single.csv" 2>"$tmp/err.txt"
+    check "sweep exits 0" [ $? -eq 0 ]
+    check "one header and 48 points" [ "$(wc -l <"$tmp/single.csv")" -eq 49 ]
+    check "every point passes its check" [ "$(grep -c ',success,[A-Za-z0-9]*$' "$tmp/single.csv")" -eq 48 ]
+    check "a progress line on stderr" contains "$tmp/err.txt" "sweep: 48 points"
+    if ! command -v mpirun >/dev/null 2>&1; then
+      echo "SKIP: mpirun is not installed (tools/setup.sh installs openmpi-bin); the single-process sweep passed"
+      [ $fail -eq 0 ] && exit 77
+      exit 1
+    fi
+    mpirun --allow-run-as-root -n 2 --oversubscribe "$hcclsim" sweep "$grid" --out "$tmp/mpi.csv" \
+      >"$tmp/mpi_out.txt" 2>"$tmp/mpi_err.txt"
+    rc=$?
+    check "mpirun sweep exits 0 (got $rc)" [ $rc -eq 0 ]
+    check "mpirun ran 2 processes" contains "$tmp/mpi_err.txt" "on 2 processes"
+    check "mpirun output differs from the single process:" diff -u "$tmp/single.csv" "$tmp/mpi.csv"
+    # perf deals its sizes over the processes the same way.
+    perf_args=(perf all_gather -b 8K -e 16M -f 4 --format json)
+    "$hcclsim" "${perf_args[@]}" >"$tmp/perf1.json" 2>/dev/null
+    mpirun --allow-run-as-root -n 2 --oversubscribe "$hcclsim" "${perf_args[@]}" >"$tmp/perf2.json" 2>>"$tmp/mpi_err.txt"
+    check "perf under mpirun exits 0" [ $? -eq 0 ]
+    check "perf under mpirun differs from the single process:" diff -u "$tmp/perf1.json" "$tmp/perf2.json"
+    cat "$tmp/mpi_err.txt" ;;
+  sweep_json)
+    "$hcclsim" sweep "$src/configs/sweeps/example.json" --format json >"$tmp/out.json" 2>/dev/null
+    check "sweep --format json exits 0" [ $? -eq 0 ]
+    python3 - "$tmp/out.json" <<'PY' || fail=1
+import json, sys
+rows = json.load(open(sys.argv[1]))
+assert [r["point"] for r in rows] == list(range(48)), "points out of order"
+assert {r["topology"] for r in rows} == {"../topologies/a2-server.json", "../topologies/a2-cluster.json"}
+assert {r["servers"] for r in rows} == {None, 2, 4}
+assert any("NHR" in r["algo"] for r in rows if r["algo_request"] == "level1:NHR" and r["servers"] == 4)
+print("sweep json: %d rows" % len(rows))
+PY
+    ;;
+  sweep_bad_grid)
+    printf '{"topologies": ["%s"], "ops": ["all_reduce"], "sizes": ["8K"], "dtype": ["fp16"]}\n' \
+      "$src/configs/topologies/a2-server.json" >"$tmp/grid.json"
+    args=(sweep "$tmp/grid.json")
+    expect_rc=2
+    expect=("$tmp/grid.json" "unknown key" "dtype" "dtypes")
+    run_case_too
+    printf '{"topologies": ["%s"], "ops": ["all_reduce"], "sizes": ["8K", 3]}\n' \
+      "$src/configs/topologies/a2-server.json" >"$tmp/grid2.json"
+    args=(sweep "$tmp/grid2.json")
+    expect=("$tmp/grid2.json" '$.sizes[1]')
+    run_case_too ;;
+  out_opened_before_run)
+    # A bad --out or --trace path fails at once (exit 2), before a long run.
+    args=(perf all_reduce -b 1G -e 1G --out "$tmp/no-such-dir/rows.csv")
+    expect_rc=2
+    expect=("--out" "$tmp/no-such-dir/rows.csv")
+    start=$(date +%s%N)
+    run_case_too
+    elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+    check "the bad path failed before the run (${elapsed_ms} ms)" [ $elapsed_ms -lt 2000 ] ;;
+  stream_json_lines)
+    "$hcclsim" perf reduce_scatter -b 8K -e 1M --format jsonl >"$tmp/rows.jsonl" 2>/dev/null
+    check "jsonl exits 0" [ $? -eq 0 ]
+    python3 -c 'import json,sys; rows=[json.loads(l) for l in open(sys.argv[1])]; assert len(rows)==8, len(rows)' \
+      "$tmp/rows.jsonl" || fail=1 ;;
+  plot_png)
+    if ! /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
+      echo "SKIP: python3-matplotlib is not installed (tools/setup.sh installs it)"
+      exit 77
+    fi
+    "$hcclsim" perf all_reduce -b 8K -e 1M -f 4 --format csv >"$tmp/a.csv"
+    "$hcclsim" perf all_reduce -b 8K -e 1M -f 4 --algo level0:ring --format csv | tail -n +2 >>"$tmp/a.csv"
+    "$src/tools/plot" bandwidth "$tmp/a.csv" -o "$tmp/bw.png" 2>"$tmp/err.txt"
+    check "tools/plot bandwidth exits 0" [ $? -eq 0 ]
+    check "the PNG is not empty" [ -s "$tmp/bw.png" ]
+    check "the file is a PNG" [ "$(head -c 8 "$tmp/bw.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]
+    cat >"$tmp/validate.json" <<'JSON'
+{"points": [{"id": "a", "group": "A2-1", "measured": 10.0, "simulated": 10.5, "error_pct": 5.0, "executor": "hixl"},
+            {"id": "b", "group": "A2-2", "measured": 20.0, "simulated": 19.0, "error_pct": -5.0, "executor": "hccl"}],
+ "groups": ["A2-1", "A2-2"]}
+JSON
+    "$src/tools/plot" scatter "$tmp/validate.json" -o "$tmp/scatter.svg" 2>>"$tmp/err.txt"
+    check "tools/plot scatter exits 0" [ $? -eq 0 ]
+    check "the SVG is an SVG" contains "$tmp/scatter.svg" "<svg"
+    "$src/tools/plot" bandwidth "$tmp/missing.csv" -o "$tmp/x.png" 2>"$tmp/err2.txt"
+    rc=$?
+    check "a missing input exits 2 (got $rc)" [ $rc -eq 2 ]
+    check "naming the file" contains "$tmp/err2.txt" "$tmp/missing.csv"
+    cat "$tmp/err.txt" ;;
+  *)
+    echo "unknown case '$name'; known: ${CASES[*]}" >&2
+    exit 2 ;;
+esac
+
+if [ $fail -ne 0 ]; then
+  echo "--- stdout"; head -c 3000 "$tmp/out.txt" 2>/dev/null
+  echo "--- stderr"; head -c 3000 "$tmp/err.txt" 2>/dev/null
+  exit 1
+fi
+echo "ok: $name"

@@ -1,0 +1,248 @@
+// `hcclsim run --program FILE`: a communication program (HCCL thread/notify
+// API, Ascend C Hccl kernels) on a topology: total time, each handle's span,
+// Query results and the critical path.
+#include <algorithm>
+#include <cstdarg>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <ostream>
+
+#include "sim/critical_path.h"
+#include "sim/error.h"
+#include "sim/program/program_json.h"
+#include "sim/scheduler.h"
+#include "tools/baseline_output.h"
+#include "tools/cli_common.h"
+#include "tools/command.h"
+#include "topologies/config.h"
+
+namespace hcclsim {
+namespace {
+
+// printf into a string (the table's fixed columns).
+std::string line(const char* format, ...) {
+  char buf[512];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(buf, sizeof buf, format, args);
+  va_end(args);
+  return buf;
+}
+
+Arch arch_of(const NpuParams& npu, const std::string& topology_file) {
+  if (npu.model == "910B") return Arch::A2;
+  if (npu.model == "910C") return Arch::A3;
+  throw InputError(topology_file, "NPU model '" + npu.model + "' is neither 910B (A2) nor 910C (A3)");
+}
+
+std::string task_line(const TaskGraph& g, const RunResult& r, TaskId id, Platform& platform) {
+  const Task& t = g.task(id);
+  std::string line = format_us(r.timings[id].start) + " -> " + format_us(r.timings[id].end) + "  rank " +
+                     std::to_string(g.rank_of(id)) + " " + g.thread(t.thread).name + "  " + task_kind_name(t.kind);
+  if (!t.label.empty()) line += " (" + t.label + ")";
+  if ((t.kind == TaskKind::Memcpy || t.kind == TaskKind::ReduceInline) && t.bytes > 0) {
+    line += " " + std::to_string(t.bytes) + " B over";
+    for (Channel* ch : platform.route(t.src.rank, t.dst.rank)) line += " [" + ch->label() + "]";
+  }
+  return line;
+}
+
+
+class RunCommand : public Command {
+ public:
+  std::string name() const override { return "run"; }
+  std::string summary() const override {
+    return "run a communication program (HCCL thread/notify API, Ascend C Hccl kernels): total time, each "
+           "handle's start, end and duration, Query results and the critical path";
+  }
+  void declare(CLI::App& app) override {
+    app.add_option("--program", program_file_, "program JSON (configs/programs/)")->type_name("FILE")->required();
+    topology_.declare(app);
+    app.add_option("--format", format_, "table | json (default table)")->type_name("F");
+    app.add_option("--trace", trace_file_,
+                   "Chrome trace: a track per domain/engine/thread, flow arrows from each notify record to the "
+                   "wait it released")
+        ->type_name("FILE");
+    app.add_option("--save-baseline", baseline_file_,
+                   "record the command, version, input files and per-handle times for 'hcclsim check'")
+        ->type_name("FILE");
+    app.add_flag("--stats", stats_, "print wall time, tasks, events/s and peak memory to stderr");
+  }
+  int run(CommandContext& ctx) override;
+
+ private:
+  std::string program_file_;
+  TopologyOptions topology_;
+  std::string format_ = "table";
+  std::string trace_file_;
+  std::string baseline_file_;
+  bool stats_ = false;
+};
+
+int RunCommand::run(CommandContext& ctx) {
+  const std::string& program_file = program_file_;
+  std::string topology_file;
+  const TopologySpec spec = topology_.load(&topology_file);
+  const std::string& format = format_;
+  if (format != "table" && format != "json") {
+    throw InputError("option --format", "unknown format '" + format + "'; expected table or json");
+  }
+
+  Program program(arch_of(spec.npu, topology_file), spec.npus, spec.npu);
+  program.set_npus_per_server(spec.npus_per_server);
+  const LoadedProgram loaded = load_program(program_file, program);
+  Program::Built built;
+  try {
+    built = program.build();
+  } catch (const ProgramError& e) {
+    std::cerr << "hcclsim: program " << loaded.name << " cannot finish: " << e.what() << "\n";
+    return 1;
+  } catch (const std::invalid_argument& e) {
+    throw InputError(program_file, e.what());
+  }
+  // Outputs are opened before the run: a bad path fails now, not after it.
+  std::optional<OutputFile> trace_out;
+  std::optional<BaselineOutput> baseline;
+  if (!ctx.replay) {
+    if (!trace_file_.empty()) trace_out.emplace("--trace", trace_file_);
+    if (!baseline_file_.empty()) baseline.emplace(baseline_file_);
+  }
+  WallClock clock;
+  Platform platform(spec);
+  Scheduler scheduler(platform);
+  const RunResult result = scheduler.run(built.graph);
+  if (trace_out) {
+    TraceWriter trace;
+    trace.add_run(built.graph, result, platform, loaded.name);
+    trace.write(trace_out->stream());
+    trace_out->close();
+  }
+  if (!result.failure.empty()) {
+    std::cerr << "hcclsim: program " << loaded.name << " did not finish: " << result.failure << "\n";
+    return 1;
+  }
+
+  struct Span {
+    Time start;
+    Time end;
+  };
+  auto span_of = [&](const std::vector<std::vector<TaskId>>& repeats) {
+    Span s{Time{~0ULL}, Time{}};
+    for (const auto& ids : repeats) {
+      for (TaskId id : ids) {
+        if (!result.timings[id].started) continue;
+        s.start = std::min(s.start, result.timings[id].start);
+        s.end = std::max(s.end, result.timings[id].end);
+      }
+    }
+    if (s.start.ps == ~0ULL) s.start = Time{};
+    return s;
+  };
+  auto handle_name = [&](int domain, int handle) {
+    const auto found = loaded.handle_names.find({domain, handle});
+    return found == loaded.handle_names.end() ? std::to_string(handle) : found->second;
+  };
+  // Query: repeats of the handle finished on that rank when the Query ran.
+  auto completed_at = [&](const Program::QueryInfo& q) {
+    int done = 0;
+    for (const Program::HandleInfo& h : built.handles) {
+      if (h.domain != q.domain || h.handle != q.handle) continue;
+      for (const auto& ids : h.tasks) {
+        bool finished = true;
+        for (TaskId id : ids) {
+          if (built.graph.rank_of(id) == q.rank) finished = finished && result.timings[id].end <= result.timings[q.task].start;
+        }
+        done += finished ? 1 : 0;
+      }
+    }
+    return done;
+  };
+  const std::vector<PathStep> path = critical_path(built.graph, result);
+  std::ostream& out = *ctx.out;
+  RunRecord record{"run", {}};
+  for (const Program::HandleInfo& h : built.handles) {
+    const Span s = span_of(h.tasks);
+    record.items.push_back(handle_item(handle_name(h.domain, h.handle), h.domain, h.repeat, h.op,
+                                       static_cast<double>((s.end - s.start).ps) / 1e6));
+  }
+  record.items.push_back(total_item(static_cast<double>(result.elapsed().ps) / 1e6));
+
+  if (format == "json") {
+    nlohmann::json doc{{"program", loaded.name}, {"topology", spec.name}, {"ranks", spec.npus},
+                       {"total_us", std::stod(format_us(result.elapsed(), 6))}};
+    doc["handles"] = nlohmann::json::array();
+    for (const Program::HandleInfo& h : built.handles) {
+      const Span s = span_of(h.tasks);
+      nlohmann::json item{{"domain", h.domain}, {"handle", h.handle}, {"name", handle_name(h.domain, h.handle)},
+                          {"op", h.op}, {"repeat", h.repeat}, {"start_us", std::stod(format_us(s.start, 6))},
+                          {"end_us", std::stod(format_us(s.end, 6))},
+                          {"duration_us", std::stod(format_us(s.end - s.start, 6))}};
+      // The same span per rank: InterHcclGroupSync and Wait act per rank.
+      std::map<int, std::vector<std::vector<TaskId>>> by_rank;
+      for (const auto& ids : h.tasks) {
+        for (TaskId id : ids) {
+          auto& per = by_rank[built.graph.rank_of(id)];
+          if (per.empty()) per.emplace_back();
+          per.front().push_back(id);
+        }
+      }
+      item["ranks"] = nlohmann::json::array();
+      for (const auto& [rank, ids] : by_rank) {
+        const Span rs = span_of(ids);
+        item["ranks"].push_back({{"rank", rank}, {"start_us", std::stod(format_us(rs.start, 6))},
+                                 {"end_us", std::stod(format_us(rs.end, 6))}});
+      }
+      doc["handles"].push_back(item);
+    }
+    doc["queries"] = nlohmann::json::array();
+    for (const auto& q : built.queries) {
+      doc["queries"].push_back({{"rank", q.rank}, {"domain", q.domain}, {"handle", q.handle},
+                                {"at_us", std::stod(format_us(result.timings[q.task].start, 6))},
+                                {"completed_repeats", completed_at(q)}});
+    }
+    doc["critical_path"] = nlohmann::json::array();
+    for (const PathStep& step : path) {
+      const Task& t = built.graph.task(step.task);
+      doc["critical_path"].push_back({{"rank", built.graph.rank_of(step.task)},
+                                      {"thread", built.graph.thread(t.thread).name},
+                                      {"task", task_kind_name(t.kind)}, {"label", t.label}, {"via", step.via},
+                                      {"start_us", std::stod(format_us(result.timings[step.task].start, 6))},
+                                      {"end_us", std::stod(format_us(result.timings[step.task].end, 6))}});
+    }
+    out << doc.dump(2) << "\n";
+  } else {
+    out << "# program " << loaded.name << " on " << spec.name << " (" << spec.npus << " ranks)\n";
+    out << "total_time_us " << format_us(result.elapsed()) << "\n\n";
+    out << line("%-12s %6s %-12s %7s %14s %14s %14s\n", "handle", "domain", "op", "repeat", "start_us", "end_us",
+                "duration_us");
+    for (const Program::HandleInfo& h : built.handles) {
+      const Span s = span_of(h.tasks);
+      out << line("%-12s %6d %-12s %7d %14s %14s %14s\n", handle_name(h.domain, h.handle).c_str(), h.domain,
+                  h.op.c_str(), h.repeat, format_us(s.start).c_str(), format_us(s.end).c_str(),
+                  format_us(s.end - s.start).c_str());
+    }
+    for (const auto& q : built.queries) {
+      out << "query: rank " << q.rank << " domain " << q.domain << " handle " << handle_name(q.domain, q.handle)
+                << " at " << format_us(result.timings[q.task].start) << " us: " << completed_at(q)
+                << " repeat(s) completed\n";
+    }
+    out << "\ncritical path (" << path.size() << " tasks, times in us):\n";
+    for (const PathStep& step : path) {
+      out << "  [" << step.via << "] " << task_line(built.graph, result, step.task, platform) << "\n";
+    }
+  }
+  out.flush();
+  if (stats_ && !ctx.replay) print_stats(clock, built.graph.tasks().size(), result.activations);
+  if (ctx.record) *ctx.record = record;
+  if (baseline) baseline->write(ctx.words, record);
+  return 0;
+}
+
+
+}  // namespace
+
+std::unique_ptr<Command> make_run_command() { return std::make_unique<RunCommand>(); }
+
+}  // namespace hcclsim

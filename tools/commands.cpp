@@ -1,0 +1,17 @@
+// The list of subcommands. A new one (validate, moe, ...) is one line here
+// plus its tools/cmd_NAME.cpp.
+#include "tools/command.h"
+
+namespace hcclsim {
+
+std::vector<std::unique_ptr<Command>> make_commands() {
+  std::vector<std::unique_ptr<Command>> commands;
+  commands.push_back(make_perf_command());
+  commands.push_back(make_run_command());
+  commands.push_back(make_sweep_command());
+  commands.push_back(make_check_command());
+  commands.push_back(make_executors_command());
+  return commands;
+}
+
+}  // namespace hcclsim

@@ -1,0 +1,183 @@
+#include "tools/dispatch.h"
+
+#include <algorithm>
+#include <iostream>
+#include <new>
+#include <regex>
+#include <systemc>
+
+#include "sim/error.h"
+#include "tools/cli_common.h"
+
+namespace hcclsim {
+
+namespace {
+
+const char* kOverview = R"(hcclsim - a cycle-approximate simulator of HCCL collectives on Ascend A2/A3
+
+usage:
+  hcclsim perf <op> [options]        hccl_test-style sweep of one collective
+                                     (<op> also as hccl_test's binaries: all_reduce_test, ...)
+  hcclsim run --program FILE [opts]  run a communication program (HCCL thread/notify
+                                     API and Ascend C Hccl kernels, see README)
+  hcclsim sweep GRID.json [opts]     a grid of topologies, ops, sizes, dtypes, algorithms
+  hcclsim check BASELINE [opts]      re-run a saved baseline and compare the times
+  hcclsim help [command]             this text, or one command's options
+  hcclsim --version
+
+<op>: all_reduce | all_gather | reduce_scatter | alltoall | alltoallv | broadcast | reduce
+)";
+
+const char* kScope = R"(
+Columns: data_size (bytes), aveg_time (us), alg_bandwidth = data_size/time (GB/s,
+1e9 B/s), bus_bandwidth = alg_bandwidth x bus factor (AllReduce 2(n-1)/n; AllGather,
+ReduceScatter, AlltoAll (n-1)/n; Broadcast, Reduce 1), check_result.
+data_size is per rank: the input of all_reduce, broadcast, reduce; the output of
+all_gather; the input of reduce_scatter; the whole send buffer of alltoall.
+
+What is modelled: per-NPU stream engines (in-order tasks, dispatch gap, launch
+cost), notify registers (record sets, wait blocks until set and clears), a pool
+of SDMA engines with a fixed cost per task, RDMA posts with in-order queue
+pairs, on-chip memory and every HCCS / SIO / UB / RoCE link direction and
+switch port as a channel shared round-robin by segments with cut-through
+forwarding, leaf/spine fabrics with ECMP and oversubscription, HCCL's loops
+over its buffer and its level-0/1/2 algorithms.
+What is not: AI CPU / host expansion costs beyond the launch and dispatch
+constants, HBM contention of remote traffic, read-vs-write asymmetry of HCCS
+(all transfers are writes), flow control / PFC / drops, errors and retries,
+HCCL's AHC, Star and NHR_V1 algorithms. Timings are calibrated on
+point-to-point measurements (see README), not on collectives. The simulator is
+deterministic: one iteration of each size gives the time of every iteration.
+
+Exit codes: 0 success, 1 a run failed (deadlock, timeout, failed check, a
+regression found by check), 2 bad input (file, JSON path or option named on stderr).
+)";
+
+struct Parser {
+  CLI::App app{"hcclsim - a cycle-approximate simulator of HCCL collectives on Ascend A2/A3", "hcclsim"};
+  std::vector<std::unique_ptr<Command>> commands;
+  std::vector<CLI::App*> subcommands;
+
+  Parser() {
+    app.require_subcommand(1, 1);
+    app.get_formatter()->column_width(34);
+    commands = make_commands();
+    for (auto& c : commands) {
+      CLI::App* sub = app.add_subcommand(c->name(), c->summary());
+      sub->get_formatter()->column_width(34);
+      c->declare(*sub);
+      subcommands.push_back(sub);
+    }
+  }
+  std::size_t find(const std::string& name) const {
+    for (std::size_t i = 0; i < commands.size(); ++i) {
+      if (commands[i]->name() == name) return i;
+    }
+    return commands.size();
+  }
+  std::string names() const {
+    std::vector<std::string> n;
+    for (const auto& c : commands) n.push_back(c->name());
+    n.push_back("help");
+    return join(n);
+  }
+};
+
+// "-b/--minbytes": every name of an option.
+std::string option_names(const CLI::Option& opt) {
+  std::string names;
+  for (const std::string& s : opt.get_snames()) names += (names.empty() ? "-" : "/-") + s;
+  for (const std::string& l : opt.get_lnames()) names += (names.empty() ? "--" : "/--") + l;
+  return names.empty() ? opt.get_name() : names;
+}
+
+// CLI11's wording where ours says more: a repeated option, named by all its
+// names ("-b/--minbytes").
+std::string explain(const CLI::ParseError& e, const CLI::App& sub) {
+  const std::string what = e.what();
+  std::smatch m;
+  static const std::regex repeated(R"(^(\S+): At Most 1 required but received (\d+)$)");
+  if (std::regex_match(what, m, repeated)) {
+    std::string name = m[1].str();
+    if (const CLI::Option* opt = sub.get_option_no_throw(name)) name = option_names(*opt);
+    return "option " + name + " is given " + m[2].str() + " times; give it once";
+  }
+  return what;
+}
+
+int report(const CommandContext& ctx, int code, const std::string& message) {
+  if (ctx.root()) std::cerr << "hcclsim: " << (code == 2 ? "error: " : "") << message << "\n";
+  return code;
+}
+
+}  // namespace
+
+const char* long_usage() { return kScope; }
+
+int dispatch(const std::vector<std::string>& words, CommandContext& ctx) {
+  Parser parser;
+  if (words.empty()) {
+    if (ctx.root()) std::cerr << kOverview << "\nRun 'hcclsim help' for every option.\n";
+    return 2;
+  }
+  if (words[0] == "help" || words[0] == "--help" || words[0] == "-h") {
+    if (!ctx.root()) return 0;
+    if (words.size() > 1) {
+      const std::size_t i = parser.find(words[1]);
+      if (i == parser.commands.size()) {
+        return report(ctx, 2, "command: unknown command '" + words[1] + "'; expected one of: " + parser.names());
+      }
+      std::cout << parser.subcommands[i]->help("hcclsim");
+      return 0;
+    }
+    std::cout << kOverview;
+    for (CLI::App* sub : parser.subcommands) std::cout << "\n" << sub->help("hcclsim");
+    std::cout << kScope;
+    return 0;
+  }
+  if (words[0] == "--version") {
+    if (ctx.root()) std::cout << "hcclsim " << hcclsim_version() << "\n";
+    return 0;
+  }
+  const std::size_t index = parser.find(words[0]);
+  if (index == parser.commands.size()) {
+    return report(ctx, 2, "command: unknown command '" + words[0] + "'; expected one of: " + parser.names());
+  }
+  try {
+    std::vector<std::string> reversed(words.rbegin(), words.rend());  // CLI11 parses a reversed vector
+    parser.app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    if (ctx.root()) std::cout << parser.subcommands[index]->help("hcclsim");
+    return 0;
+  } catch (const CLI::CallForAllHelp&) {
+    if (ctx.root()) std::cout << parser.subcommands[index]->help("hcclsim", CLI::AppFormatMode::All);
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    return report(ctx, 2, explain(e, *parser.subcommands[index]) + " (see 'hcclsim " + words[0] + " --help')");
+  }
+  // A flag given twice is refused like a repeated option (CLI11 would count it).
+  for (const CLI::Option* opt : parser.subcommands[index]->get_options()) {
+    if (opt->count() > 1) {
+      return report(ctx, 2, "option " + option_names(*opt) + " is given " + std::to_string(opt->count()) +
+                                " times; give it once (see 'hcclsim " + words[0] + " --help')");
+    }
+  }
+  Command& command = *parser.commands[index];
+  if (!command.parallel() && !ctx.root()) return 0;  // under MPI only rank 0 runs it
+  try {
+    return command.run(ctx);
+  } catch (const InputError& e) {
+    return report(ctx, 2, e.what());
+  } catch (const GraphError& e) {
+    return report(ctx, 1, e.what());
+  } catch (const std::bad_alloc&) {
+    return report(ctx, 2, "out of memory (the run needs more memory than this machine has; try fewer ranks or "
+                          "--no-check, which drops the data check's copy of every buffer)");
+  } catch (const sc_core::sc_report& e) {
+    return report(ctx, 2, std::string("SystemC: ") + e.what());
+  } catch (const std::exception& e) {
+    return report(ctx, 2, e.what());
+  }
+}
+
+}  // namespace hcclsim

@@ -1,0 +1,19 @@
+// Parses a command line with CLI11 and runs the subcommand it names, turning
+// every error into a message on stderr and an exit code (0, 1 or 2). Used by
+// main and, to re-run a baseline's command in the same process, by `check`.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tools/command.h"
+
+namespace hcclsim {
+
+// `words`: the command line after the program name.
+int dispatch(const std::vector<std::string>& words, CommandContext& ctx);
+
+// Text of `hcclsim help`: usage, the model's scope, exit codes.
+const char* long_usage();
+
+}  // namespace hcclsim
