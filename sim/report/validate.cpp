@@ -1,0 +1,431 @@
+#include "sim/report/validate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <systemc>
+
+#include "sim/error.h"
+#include "sim/json_reader.h"
+#include "sim/moe/moe.h"
+#include "sim/perf.h"
+#include "sim/scheduler.h"
+#include "topologies/config.h"
+
+namespace hcclsim {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// A topology path as the file writes it: absolute, or relative to the working
+// directory, or to the nearest directory above the measurement file holding it.
+std::string resolve(const std::string& path, const std::string& measurement_file) {
+  if (fs::path(path).is_absolute() || fs::exists(path)) return path;
+  for (fs::path dir = fs::absolute(measurement_file).parent_path(); !dir.empty(); dir = dir.parent_path()) {
+    const fs::path candidate = dir / path;
+    if (fs::exists(candidate)) return candidate.lexically_normal().string();
+    if (dir == dir.root_path()) break;
+  }
+  return path;
+}
+
+std::string option_text(const nlohmann::json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  return v.dump();
+}
+
+}  // namespace
+
+std::vector<MeasuredPoint> load_measurements(const std::string& file) {
+  const nlohmann::json doc = load_json_file(file);
+  ObjectReader root(doc, JsonLocation{file});
+  root.optional_string("description");
+  const nlohmann::json& points = root.required_array("points");
+  root.finish();
+  std::vector<MeasuredPoint> out;
+  std::set<std::string> ids;
+  static const std::vector<std::string> perf_ops{"all_reduce", "all_gather", "reduce_scatter", "alltoall",
+                                                 "alltoallv",  "broadcast",  "reduce"};
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const JsonLocation loc = root.location_of("points").index(i);
+    ObjectReader r(points[i], loc);
+    MeasuredPoint p;
+    p.id = r.required_string("id");
+    if (!ids.insert(p.id).second) r.location_of("id").fail("the id '" + p.id + "' is used by an earlier point");
+    p.group = r.required_string("group");
+    p.topology = r.required_string("topology");
+    p.topology_file = resolve(p.topology, file);
+    if (!fs::exists(p.topology_file)) r.location_of("topology").fail("no such file: " + p.topology);
+    p.servers = static_cast<int>(r.int_in_or("servers", 1, 1 << 16, -1));
+    p.ranks = static_cast<int>(r.int_in_or("ranks", 1, 1 << 20, 0));
+    std::vector<std::string> ops = perf_ops;
+    for (const char* extra : {"p2p_write", "p2p_read", "p2p_notify", "moe_dispatch", "moe_combine"}) ops.push_back(extra);
+    p.op = r.required_choice("op", ops);
+    p.dtype = r.choice_or("dtype", data_type_names(), "fp16");
+    p.metric = r.required_choice("metric", {"time_us", "algbw_GBps", "busbw_GBps"});
+    const nlohmann::json& value = r.required_value("value");
+    if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() <= 0) {
+      r.location_of("value").fail("expected a positive number (the measured " + p.metric + ")");
+    }
+    p.value = value.get<double>();
+    p.source = r.required_string("source");
+    if (const nlohmann::json* t = r.optional_value("tolerance_pct")) {
+      if (!t->is_number() || !(t->get<double>() >= 0)) r.location_of("tolerance_pct").fail("expected a number >= 0");
+      p.tolerance_pct = t->get<double>();
+    }
+    p.known_gap = r.string_or("known_gap", "");
+    if (r.has("options")) {
+      ObjectReader o = r.required_object("options");
+      for (auto it = points[i].at("options").begin(); it != points[i].at("options").end(); ++it) {
+        o.required_value(it.key());
+        p.options[it.key()] = option_text(it.value());
+      }
+      o.finish();
+    }
+    const bool p2p = p.op.rfind("p2p_", 0) == 0;
+    const bool moe = p.op.rfind("moe_", 0) == 0;
+    if (p2p) {
+      p.block_bytes = r.required_size("block_bytes");
+      p.total_bytes = r.required_size("total_bytes");
+      if (p.block_bytes == 0 || p.total_bytes < p.block_bytes) {
+        r.location_of("block_bytes").fail("expected 0 < block_bytes <= total_bytes");
+      }
+      for (const char* key : {"method", "src", "dst"}) {
+        if (p.options.count(key) == 0) r.location_of("options").fail(std::string("a p2p point needs options.") + key);
+      }
+    } else if (!moe) {
+      p.size_bytes = r.required_size("size_bytes");
+      if (p.size_bytes == 0) r.location_of("size_bytes").fail("expected a size above zero");
+      p.size_means = r.required_choice("size_means", {"input_per_rank", "output_per_rank", "hccl_test"});
+    }
+    r.finish();
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+namespace {
+
+// A platform under a SystemC name of its own, so that several coexist.
+struct NamedPlatform : sc_core::sc_module {
+  Platform platform;
+  NamedPlatform(sc_core::sc_module_name name, const TopologySpec& spec) : sc_core::sc_module(name), platform(spec) {}
+};
+
+int option_int(const MeasuredPoint& p, const std::string& key) {
+  const std::string& text = p.options.at(key);
+  try {
+    std::size_t used = 0;
+    const long v = std::stol(text, &used);
+    if (used == text.size()) return static_cast<int>(v);
+  } catch (const std::exception&) {
+  }
+  throw InputError("point " + p.id, "options." + key + " is not an integer: " + text);
+}
+
+double seconds(Time t) { return static_cast<double>(t.ps) / 1e12; }
+
+// Point-to-point runs, as the calibration rows were measured.
+double run_p2p(Platform& platform, const MeasuredPoint& p, std::string* what) {
+  Scheduler sched(platform);
+  const int src = option_int(p, "src");
+  const int dst = option_int(p, "dst");
+  if (src < 0 || dst < 0 || src >= platform.npus() || dst >= platform.npus()) {
+    throw InputError("point " + p.id, "options.src / options.dst name NPUs outside 0.." + std::to_string(platform.npus() - 1));
+  }
+  const std::string method = p.options.at("method");
+  const bool read = p.op == "p2p_read";
+  const int actor = read ? dst : src;  // whose SDMA engine moves the bytes
+  *what = p.op + " " + method;
+  TaskGraph g;
+  if (p.op == "p2p_notify") {
+    const TaskId rec = g.record(g.add_thread(src, "Plane0"), dst, 0, "record");
+    g.wait(g.add_thread(dst, "Plane0"), 0, "wait");
+    const RunResult r = sched.run(g);
+    return (r.timings[rec].end - r.timings[rec].start).us();
+  }
+  if (method == "single_task" || method == "batch") {
+    const ThreadId t = g.add_thread(actor, "Plane0");
+    const std::uint64_t blocks = method == "batch" ? p.total_bytes / p.block_bytes : 1;
+    for (std::uint64_t i = 0; i < blocks; ++i) {
+      g.copy(t, {src, BufferKind::Input, i * p.block_bytes}, {dst, BufferKind::Output, i * p.block_bytes}, p.block_bytes);
+    }
+    const RunResult r = sched.run(g);
+    if (!r.failure.empty()) throw GraphError("point " + p.id + ": " + r.failure);
+    // One task: its own span; a batch: the first start to the last arrival.
+    const Time span = method == "batch" ? r.end - r.timings.front().start : r.timings[0].end - r.timings[0].start;
+    const double bytes = static_cast<double>(p.block_bytes * blocks);
+    return p.metric == "time_us" ? span.us() : bytes / seconds(span) / 1e9;
+  }
+  if (method == "domain") {
+    // Through a communicator: the receiver says it is ready, the sender
+    // writes (or the receiver reads) and the other side learns it is done.
+    const ThreadId sender = g.add_thread(src, "send");
+    const ThreadId receiver = g.add_thread(dst, "recv");
+    if (read) {
+      g.record(sender, dst, 0, "ready");
+      g.wait(receiver, 0, "ready");
+      g.copy(receiver, {src, BufferKind::Input, 0}, {dst, BufferKind::Output, 0}, p.block_bytes);
+      g.record(receiver, src, 1, "done");
+      g.wait(sender, 1, "done");
+    } else {
+      g.record(receiver, src, 0, "ready");
+      g.wait(receiver, 1, "done");
+      g.wait(sender, 0, "ready");
+      g.copy(sender, {src, BufferKind::Input, 0}, {dst, BufferKind::Output, 0}, p.block_bytes);
+      g.record(sender, dst, 1, "done");
+    }
+    const RunResult r = sched.run(g);
+    if (!r.failure.empty()) throw GraphError("point " + p.id + ": " + r.failure);
+    const Time span = r.elapsed();
+    return p.metric == "time_us" ? span.us() : static_cast<double>(p.block_bytes) / seconds(span) / 1e9;
+  }
+  throw InputError("point " + p.id, "options.method '" + method + "' is not one of: single_task, batch, domain");
+}
+
+double run_collective(Platform& platform, const MeasuredPoint& p, std::string* executor) {
+  PerfRequest req;
+  const bool alltoallv = p.op == "alltoallv";
+  req.op = alltoallv ? CollOp::AlltoAll : *parse_coll_op(p.op);
+  if (alltoallv) req.alltoallv_distribution = p.options.count("vcounts") ? p.options.at("vcounts") : "uniform";
+  req.ranks = p.ranks > 0 ? p.ranks : platform.npus();
+  req.dtype = *parse_data_type(p.dtype);
+  req.buffer_bytes = platform.spec().npu.hccl_buffer_bytes;
+  req.check = false;
+  for (const auto& [key, value] : p.options) {
+    const std::string where = "point " + p.id + " options." + key;
+    if (key == "algo") {
+      req.algo = parse_hccl_algo(value, req.op);
+    } else if (key == "mode") {
+      const auto m = parse_workflow_mode(value);
+      if (!m) throw InputError(where, "expected opbase or graph");
+      req.mode = *m;
+    } else if (key == "expansion") {
+      req.expansion = parse_expansion(value);
+      if (!req.expansion) throw InputError(where, "expected host, aicpu or aiv");
+    } else if (key == "deterministic") {
+      req.deterministic = value == "true";
+    } else if (key == "executor") {
+      req.executor = value;
+    } else if (key == "buffsize") {
+      req.buffer_bytes = parse_size(value, true);
+    } else if (key == "reduce_op") {
+      const auto o = parse_reduce_op(value);
+      if (!o) throw InputError(where, "expected sum, prod, max or min");
+      req.reduce_op = *o;
+    } else if (key != "vcounts") {
+      throw InputError(where, "unknown option; expected algo, mode, expansion, deterministic, executor, buffsize, "
+                              "reduce_op or vcounts");
+    }
+  }
+  // hccl_test's data_size from what the size means.
+  const std::uint64_t n = static_cast<std::uint64_t>(req.ranks);
+  std::uint64_t data_size = p.size_bytes;
+  const bool per_rank_out = req.op == CollOp::AllGather;
+  const bool per_rank_in = req.op == CollOp::ReduceScatter;
+  if (p.size_means == "input_per_rank" && per_rank_out) data_size = p.size_bytes * n;
+  if (p.size_means == "output_per_rank" && per_rank_in) data_size = p.size_bytes * n;
+  req.sizes = {data_size};
+  const PerfRow row = run_perf(platform, req).front();
+  *executor = row.executor;
+  if (p.metric == "time_us") return row.time.us();
+  if (p.metric == "busbw_GBps") return row.busbw_gbps;
+  return static_cast<double>(p.size_bytes) / seconds(row.time) / 1e9;
+}
+
+}  // namespace
+
+std::vector<ValidationResult> run_validation(const std::vector<MeasuredPoint>& points) {
+  // Every platform first: SystemC elaborates before the first run.
+  std::map<std::pair<std::string, int>, std::unique_ptr<NamedPlatform>> platforms;
+  for (const MeasuredPoint& p : points) {
+    const auto key = std::make_pair(p.topology_file, p.servers);
+    if (platforms.count(key) != 0) continue;
+    const TopologySpec spec = load_topology(p.topology_file, std::nullopt, p.servers);
+    const std::string name = "validate" + std::to_string(platforms.size());
+    platforms.emplace(key, std::make_unique<NamedPlatform>(name.c_str(), spec));
+  }
+  std::vector<ValidationResult> out;
+  for (const MeasuredPoint& p : points) {
+    Platform& platform = platforms.at({p.topology_file, p.servers})->platform;
+    ValidationResult r;
+    r.point = &p;
+    try {
+      if (p.op.rfind("p2p_", 0) == 0) {
+        r.simulated = run_p2p(platform, p, &r.executor);
+      } else if (p.op.rfind("moe_", 0) == 0) {
+        r.simulated = run_moe_point(platform, p, &r.executor);
+      } else {
+        r.simulated = run_collective(platform, p, &r.executor);
+      }
+    } catch (const std::invalid_argument& e) {
+      throw InputError("point " + p.id, e.what());
+    }
+    r.error_pct = 100.0 * (r.simulated - p.value) / p.value;
+    if (!p.known_gap.empty()) {
+      r.status = "gap";
+    } else if (p.tolerance_pct) {
+      r.status = std::fabs(r.error_pct) <= *p.tolerance_pct ? "ok" : "outside";
+    } else {
+      r.status = "-";
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
+std::vector<GroupSummary> summarize(const std::vector<ValidationResult>& results) {
+  std::vector<GroupSummary> groups;
+  std::map<std::string, std::size_t> index;
+  std::vector<double> sums;
+  for (const ValidationResult& r : results) {
+    auto [it, added] = index.emplace(r.point->group, groups.size());
+    if (added) {
+      groups.push_back(GroupSummary{r.point->group, 0, 0});
+      sums.push_back(0);
+    }
+    ++groups[it->second].points;
+    sums[it->second] += std::fabs(r.error_pct);
+  }
+  for (std::size_t i = 0; i < groups.size(); ++i) groups[i].mean_abs_error_pct = sums[i] / groups[i].points;
+  return groups;
+}
+
+namespace {
+std::string num(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+}  // namespace
+
+std::string validation_table(const std::vector<ValidationResult>& results, const std::vector<GroupSummary>& groups) {
+  std::ostringstream os;
+  char line[512];
+  std::snprintf(line, sizeof line, "%-34s %12s %12s %9s %8s  %s\n", "id", "measured", "simulated", "error", "status",
+                "executor");
+  os << line;
+  for (const ValidationResult& r : results) {
+    std::snprintf(line, sizeof line, "%-34s %12s %12s %8s%% %8s  %s\n", r.point->id.c_str(), num(r.point->value, 3).c_str(),
+                  num(r.simulated, 3).c_str(), num(r.error_pct, 1).c_str(), r.status.c_str(), r.executor.c_str());
+    os << line;
+  }
+  os << "\n";
+  std::snprintf(line, sizeof line, "%-44s %7s %22s\n", "group", "points", "mean |error| %");
+  os << line;
+  for (const GroupSummary& g : groups) {
+    std::snprintf(line, sizeof line, "%-44s %7d %22s\n", g.group.c_str(), g.points, num(g.mean_abs_error_pct, 1).c_str());
+    os << line;
+  }
+  return os.str();
+}
+
+std::string validation_csv(const std::vector<ValidationResult>& results) {
+  std::ostringstream os;
+  os << "id,group,metric,measured,simulated,error_pct,status,executor\n";
+  for (const ValidationResult& r : results) {
+    os << r.point->id << "," << r.point->group << "," << r.point->metric << "," << num(r.point->value, 4) << ","
+       << num(r.simulated, 4) << "," << num(r.error_pct, 2) << "," << r.status << "," << r.executor << "\n";
+  }
+  return os.str();
+}
+
+std::string validation_json(const std::vector<ValidationResult>& results, const std::vector<GroupSummary>& groups) {
+  nlohmann::json out{{"points", nlohmann::json::array()}, {"groups", nlohmann::json::array()}};
+  for (const ValidationResult& r : results) {
+    nlohmann::json item{{"id", r.point->id},
+                        {"group", r.point->group},
+                        {"metric", r.point->metric},
+                        {"measured", r.point->value},
+                        {"simulated", std::stod(num(r.simulated, 6))},
+                        {"error_pct", std::stod(num(r.error_pct, 3))},
+                        {"status", r.status},
+                        {"executor", r.executor}};
+    if (r.point->tolerance_pct) item["tolerance_pct"] = *r.point->tolerance_pct;
+    out["points"].push_back(item);
+  }
+  for (const GroupSummary& g : groups) {
+    out["groups"].push_back({{"group", g.group}, {"points", g.points}, {"mean_abs_error_pct", std::stod(num(g.mean_abs_error_pct, 3))}});
+  }
+  return out.dump(2) + "\n";
+}
+
+std::string validation_svg(const std::vector<ValidationResult>& results) {
+  // Log-log axes over the range of both values, padded by a factor of 1.5.
+  double lo = 1e300;
+  double hi = 0;
+  for (const ValidationResult& r : results) {
+    for (const double v : {r.point->value, r.simulated}) {
+      if (v > 0) {
+        lo = std::min(lo, v);
+        hi = std::max(hi, v);
+      }
+    }
+  }
+  if (hi <= 0) {
+    lo = 1;
+    hi = 10;
+  }
+  lo /= 1.5;
+  hi *= 1.5;
+  const double size = 560;
+  const double margin = 70;
+  const double span = std::log10(hi) - std::log10(lo);
+  auto pos = [&](double v) { return (std::log10(v) - std::log10(lo)) / span * size; };
+  auto x = [&](double v) { return margin + pos(v); };
+  auto y = [&](double v) { return margin + size - pos(v); };
+  static const char* colours[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2",
+                                  "#7f7f7f", "#bcbd22", "#17becf"};
+  std::map<std::string, std::size_t> group_index;
+  for (const ValidationResult& r : results) group_index.emplace(r.point->group, group_index.size());
+  std::ostringstream os;
+  const double width = 2 * margin + size + 330;
+  os << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << num(width, 0) << "\" height=\"" << num(2 * margin + size, 0)
+     << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  os << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  os << "<rect x=\"" << margin << "\" y=\"" << margin << "\" width=\"" << size << "\" height=\"" << size
+     << "\" fill=\"none\" stroke=\"black\"/>\n";
+  // Decade grid and labels.
+  for (double d = std::pow(10.0, std::ceil(std::log10(lo))); d <= hi; d *= 10) {
+    os << "<line x1=\"" << num(x(d), 1) << "\" y1=\"" << margin << "\" x2=\"" << num(x(d), 1) << "\" y2=\"" << margin + size
+       << "\" stroke=\"#ddd\"/>\n";
+    os << "<line x1=\"" << margin << "\" y1=\"" << num(y(d), 1) << "\" x2=\"" << margin + size << "\" y2=\"" << num(y(d), 1)
+       << "\" stroke=\"#ddd\"/>\n";
+    os << "<text x=\"" << num(x(d), 1) << "\" y=\"" << margin + size + 16 << "\" text-anchor=\"middle\">" << num(d, d < 1 ? 2 : 0)
+       << "</text>\n";
+    os << "<text x=\"" << margin - 6 << "\" y=\"" << num(y(d) + 4, 1) << "\" text-anchor=\"end\">" << num(d, d < 1 ? 2 : 0)
+       << "</text>\n";
+  }
+  // y = x and the +-10% band.
+  for (const double f : {1.0, 1.1, 1 / 1.1}) {
+    os << "<line x1=\"" << num(x(lo), 1) << "\" y1=\"" << num(y(lo * f), 1) << "\" x2=\"" << num(x(hi / f), 1) << "\" y2=\""
+       << num(y(hi), 1) << "\" stroke=\"" << (f == 1.0 ? "black" : "#999") << "\" stroke-dasharray=\""
+       << (f == 1.0 ? "" : "4 3") << "\"/>\n";
+  }
+  for (const ValidationResult& r : results) {
+    if (r.point->value <= 0 || r.simulated <= 0) continue;
+    os << "<circle cx=\"" << num(x(r.point->value), 1) << "\" cy=\"" << num(y(r.simulated), 1) << "\" r=\"4\" fill=\""
+       << colours[group_index[r.point->group] % 10] << "\" fill-opacity=\"0.75\"><title>" << r.point->id << ": "
+       << num(r.error_pct, 1) << "%</title></circle>\n";
+  }
+  os << "<text x=\"" << margin + size / 2 << "\" y=\"" << 2 * margin + size - 20 << "\" text-anchor=\"middle\">measured</text>\n";
+  os << "<text x=\"20\" y=\"" << margin + size / 2 << "\" text-anchor=\"middle\" transform=\"rotate(-90 20 "
+     << margin + size / 2 << ")\">simulated</text>\n";
+  os << "<text x=\"" << margin << "\" y=\"40\" font-size=\"14\">hcclsim validate: simulated against measured "
+        "(dashed: +-10%)</text>\n";
+  for (const auto& [group, i] : group_index) {
+    const double ly = margin + 16 + 18.0 * static_cast<double>(i);
+    os << "<circle cx=\"" << margin + size + 24 << "\" cy=\"" << num(ly - 4, 1) << "\" r=\"5\" fill=\"" << colours[i % 10]
+       << "\"/><text x=\"" << margin + size + 34 << "\" y=\"" << num(ly, 1) << "\">" << group << "</text>\n";
+  }
+  os << "</svg>\n";
+  return os.str();
+}
+
+}  // namespace hcclsim

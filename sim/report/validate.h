@@ -1,0 +1,76 @@
+// `hcclsim validate FILE`: every point of a measurement file run on the
+// simulator, against its measured value. The file format is a contract
+// other tools write to (README "Validation"):
+//   {"points": [{"id", "group", "topology", "servers", "ranks", "op", "dtype",
+//     "size_bytes", "size_means", "metric", "value", "options", "source",
+//     "tolerance_pct"?, "known_gap"?, "block_bytes"?, "total_bytes"?}]}
+// Point-to-point rows use op "p2p_write", "p2p_read" or "p2p_notify" with
+// block_bytes / total_bytes and options.method single_task | batch | domain.
+// MoE rows use op "moe_dispatch" / "moe_combine" with the MoE parameters
+// under options.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/executors/executor.h"
+
+namespace hcclsim {
+
+struct MeasuredPoint {
+  std::string id;
+  std::string group;
+  std::string topology;        // as written in the file
+  std::string topology_file;   // resolved path
+  int servers = -1;            // -1: as the topology says
+  int ranks = 0;               // 0: every NPU
+  std::string op;              // a perf op name, p2p_write / p2p_read / p2p_notify, moe_dispatch / moe_combine
+  std::string dtype = "fp16";
+  std::uint64_t size_bytes = 0;
+  std::string size_means = "hccl_test";   // input_per_rank | output_per_rank | hccl_test
+  std::string metric = "time_us";         // time_us | algbw_GBps | busbw_GBps
+  double value = 0;
+  std::map<std::string, std::string> options;  // strings as written (numbers as their text)
+  std::string source;
+  std::optional<double> tolerance_pct;
+  std::string known_gap;
+  std::uint64_t block_bytes = 0;
+  std::uint64_t total_bytes = 0;
+};
+
+struct ValidationResult {
+  const MeasuredPoint* point = nullptr;
+  double simulated = 0;
+  double error_pct = 0;        // 100 (simulated - measured) / measured
+  std::string executor;        // what ran (an executor, a p2p method, a MoE kernel)
+  // "ok" (within tolerance), "outside" (beyond it), "gap" (a known gap),
+  // "-" (no tolerance stated).
+  std::string status;
+};
+
+struct GroupSummary {
+  std::string group;
+  int points = 0;
+  double mean_abs_error_pct = 0;
+};
+
+// Reads the file strictly (unknown keys refused, errors name the file and
+// the JSON path). Relative topology paths resolve against the working
+// directory, else against the nearest directory above the file that holds them.
+std::vector<MeasuredPoint> load_measurements(const std::string& file);
+
+// Runs every point (each topology elaborated once, all before the first run).
+std::vector<ValidationResult> run_validation(const std::vector<MeasuredPoint>& points);
+std::vector<GroupSummary> summarize(const std::vector<ValidationResult>& results);
+
+std::string validation_table(const std::vector<ValidationResult>& results, const std::vector<GroupSummary>& groups);
+std::string validation_csv(const std::vector<ValidationResult>& results);
+std::string validation_json(const std::vector<ValidationResult>& results, const std::vector<GroupSummary>& groups);
+// Simulated against measured, log-log, one colour per group, the y = x line
+// and a +-10% band.
+std::string validation_svg(const std::vector<ValidationResult>& results);
+
+}  // namespace hcclsim
