@@ -50,6 +50,7 @@ struct RdmaParams {
 struct StreamParams {
   Time task_dispatch;               // stream engine's gap before each task starts
   Time op_launch;                   // before the first task of a workload on each stream
+  Time host_sync;                   // the host waits for a stream and reads a small result back
 };
 
 struct CoreParams {

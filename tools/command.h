@@ -56,6 +56,8 @@ std::unique_ptr<Command> make_run_command();
 std::unique_ptr<Command> make_check_command();
 std::unique_ptr<Command> make_sweep_command();
 std::unique_ptr<Command> make_executors_command();
+std::unique_ptr<Command> make_validate_command();
+std::unique_ptr<Command> make_moe_command();
 
 // hcclsim's version: the project VERSION and, when the source was a git
 // checkout at configure time, `git describe` ("0.1.0 (3acce5e-dirty)").

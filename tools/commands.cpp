@@ -11,6 +11,8 @@ std::vector<std::unique_ptr<Command>> make_commands() {
   commands.push_back(make_sweep_command());
   commands.push_back(make_check_command());
   commands.push_back(make_executors_command());
+  commands.push_back(make_validate_command());
+  commands.push_back(make_moe_command());
   return commands;
 }
 

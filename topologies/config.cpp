@@ -160,6 +160,7 @@ HardwareProfile load_profile(const std::string& file) {
       ObjectReader stream = npu.required_object("stream");
       p.stream.task_dispatch = stream.required_time("task_dispatch");
       p.stream.op_launch = stream.required_time("op_launch");
+      p.stream.host_sync = stream.required_time("host_sync");
       stream.finish();
     }
     {

@@ -12,6 +12,7 @@
 
 #include "sim/error.h"
 #include "sim/json_reader.h"
+#include "sim/collectives/hccl_algo.h"
 #include "sim/moe/moe.h"
 #include "sim/perf.h"
 #include "sim/scheduler.h"
@@ -91,8 +92,9 @@ std::vector<MeasuredPoint> load_measurements(const std::string& file) {
     const bool p2p = p.op.rfind("p2p_", 0) == 0;
     const bool moe = p.op.rfind("moe_", 0) == 0;
     if (p2p) {
-      p.block_bytes = r.required_size("block_bytes");
-      p.total_bytes = r.required_size("total_bytes");
+      // Bytes as plain integers: the format is shared with other tools.
+      p.block_bytes = static_cast<std::uint64_t>(r.required_int_in("block_bytes", 1, std::int64_t{1} << 50));
+      p.total_bytes = static_cast<std::uint64_t>(r.required_int_in("total_bytes", 1, std::int64_t{1} << 50));
       if (p.block_bytes == 0 || p.total_bytes < p.block_bytes) {
         r.location_of("block_bytes").fail("expected 0 < block_bytes <= total_bytes");
       }
@@ -100,8 +102,7 @@ std::vector<MeasuredPoint> load_measurements(const std::string& file) {
         if (p.options.count(key) == 0) r.location_of("options").fail(std::string("a p2p point needs options.") + key);
       }
     } else if (!moe) {
-      p.size_bytes = r.required_size("size_bytes");
-      if (p.size_bytes == 0) r.location_of("size_bytes").fail("expected a size above zero");
+      p.size_bytes = static_cast<std::uint64_t>(r.required_int_in("size_bytes", 1, std::int64_t{1} << 50));
       p.size_means = r.required_choice("size_means", {"input_per_rank", "output_per_rank", "hccl_test"});
     }
     r.finish();
@@ -247,7 +248,9 @@ std::vector<ValidationResult> run_validation(const std::vector<MeasuredPoint>& p
   for (const MeasuredPoint& p : points) {
     const auto key = std::make_pair(p.topology_file, p.servers);
     if (platforms.count(key) != 0) continue;
-    const TopologySpec spec = load_topology(p.topology_file, std::nullopt, p.servers);
+    // "servers": 1 on a listed (one-server) topology means that topology as it is.
+    const bool listed = p.servers == 1 && !load_json_file(p.topology_file).contains("cluster");
+    const TopologySpec spec = load_topology(p.topology_file, std::nullopt, listed ? -1 : p.servers);
     const std::string name = "validate" + std::to_string(platforms.size());
     platforms.emplace(key, std::make_unique<NamedPlatform>(name.c_str(), spec));
   }

@@ -36,6 +36,7 @@ inline NpuParams small_npu(int sdma_engines) {
   n.notify.wait = Time::from_ns(20);
   n.stream.task_dispatch = Time::from_ns(300);
   n.stream.op_launch = Time::from_ns(2000);
+  n.stream.host_sync = Time::from_ns(5000);
   n.aiv.core_bandwidth = Bandwidth{2'000'000'000};
   n.aiv.copy_fixed = Time::from_ns(400);
   n.aiv.flag_write = Time::from_ns(200);

@@ -1,0 +1,706 @@
+#include "sim/moe/moe.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <numeric>
+#include <set>
+
+#include "sim/collectives/exec_builder.h"
+#include "sim/error.h"
+#include "sim/json_reader.h"
+#include "sim/report/validate.h"
+#include "sim/scheduler.h"
+#include "sim/trace.h"
+
+namespace hcclsim {
+
+namespace {
+
+std::uint64_t round_up(std::uint64_t v, std::uint64_t a) { return (v + a - 1) / a * a; }
+
+// A fixed 64-bit generator (PCG-style LCG): the same seed gives the same
+// routing on every machine.
+struct Lcg {
+  std::uint64_t state;
+  explicit Lcg(std::uint64_t seed) : state(seed * 6364136223846793005ULL + 1442695040888963407ULL) {}
+  std::uint64_t next() {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return state >> 11;
+  }
+  double uniform() { return static_cast<double>(next() % (1ULL << 52)) / static_cast<double>(1ULL << 52); }
+};
+
+}  // namespace
+
+void check_moe_params(const MoeParams& p, int npus) {
+  auto bad = [](const std::string& option, const std::string& why) { throw InputError("option " + option, why); };
+  if (p.ep < 2 || p.ep > npus) bad("--ep", "expected 2 to " + std::to_string(npus) + " ranks (the topology has " + std::to_string(npus) + " NPUs)");
+  if (p.tokens < 1 || p.tokens > 131072) bad("--tokens", "expected 1 to 131072 tokens per rank");
+  if (p.hidden < 128 || p.hidden > 16384) bad("--hidden", "expected a hidden size from 128 to 16384");
+  if (p.hidden % 128 != 0) bad("--hidden", "must be a multiple of 128 (the quantisation group)");
+  if (p.experts < 1 || p.experts > 1024) bad("--experts", "expected 1 to 1024 experts");
+  if (p.topk < 1 || p.topk > 16) bad("--topk", "expected 1 to 16 experts per token");
+  if (p.topk > p.experts) bad("--topk", "top-" + std::to_string(p.topk) + " needs at least that many experts, not " + std::to_string(p.experts));
+  if (p.experts % p.ep != 0) bad("--experts", std::to_string(p.experts) + " experts do not divide over " + std::to_string(p.ep) + " ranks");
+  if (p.mode == MoeMode::LowLatency && p.tokens > 512) bad("--tokens", "low-latency mode takes at most 512 tokens per rank (BS_UPPER_BOUND)");
+}
+
+std::uint64_t dispatch_slot_bytes(const MoeParams& p) {
+  const std::uint64_t payload = round_up(static_cast<std::uint64_t>(p.hidden) * (p.int8 ? 1 : 2), 32);
+  return round_up(payload + 32 + 12, 512);
+}
+
+std::uint64_t combine_slot_bytes(const MoeParams& p) { return round_up(static_cast<std::uint64_t>(p.hidden) * 2, 512); }
+
+MoeRouting make_routing(const MoeParams& p) {
+  MoeRouting out(static_cast<std::size_t>(p.ep),
+                 std::vector<std::vector<int>>(static_cast<std::size_t>(p.tokens), std::vector<int>(static_cast<std::size_t>(p.topk), -1)));
+  const std::string& r = p.routing;
+  if (r.rfind("file:", 0) == 0) {
+    const std::string file = r.substr(5);
+    const nlohmann::json doc = load_json_file(file);
+    ObjectReader root(doc, JsonLocation{file});
+    const nlohmann::json& ranks = root.required_array("experts");
+    root.finish();
+    if (ranks.size() != static_cast<std::size_t>(p.ep)) {
+      root.location_of("experts").fail("expected one list per rank, " + std::to_string(p.ep) + " (--ep)");
+    }
+    for (std::size_t rank = 0; rank < ranks.size(); ++rank) {
+      const JsonLocation rloc = root.location_of("experts").index(rank);
+      if (!ranks[rank].is_array() || ranks[rank].size() != static_cast<std::size_t>(p.tokens)) {
+        rloc.fail("expected one list of expert ids per token, " + std::to_string(p.tokens) + " (--tokens)");
+      }
+      for (std::size_t t = 0; t < ranks[rank].size(); ++t) {
+        const nlohmann::json& ids = ranks[rank][t];
+        const JsonLocation tloc = rloc.index(t);
+        if (!ids.is_array() || ids.size() != static_cast<std::size_t>(p.topk)) tloc.fail("expected " + std::to_string(p.topk) + " expert ids (--topk)");
+        std::set<int> seen;
+        for (std::size_t k = 0; k < ids.size(); ++k) {
+          if (!ids[k].is_number_integer() || ids[k].get<std::int64_t>() < -1 || ids[k].get<std::int64_t>() >= p.experts) {
+            tloc.index(k).fail("expected an expert id in [0, " + std::to_string(p.experts - 1) + "] or -1 (dropped)");
+          }
+          const int e = ids[k].get<int>();
+          if (e >= 0 && !seen.insert(e).second) tloc.index(k).fail("expert " + std::to_string(e) + " is chosen twice for this token");
+          out[rank][t][k] = e;
+        }
+      }
+    }
+    return out;
+  }
+  if (r == "balanced") {
+    // Round robin: every expert gets the same number of rows (as near as the counts allow).
+    for (int rank = 0; rank < p.ep; ++rank) {
+      for (int t = 0; t < p.tokens; ++t) {
+        const std::uint64_t base = (static_cast<std::uint64_t>(rank) * static_cast<std::uint64_t>(p.tokens) + static_cast<std::uint64_t>(t)) *
+                                   static_cast<std::uint64_t>(p.topk);
+        for (int k = 0; k < p.topk; ++k) out[rank][t][k] = static_cast<int>((base + static_cast<std::uint64_t>(k)) % static_cast<std::uint64_t>(p.experts));
+      }
+    }
+    return out;
+  }
+  // uniform (each token's top-k distinct experts uniformly at random, as
+  // DeepEP's tests draw them), or zipf:S (expert e chosen with weight 1/(e+1)^S).
+  std::vector<double> weight(static_cast<std::size_t>(p.experts), 1.0);
+  if (r.rfind("zipf:", 0) == 0) {
+    const std::string arg = r.substr(5);
+    double s = -1;
+    try {
+      std::size_t used = 0;
+      s = std::stod(arg, &used);
+      if (used != arg.size()) s = -1;
+    } catch (const std::exception&) {
+      s = -1;
+    }
+    if (!std::isfinite(s) || s < 0 || s > 10) throw InputError("option --routing", "zipf:S needs a finite exponent S in [0, 10]");
+    for (int e = 0; e < p.experts; ++e) weight[static_cast<std::size_t>(e)] = 1.0 / std::pow(e + 1.0, s);
+  } else if (r != "uniform") {
+    throw InputError("option --routing", "unknown routing '" + r + "'; expected uniform, balanced, zipf:S or file:F");
+  }
+  Lcg rng(p.seed);
+  for (int rank = 0; rank < p.ep; ++rank) {
+    for (int t = 0; t < p.tokens; ++t) {
+      std::vector<double> w = weight;
+      for (int k = 0; k < p.topk; ++k) {
+        const double total = std::accumulate(w.begin(), w.end(), 0.0);
+        double x = rng.uniform() * total;
+        int pick = p.experts - 1;
+        for (int e = 0; e < p.experts; ++e) {
+          if (w[static_cast<std::size_t>(e)] <= 0) continue;
+          if (x < w[static_cast<std::size_t>(e)]) {
+            pick = e;
+            break;
+          }
+          x -= w[static_cast<std::size_t>(e)];
+        }
+        while (w[static_cast<std::size_t>(pick)] <= 0) pick = (pick + 1) % p.experts;
+        out[rank][t][k] = pick;
+        w[static_cast<std::size_t>(pick)] = 0;
+      }
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// Vector work a core does per element: INT8 quantisation reads the BF16 row,
+// finds its absolute maximum in FP32, scales and casts (about four passes
+// over 4-byte values); the weighted sum of combine casts each of the K rows
+// to FP32 and multiplies-adds it (about two passes per row).
+constexpr std::uint64_t kQuantBytesPerElement = 16;
+constexpr std::uint64_t kSumBytesPerElement = 8;
+constexpr int kCombinePieces = 4;   // combine's per-token pipelining, in quarters
+
+class MoeBuilder {
+ public:
+  MoeBuilder(const MoeParams& p, const MoeRouting& routing, const Platform& platform)
+      : p_(p), routing_(routing), platform_(platform), npu_(platform.spec().npu),
+        cores_(std::max(1, std::min(48, npu_.cores.aiv))), per_rank_(p.experts / p.ep) {
+    for (int r = 0; r < p_.ep; ++r) {
+      core_.emplace_back();
+      for (int c = 0; c < cores_; ++c) core_.back().push_back(graph_.add_thread(r, "AIV" + std::to_string(c)));
+      host_.push_back(graph_.add_thread(r, "Host"));
+    }
+    barrier_ = flags_.take(1);
+    rounds_.assign(static_cast<std::size_t>(p_.ep), 0);
+    // Which ranks share an SDMA/UB domain (a server on A2, a supernode on A3).
+    for (int r = 0; r < p_.ep; ++r) server_.push_back(platform_.rdma_between(0, r) ? -1 : 0);
+    for (int r = 0; r < p_.ep; ++r) server_[static_cast<std::size_t>(r)] = domain_of(r);
+    per_server_ = 0;
+    for (int r = 0; r < p_.ep; ++r) per_server_ += server_[static_cast<std::size_t>(r)] == server_[0] ? 1 : 0;
+    layered_ = per_server_ < p_.ep;
+  }
+
+  TaskGraph dispatch() {
+    if (p_.mode == MoeMode::Normal) {
+      layout();
+      count_exchange();
+      host_sync();
+    }
+    data_dispatch();
+    return std::move(graph_);
+  }
+
+  TaskGraph combine() {
+    data_combine();
+    return std::move(graph_);
+  }
+
+ private:
+  int owner(int expert) const { return expert / per_rank_; }
+  int domain_of(int r) const {
+    // Ranks of one SDMA domain are numbered contiguously: the first rank
+    // reaching r without RDMA starts r's domain.
+    int first = r;
+    while (first > 0 && !platform_.rdma_between(first - 1, r)) --first;
+    return first;
+  }
+  bool same_domain(int a, int b) const { return server_[static_cast<std::size_t>(a)] == server_[static_cast<std::size_t>(b)]; }
+  int local_index(int r) const { return r - server_[static_cast<std::size_t>(r)]; }
+  // The rank of `r`'s local index in the domain of `other`.
+  int relay(int r, int other) const { return server_[static_cast<std::size_t>(other)] + local_index(r); }
+  ThreadId core(int r, int c) const { return core_[static_cast<std::size_t>(r)][static_cast<std::size_t>(c)]; }
+  std::uint64_t slot() const { return dispatch_slot_bytes(p_); }
+  std::uint64_t cslot() const { return combine_slot_bytes(p_); }
+
+  // An AIV copy; across RDMA domains an RDMA write posted by the core.
+  void move(ThreadId t, int from, int to, std::uint64_t bytes, const std::string& label) {
+    if (bytes == 0) return;
+    const BufferRef src{from, BufferKind::Scratch, 0};
+    const BufferRef dst{to, BufferKind::Output, 0};
+    if (platform_.rdma_between(from, to)) {
+      graph_.copy(t, src, dst, bytes, label + " (RDMA)");
+    } else {
+      graph_.aiv_move(t, src, dst, bytes, false, label);
+    }
+  }
+  void compute(ThreadId t, std::uint64_t bytes, const std::string& label) {
+    if (bytes == 0) return;
+    Task task;
+    task.kind = TaskKind::Compute;
+    task.thread = t;
+    task.core_kind = CoreKind::Aiv;
+    task.cores = 1;
+    task.duration = npu_.cores.aiv_bandwidth.transfer_time(bytes);
+    task.label = label;
+    graph_.add(std::move(task));
+  }
+  // SyncAll: every core of rank r adds to the barrier counter, then waits for all.
+  void barrier(int r) {
+    const auto round = ++rounds_[static_cast<std::size_t>(r)];
+    for (int c = 0; c < cores_; ++c) graph_.flag_set(core(r, c), r, barrier_, "SyncAll");
+    for (int c = 0; c < cores_; ++c) {
+      graph_.flag_wait(core(r, c), r, barrier_, static_cast<std::uint32_t>(cores_) * round, "SyncAll");
+    }
+  }
+  // Items [0, n) split over the cores in contiguous ranges.
+  Span share(std::uint64_t n, int c) const { return chunk_span(n, cores_, c); }
+
+  // Layout (aclnnDispatchLayout): counts per rank and expert from the top-k ids.
+  void layout() {
+    for (int r = 0; r < p_.ep; ++r) {
+      compute(core(r, 0), static_cast<std::uint64_t>(p_.tokens) * static_cast<std::uint64_t>(p_.topk) * 16, "layout");
+      barrier(r);
+    }
+  }
+
+  // notify_dispatch: each core flags its share of the destination ranks,
+  // then pulls, from each of its share of the sources, the three counts per
+  // (round, local expert) that source sends here.
+  void count_exchange() {
+    const int ready = flags_.take(p_.ep);
+    const std::uint64_t per_peer = static_cast<std::uint64_t>(per_rank_) * 3 * 4;
+    for (int r = 0; r < p_.ep; ++r) {
+      for (int c = 0; c < cores_; ++c) {
+        const Span peers = share(static_cast<std::uint64_t>(p_.ep), c);
+        for (std::uint64_t d = peers.first; d < peers.first + peers.count; ++d) {
+          signal(core(r, c), r, static_cast<int>(d), ready + r, "counts ready");
+        }
+      }
+      for (int c = 0; c < cores_; ++c) {
+        const Span peers = share(static_cast<std::uint64_t>(p_.ep), c);
+        for (std::uint64_t s = peers.first; s < peers.first + peers.count; ++s) {
+          await(core(r, c), static_cast<int>(s), r, ready + static_cast<int>(s), "counts ready");
+          move(core(r, c), static_cast<int>(s), r, per_peer, "pull counts");
+        }
+      }
+      barrier(r);
+      // The Build* reductions of the received counts, one per core.
+      for (int c = 0; c < std::min(cores_, 8); ++c) {
+        compute(core(r, c), static_cast<std::uint64_t>(p_.ep) * per_peer, "build counts");
+      }
+    }
+  }
+
+  // The host reads the receive counts (to size the outputs) before it
+  // launches the data kernel: a stream synchronisation and a small copy.
+  void host_sync() {
+    for (int r = 0; r < p_.ep; ++r) {
+      std::vector<TaskId> lasts;
+      for (int c = 0; c < cores_; ++c) {
+        const auto& tasks = graph_.thread(core(r, c)).tasks;
+        if (!tasks.empty()) lasts.push_back(tasks.back());
+      }
+      Task sync;
+      sync.kind = TaskKind::Delay;
+      sync.thread = host_[static_cast<std::size_t>(r)];
+      sync.duration = npu_.stream.host_sync;
+      sync.label = "host sync";
+      const TaskId h = graph_.add(std::move(sync));
+      for (TaskId l : lasts) graph_.add_dependency(l, h);
+      for (int c = 0; c < cores_; ++c) {
+        Task start;
+        start.kind = TaskKind::Delay;
+        start.thread = core(r, c);
+        start.label = "kernel start";
+        const TaskId s = graph_.add(std::move(start));
+        graph_.add_dependency(h, s);
+      }
+    }
+  }
+
+  // A flag from `from` into `to`'s memory (a 4-byte RDMA notify across RDMA
+  // domains, which lands after the writes posted before it to that peer).
+  void signal(ThreadId t, int from, int to, int flag, const std::string& label) {
+    if (platform_.rdma_between(from, to)) {
+      graph_.record(t, to, rdma_notify(from, to), label + " (RDMA)");
+    } else {
+      graph_.flag_set(t, to, flag, label);
+    }
+  }
+  void await(ThreadId t, int from, int me, int flag, const std::string& label) {
+    if (platform_.rdma_between(from, me)) {
+      graph_.wait(t, rdma_notify(from, me), label + " (RDMA)");
+    } else {
+      graph_.flag_wait(t, me, flag, 1, label);
+    }
+  }
+  // Notify registers for RDMA flags: one per (source, destination) pair use.
+  int rdma_notify(int from, int to) {
+    auto [it, added] = rdma_registers_.emplace(std::make_pair(from, to), 0);
+    if (added) it->second = notifies_.take(1);
+    return it->second;
+  }
+
+  // Rows a rank sends: per destination rank, the (token, expert) pairs that
+  // go there; across RDMA domains (A2 servers, layered) the distinct tokens
+  // per destination domain go to the relay, which forwards per expert rank.
+  struct Plan {
+    std::vector<std::uint64_t> to_rank;                 // direct rows per destination rank
+    std::map<int, std::uint64_t> to_relay;              // rows (tokens) per relay rank
+    std::map<int, std::vector<std::uint64_t>> forward;  // relay -> rows per final rank
+    std::uint64_t pairs = 0;
+  };
+  Plan plan_of(int r) const {
+    Plan plan;
+    plan.to_rank.assign(static_cast<std::size_t>(p_.ep), 0);
+    for (const std::vector<int>& ids : routing_[static_cast<std::size_t>(r)]) {
+      std::set<int> relays;
+      for (const int e : ids) {
+        if (e < 0) continue;
+        ++plan.pairs;
+        const int d = owner(e);
+        if (!layered_ || same_domain(r, d)) {
+          ++plan.to_rank[static_cast<std::size_t>(d)];
+          continue;
+        }
+        const int q = relay(r, d);
+        relays.insert(q);
+        auto& f = plan.forward[q];
+        if (f.empty()) f.assign(static_cast<std::size_t>(p_.ep), 0);
+        ++f[static_cast<std::size_t>(d)];
+      }
+      for (const int q : relays) ++plan.to_relay[q];
+    }
+    return plan;
+  }
+
+  void data_dispatch() {
+    const bool normal = p_.mode == MoeMode::Normal;
+    const int status = flags_.take(p_.experts * p_.ep);   // status + (local expert) * ep + source
+    std::vector<Plan> plans;
+    for (int r = 0; r < p_.ep; ++r) plans.push_back(plan_of(r));
+    // The other RDMA domains, by their first rank.
+    std::vector<int> domains;
+    for (int r = 0; r < p_.ep; ++r) {
+      if (domains.empty() || domains.back() != server_[static_cast<std::size_t>(r)]) domains.push_back(server_[static_cast<std::size_t>(r)]);
+    }
+    for (int r = 0; r < p_.ep; ++r) {
+      const Plan& plan = plans[static_cast<std::size_t>(r)];
+      // Stage (normal: into the own window; low latency: pushed to each
+      // destination) every (token, expert) row, quantised on the way.
+      for (int c = 0; c < cores_; ++c) {
+        const Span mine = share(plan.pairs, c);
+        if (p_.int8) compute(core(r, c), mine.count * static_cast<std::uint64_t>(p_.hidden) * kQuantBytesPerElement, "quantise");
+        if (normal) {
+          move(core(r, c), r, r, mine.count * slot(), "stage");
+        } else {
+          // The core's share of every destination's rows, pushed straight there.
+          for (int d = 0; d < p_.ep; ++d) {
+            const Span part = share(plan.to_rank[static_cast<std::size_t>(d)], c);
+            move(core(r, c), r, d, part.count * slot(), "push");
+          }
+        }
+      }
+      // Across RDMA domains: one row per (token, domain) to the relay, and a
+      // signal even when there is none (the relay vouches for the source).
+      for (const int domain : domains) {
+        if (!layered_ || domain == server_[static_cast<std::size_t>(r)]) continue;
+        const int q = domain + local_index(r);
+        const ThreadId t = core(r, q % cores_);
+        const auto found = plan.to_relay.find(q);
+        move(t, r, q, found == plan.to_relay.end() ? 0 : found->second * slot(), "to relay");
+        signal(t, r, q, 0, "relay rows");
+      }
+      barrier(r);
+      // One status flag per (source, expert) to the expert's rank.
+      for (int c = 0; c < cores_; ++c) {
+        const Span experts = share(static_cast<std::uint64_t>(p_.experts), c);
+        for (std::uint64_t e = experts.first; e < experts.first + experts.count; ++e) {
+          const int d = owner(static_cast<int>(e));
+          if (layered_ && !same_domain(r, d)) continue;  // the relay signals these
+          graph_.flag_set(core(r, c), d, status + static_cast<int>(e % static_cast<std::uint64_t>(per_rank_)) * p_.ep + r, "status");
+        }
+      }
+    }
+    // Relays forward what they received across domains, then signal for the source.
+    for (int r = 0; r < p_.ep && layered_; ++r) {
+      for (const int domain : domains) {
+        if (domain == server_[static_cast<std::size_t>(r)]) continue;
+        const int q = domain + local_index(r);
+        const ThreadId t = core(q, r % cores_);
+        await(t, r, q, 0, "relay rows");
+        const auto f = plans[static_cast<std::size_t>(r)].forward.find(q);
+        for (int d = 0; d < p_.ep; ++d) {
+          if (f != plans[static_cast<std::size_t>(r)].forward.end()) move(t, q, d, f->second[static_cast<std::size_t>(d)] * slot(), "forward");
+        }
+        for (int d = 0; d < p_.ep; ++d) {
+          if (!same_domain(q, d)) continue;
+          for (int le = 0; le < per_rank_; ++le) graph_.flag_set(t, d, status + le * p_.ep + r, "status (relayed)");
+        }
+      }
+    }
+    // Receivers: wait for their (local expert, source) slots, then take the rows.
+    for (int r = 0; r < p_.ep; ++r) {
+      const std::uint64_t slots = static_cast<std::uint64_t>(per_rank_) * static_cast<std::uint64_t>(p_.ep);
+      for (int c = 0; c < cores_; ++c) {
+        const Span mine = share(slots, c);
+        for (std::uint64_t i = mine.first; i < mine.first + mine.count; ++i) {
+          graph_.flag_wait(core(r, c), r, status + static_cast<int>(i), 1, "wait status");
+        }
+      }
+      barrier(r);
+      // Rows per source for this rank's experts.
+      std::vector<std::uint64_t> from(static_cast<std::size_t>(p_.ep), 0);
+      std::uint64_t relayed = 0;
+      for (int s = 0; s < p_.ep; ++s) {
+        const Plan& plan = plans[static_cast<std::size_t>(s)];
+        from[static_cast<std::size_t>(s)] = plan.to_rank[static_cast<std::size_t>(r)];
+        for (const auto& [q, f] : plan.forward) relayed += f[static_cast<std::size_t>(r)];
+      }
+      for (int c = 0; c < cores_; ++c) {
+        if (normal) {
+          // Pull the core's share of each source's rows from the source window.
+          for (int s = 0; s < p_.ep; ++s) move(core(r, c), s, r, share(from[static_cast<std::size_t>(s)], c).count * slot(), "pull");
+          move(core(r, c), r, r, share(relayed, c).count * slot(), "copy relayed");
+        } else {
+          std::uint64_t total = relayed;
+          for (const std::uint64_t n : from) total += n;
+          move(core(r, c), r, r, share(total, c).count * slot(), "window to output");
+        }
+      }
+    }
+  }
+
+  // Combine: every row goes back to its token's owner (pushed, with a flag);
+  // across RDMA domains the expert's domain first sums the rows of a token
+  // on the relay (the rank of the owner's local index), which sends one row.
+  // Owners sum a token's rows as they arrive (in quarters here).
+  void data_combine() {
+    const int arrived = flags_.take(1);     // rows of the rank's own tokens
+    const int relay_in = flags_.take(1);    // rows it sums for owners in other domains
+    // rows[e_rank][owner]: rows expert rank e holds for tokens of `owner`.
+    std::vector<std::vector<std::uint64_t>> rows(static_cast<std::size_t>(p_.ep), std::vector<std::uint64_t>(static_cast<std::size_t>(p_.ep), 0));
+    // Tokens of `owner` with at least one expert in domain D (relay sums them).
+    std::vector<std::map<int, std::uint64_t>> relayed(static_cast<std::size_t>(p_.ep));
+    for (int s = 0; s < p_.ep; ++s) {
+      for (const std::vector<int>& ids : routing_[static_cast<std::size_t>(s)]) {
+        std::set<int> domains;
+        for (const int e : ids) {
+          if (e < 0) continue;
+          ++rows[static_cast<std::size_t>(owner(e))][static_cast<std::size_t>(s)];
+          if (layered_ && !same_domain(s, owner(e))) domains.insert(server_[static_cast<std::size_t>(owner(e))]);
+        }
+        for (const int d : domains) ++relayed[static_cast<std::size_t>(s)][d];
+      }
+    }
+    // Pieces each relay expects on its `relay_in` counter.
+    std::vector<std::uint32_t> relay_expected(static_cast<std::size_t>(p_.ep), 0);
+    for (int e = 0; e < p_.ep; ++e) {
+      for (int c = 0; c < cores_; ++c) {
+        for (int s = 0; s < p_.ep; ++s) {
+          const std::uint64_t n = share(rows[static_cast<std::size_t>(e)][static_cast<std::size_t>(s)], c).count;
+          if (n == 0) continue;
+          // Across domains the rows go to the relay of s in e's domain.
+          const bool via_relay = layered_ && !same_domain(e, s);
+          const int to = via_relay ? relay(s, e) : s;
+          for (int g = 0; g < kCombinePieces; ++g) {
+            const std::uint64_t piece = chunk_span(n, kCombinePieces, g).count;
+            if (piece == 0) continue;
+            move(core(e, c), e, to, piece * cslot(), "push rows");
+            graph_.flag_set(core(e, c), to, via_relay ? relay_in : arrived, "row flags");
+            if (via_relay) ++relay_expected[static_cast<std::size_t>(to)];
+          }
+        }
+      }
+    }
+    // Relays: wait for the rows of their domain, sum per token, send one row per token.
+    std::vector<std::vector<std::pair<int, std::uint64_t>>> relay_jobs(static_cast<std::size_t>(p_.ep));
+    for (int s = 0; s < p_.ep; ++s) {
+      for (const auto& [domain, tokens] : relayed[static_cast<std::size_t>(s)]) {
+        relay_jobs[static_cast<std::size_t>(domain + local_index(s))].push_back({s, tokens});
+      }
+    }
+    for (int q = 0; q < p_.ep; ++q) {
+      if (relay_jobs[static_cast<std::size_t>(q)].empty()) continue;
+      const ThreadId t = core(q, cores_ - 1);
+      if (relay_expected[static_cast<std::size_t>(q)] > 0) {
+        graph_.flag_wait(t, q, relay_in, relay_expected[static_cast<std::size_t>(q)], "relay rows in");
+      }
+      for (const auto& [s, tokens] : relay_jobs[static_cast<std::size_t>(q)]) {
+        compute(t, tokens * static_cast<std::uint64_t>(p_.topk) * static_cast<std::uint64_t>(p_.hidden) * kSumBytesPerElement / 2, "relay sum");
+        move(t, q, s, tokens * cslot(), "relay to owner");
+        signal(t, q, s, 0, "relay rows");
+      }
+    }
+    // Owners: weighted sum of their tokens, a quarter as each quarter lands.
+    for (int s = 0; s < p_.ep; ++s) {
+      std::uint32_t own = 0;  // pieces from its own domain (relays' local pieces are theirs)
+      for (int e = 0; e < p_.ep; ++e) {
+        if (layered_ && !same_domain(e, s)) continue;
+        for (int c = 0; c < cores_; ++c) {
+          const std::uint64_t n = share(rows[static_cast<std::size_t>(e)][static_cast<std::size_t>(s)], c).count;
+          for (int g = 0; g < kCombinePieces; ++g) own += chunk_span(n, kCombinePieces, g).count > 0 ? 1 : 0;
+        }
+      }
+      const std::uint64_t tokens = static_cast<std::uint64_t>(p_.tokens);
+      for (int c = 0; c < cores_; ++c) {
+        const Span mine = share(tokens, c);
+        for (int g = 0; g < kCombinePieces; ++g) {
+          const std::uint32_t need = static_cast<std::uint32_t>((static_cast<std::uint64_t>(own) * static_cast<std::uint64_t>(g + 1) + kCombinePieces - 1) / kCombinePieces);
+          if (need > 0) graph_.flag_wait(core(s, c), s, arrived, need, "rows in");
+          if (g == kCombinePieces - 1) {
+            for (const auto& [domain, n] : relayed[static_cast<std::size_t>(s)]) {
+              (void)n;
+              if (c == 0) await(core(s, c), domain + local_index(s), s, 0, "relay rows");
+            }
+          }
+          const std::uint64_t part = chunk_span(mine.count, kCombinePieces, g).count;
+          const std::uint64_t row_bytes = part * static_cast<std::uint64_t>(p_.topk) * cslot();
+          move(core(s, c), s, s, row_bytes, "read rows");
+          compute(core(s, c), part * static_cast<std::uint64_t>(p_.topk) * static_cast<std::uint64_t>(p_.hidden) * kSumBytesPerElement, "weighted sum");
+        }
+      }
+    }
+  }
+
+  MoeParams p_;
+  const MoeRouting& routing_;
+  const Platform& platform_;
+  const NpuParams& npu_;
+  int cores_;
+  int per_rank_;
+  TaskGraph graph_;
+  std::vector<std::vector<ThreadId>> core_;
+  std::vector<ThreadId> host_;
+  NotifyAllocator flags_;
+  NotifyAllocator notifies_;
+  int barrier_ = 0;
+  std::vector<std::uint32_t> rounds_;
+  std::vector<int> server_;
+  int per_server_ = 0;
+  bool layered_ = false;
+  std::map<std::pair<int, int>, int> rdma_registers_;
+};
+
+std::string link_kind(const std::string& label) {
+  const auto space = label.find(' ');
+  if (label.find("local memory") != std::string::npos) return "local";
+  return space == std::string::npos ? label : label.substr(0, space);
+}
+
+}  // namespace
+
+TaskGraph build_moe(const MoeParams& p, MoePhase phase, const MoeRouting& routing, const Platform& platform,
+                    std::string* kernel) {
+  MoeBuilder b(p, routing, platform);
+  const bool normal = p.mode == MoeMode::Normal;
+  if (phase == MoePhase::Dispatch) {
+    if (kernel) *kernel = normal ? "notify_dispatch + cam_moe_dispatch_normal" : "moe_distribute_dispatch_v2";
+    return b.dispatch();
+  }
+  if (kernel) *kernel = normal ? "cam_moe_combine_normal" : "moe_distribute_combine_v2";
+  return b.combine();
+}
+
+std::vector<MoeRun> run_moe(Platform& platform, const MoeParams& p, const std::vector<MoePhase>& phases, TraceWriter* trace) {
+  check_moe_params(p, platform.npus());
+  const MoeRouting routing = make_routing(p);
+  // Expert load: rows per expert.
+  std::vector<std::uint64_t> load(static_cast<std::size_t>(p.experts), 0);
+  std::uint64_t pairs = 0;
+  for (const auto& rank : routing) {
+    for (const auto& ids : rank) {
+      for (const int e : ids) {
+        if (e >= 0) {
+          ++load[static_cast<std::size_t>(e)];
+          ++pairs;
+        }
+      }
+    }
+  }
+  const double mean_load = static_cast<double>(pairs) / p.experts;
+  const double imbalance = mean_load > 0 ? static_cast<double>(*std::max_element(load.begin(), load.end())) / mean_load : 0;
+  // Rows each rank receives (dispatch) and its tokens' valid selections (combine).
+  const int per_rank = p.experts / p.ep;
+  std::vector<double> recv_rows(static_cast<std::size_t>(p.ep), 0);
+  std::vector<double> own_rows(static_cast<std::size_t>(p.ep), 0);
+  for (int r = 0; r < p.ep; ++r) {
+    for (const auto& ids : routing[static_cast<std::size_t>(r)]) {
+      for (const int e : ids) {
+        if (e < 0) continue;
+        recv_rows[static_cast<std::size_t>(e / per_rank)] += 1;
+        own_rows[static_cast<std::size_t>(r)] += 1;
+      }
+    }
+  }
+  Scheduler sched(platform);
+  std::vector<MoeRun> out;
+  for (const MoePhase phase : phases) {
+    MoeRun run;
+    run.phase = phase;
+    const TaskGraph graph = build_moe(p, phase, routing, platform, &run.kernel);
+    std::vector<std::uint64_t> before;
+    for (const auto& ch : platform.channels()) before.push_back(ch->bytes_carried());
+    std::vector<std::uint64_t> local_before;
+    for (int n = 0; n < platform.npus(); ++n) local_before.push_back(platform.local_memory(n).bytes_carried());
+    const RunResult result = sched.run(graph);
+    if (!result.failure.empty()) throw GraphError("MoE " + run.kernel + " did not finish: " + result.failure);
+    // Per rank: from the run's start to its last task.
+    std::vector<double> times(static_cast<std::size_t>(p.ep), 0);
+    for (TaskId id = 0; id < graph.tasks().size(); ++id) {
+      const int r = graph.rank_of(id);
+      times[static_cast<std::size_t>(r)] = std::max(times[static_cast<std::size_t>(r)], (result.timings[id].end - result.begin).us());
+    }
+    run.time_us = *std::max_element(times.begin(), times.end());
+    run.time_min_us = *std::min_element(times.begin(), times.end());
+    run.time_mean_us = std::accumulate(times.begin(), times.end(), 0.0) / p.ep;
+    // DeepEP's bandwidth: normal mode counts the rows a rank receives
+    // (dispatch: quantised bytes, H (1 + 4/128) per row for INT8, 2H for
+    // BF16; combine: 2H); low-latency mode the valid selections of the
+    // rank's tokens x (H + H/128 x 4 + 16) for INT8 dispatch, 2H for combine.
+    const double h = p.hidden;
+    double per_row = 2 * h;
+    if (phase == MoePhase::Dispatch && p.int8) per_row = p.mode == MoeMode::Normal ? h * (1 + 4.0 / 128) : h + h / 128 * 4 + 16;
+    const std::vector<double>& rows = p.mode == MoeMode::Normal && phase == MoePhase::Dispatch ? recv_rows : own_rows;
+    run.bytes_per_rank = std::accumulate(rows.begin(), rows.end(), 0.0) / p.ep * per_row;
+    run.bandwidth_gbps = run.time_mean_us > 0 ? run.bytes_per_rank / (run.time_mean_us * 1e-6) / 1e9 : 0;
+    for (std::size_t i = 0; i < platform.channels().size(); ++i) {
+      const Channel& ch = *platform.channels()[i];
+      const std::uint64_t moved = ch.bytes_carried() - before[i];
+      if (moved > 0) run.link_bytes[link_kind(ch.label())] += moved;
+    }
+    for (int n = 0; n < platform.npus(); ++n) {
+      const std::uint64_t moved = platform.local_memory(n).bytes_carried() - local_before[static_cast<std::size_t>(n)];
+      if (moved > 0) run.link_bytes["local"] += moved;
+    }
+    run.expert_imbalance = imbalance;
+    run.tasks = graph.tasks().size();
+    run.events = result.activations;
+    if (trace) trace->add_run(graph, result, platform, std::string("moe ") + (phase == MoePhase::Dispatch ? "dispatch" : "combine"));
+    out.push_back(run);
+  }
+  return out;
+}
+
+double run_moe_point(Platform& platform, const MeasuredPoint& point, std::string* what) {
+  MoeParams p;
+  auto integer = [&](const char* key, int fallback) {
+    const auto it = point.options.find(key);
+    if (it == point.options.end()) return fallback;
+    try {
+      std::size_t used = 0;
+      const long v = std::stol(it->second, &used);
+      if (used == it->second.size()) return static_cast<int>(v);
+    } catch (const std::exception&) {
+    }
+    throw InputError("point " + point.id, std::string("options.") + key + " is not an integer: " + it->second);
+  };
+  for (const auto& [key, value] : point.options) {
+    static const std::set<std::string> known{"ep", "tokens", "hidden", "topk", "experts", "mode", "dtype", "routing", "seed"};
+    if (known.count(key) == 0) {
+      throw InputError("point " + point.id, "unknown MoE option '" + key + "'; expected ep, tokens, hidden, topk, experts, mode, dtype, routing, seed");
+    }
+  }
+  p.ep = integer("ep", point.ranks > 0 ? point.ranks : 8);
+  p.tokens = integer("tokens", p.tokens);
+  p.hidden = integer("hidden", p.hidden);
+  p.topk = integer("topk", p.topk);
+  p.experts = integer("experts", p.experts);
+  p.seed = static_cast<std::uint64_t>(integer("seed", 1));
+  const std::string mode = point.options.count("mode") ? point.options.at("mode") : "normal";
+  if (mode != "normal" && mode != "low_latency") throw InputError("point " + point.id, "options.mode: expected normal or low_latency");
+  p.mode = mode == "normal" ? MoeMode::Normal : MoeMode::LowLatency;
+  const std::string dtype = point.options.count("dtype") ? point.options.at("dtype") : "int8";
+  if (dtype != "int8" && dtype != "bf16") throw InputError("point " + point.id, "options.dtype: expected int8 or bf16");
+  p.int8 = dtype == "int8";
+  if (point.options.count("routing")) p.routing = point.options.at("routing");
+  const MoePhase phase = point.op == "moe_dispatch" ? MoePhase::Dispatch : MoePhase::Combine;
+  const MoeRun run = run_moe(platform, p, {phase}).front();
+  *what = run.kernel;
+  if (point.metric == "time_us") return run.time_mean_us;
+  return run.bandwidth_gbps;
+}
+
+}  // namespace hcclsim

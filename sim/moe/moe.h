@@ -1,0 +1,100 @@
+// MoE expert-parallel dispatch and combine as the Ascend kernels run them
+// (DeepEP on Ascend in sgl-kernel-npu; CANN ops-transformer mc2
+// MoeDistributeDispatch / MoeDistributeCombine): AIV kernels on every vector
+// core of every rank that write token rows into peers' memory windows (or
+// read them from there) and signal with flags in memory. No SystemC here:
+// this builds task graphs (AIV copies, flags, vector compute, RDMA writes
+// between A2 servers) that the scheduler runs on the platform.
+//
+// Normal mode (A3, DeepEP `dispatch` / `combine`):
+//   dispatch = layout (counts per rank and expert), a count exchange kernel
+//   (notify_dispatch: each rank flags every peer and pulls its slice of the
+//   counts), a host synchronisation (the host reads the receive counts to
+//   size the outputs), then the data kernel: every core stages its share of
+//   the (token, expert) rows in the rank's own window (INT8 quantisation
+//   on the way), one status flag per (source rank, expert) to the expert's
+//   rank, and each receiver pulls the rows of its (local expert, source)
+//   slots from the source windows.
+//   combine = one kernel: the expert rank pushes each row back into the
+//   token owner's window with a flag; the owner waits for a token's K rows
+//   and sums them, weighted, on its vector cores.
+// Low-latency mode (MoeDistributeDispatchV2 / CombineV2, "fullmesh_v1"):
+//   no count exchange and no host round trip; rows are pushed straight into
+//   fixed per-(source, expert) slots of the destination window, the count
+//   travels in the status flag, and the receiver copies its window into the
+//   output.
+// Across A2 servers (layered form): a row crosses the RDMA network once per
+// (token, destination server), to the rank of the same local index there,
+// which forwards it over HCCS to the expert ranks; combine reduces inside
+// the expert's server first and sends one row per (token, server) back.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sim/collectives/hierarchy.h"
+#include "sim/task_graph.h"
+#include "topologies/platform.h"
+
+namespace hcclsim {
+
+struct MeasuredPoint;
+
+enum class MoePhase : std::uint8_t { Dispatch, Combine };
+enum class MoeMode : std::uint8_t { Normal, LowLatency };
+
+struct MoeParams {
+  int ep = 8;                  // ranks taking part (expert parallelism)
+  int tokens = 128;            // per rank
+  int hidden = 7168;
+  int topk = 8;
+  int experts = 256;
+  MoeMode mode = MoeMode::Normal;
+  bool int8 = true;            // dispatch payload quantised to INT8 (combine is always BF16)
+  std::string routing = "uniform";   // uniform | balanced | zipf:S | file:F
+  std::uint64_t seed = 1;
+};
+
+// Checks the parameters as the kernels' tilings do; throws InputError naming
+// the option ("--topk", ...) and what was expected.
+void check_moe_params(const MoeParams& p, int npus);
+
+// Expert ids per token, [rank][token][k]; -1 = no expert (dropped).
+using MoeRouting = std::vector<std::vector<std::vector<int>>>;
+// Deterministic for a seed. "file:F" reads F: {"experts": [[[e, ...] per token] per rank]}.
+MoeRouting make_routing(const MoeParams& p);
+
+// Row sizes in the windows (bytes): a dispatch slot holds the payload
+// (32-byte aligned), 32 bytes of scale and 12 of (source rank, token, k),
+// rounded to 512; a combine slot holds the BF16 row rounded to 512.
+std::uint64_t dispatch_slot_bytes(const MoeParams& p);
+std::uint64_t combine_slot_bytes(const MoeParams& p);
+
+struct MoeRun {
+  MoePhase phase;
+  double time_us = 0;          // the slowest rank, from the call's start to its last task
+  double time_min_us = 0;
+  double time_mean_us = 0;
+  double bandwidth_gbps = 0;   // DeepEP's definition (README "MoE"), mean bytes per rank / mean time
+  double bytes_per_rank = 0;   // what that bandwidth counts, mean over ranks
+  std::map<std::string, std::uint64_t> link_bytes;  // by link kind ("hccs", "sio", "ub", "roce", "local")
+  double expert_imbalance = 0; // the busiest expert's rows / the mean
+  std::uint64_t tasks = 0;
+  std::uint64_t events = 0;
+  std::string kernel;          // e.g. "cam_moe_dispatch_normal"
+};
+
+// Builds the graph of one phase on ranks 0..ep-1 of the platform.
+TaskGraph build_moe(const MoeParams& p, MoePhase phase, const MoeRouting& routing, const Platform& platform,
+                    std::string* kernel);
+
+// Runs the phases in turn on the platform (each from its own start).
+std::vector<MoeRun> run_moe(Platform& platform, const MoeParams& p, const std::vector<MoePhase>& phases,
+                            class TraceWriter* trace = nullptr);
+
+// A validation point (op moe_dispatch / moe_combine, parameters in options).
+double run_moe_point(Platform& platform, const MeasuredPoint& point, std::string* what);
+
+}  // namespace hcclsim

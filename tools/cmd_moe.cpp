@@ -1,0 +1,148 @@
+// `hcclsim moe dispatch|combine|both`: MoE expert-parallel dispatch and
+// combine as the Ascend AIV kernels run them (sim/moe/moe.h).
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "sim/moe/moe.h"
+#include "tools/cli_common.h"
+#include "tools/command.h"
+
+namespace hcclsim {
+namespace {
+
+class MoeCommand : public Command {
+ public:
+  std::string name() const override { return "moe"; }
+  std::string summary() const override {
+    return "MoE expert-parallel dispatch / combine (DeepEP on Ascend, MC2 MoeDistribute*) on AIV cores";
+  }
+  void declare(CLI::App& app) override {
+    app.add_option("phase", phase_, "dispatch | combine | both")->required();
+    app.add_option("--ep", p_.ep, "ranks taking part (expert parallelism)")->required()->type_name("N");
+    app.add_option("--tokens", p_.tokens, "tokens per rank")->required()->type_name("T");
+    app.add_option("--hidden", p_.hidden, "hidden size (a multiple of 128)")->required()->type_name("H");
+    app.add_option("--topk", p_.topk, "experts per token")->required()->type_name("K");
+    app.add_option("--experts", p_.experts, "routed experts in all (a multiple of --ep)")->required()->type_name("E");
+    app.add_option("--mode", mode_, "normal (default) | low_latency")->type_name("M");
+    app.add_option("--dtype", dtype_, "dispatch payload: int8 (default, per-token scale) | bf16")->type_name("D");
+    app.add_option("--routing", p_.routing, "uniform (default) | balanced | zipf:S | file:F (expert ids per token)")
+        ->type_name("R");
+    app.add_option("--seed", seed_, "seed of the uniform and zipf routings (default 1)")->type_name("S");
+    topology_.declare(app);
+    app.add_option("--format", format_, "table | json | csv (default table)")->type_name("F");
+    app.add_option("--trace", trace_file_, "Chrome trace: AIV cores' copies, flag sets and flag waits per rank")
+        ->type_name("FILE");
+    app.add_flag("--stats", stats_, "print wall time, tasks, events/s and peak memory to stderr");
+  }
+
+  int run(CommandContext& ctx) override {
+    if (phase_ != "dispatch" && phase_ != "combine" && phase_ != "both") {
+      throw InputError("<phase>", "unknown phase '" + phase_ + "'; expected dispatch, combine or both");
+    }
+    if (mode_ != "normal" && mode_ != "low_latency") {
+      throw InputError("option --mode", "unknown mode '" + mode_ + "'; expected normal or low_latency");
+    }
+    p_.mode = mode_ == "normal" ? MoeMode::Normal : MoeMode::LowLatency;
+    if (dtype_ != "int8" && dtype_ != "bf16") throw InputError("option --dtype", "expected int8 or bf16, got '" + dtype_ + "'");
+    p_.int8 = dtype_ == "int8";
+    if (seed_ < 0) throw InputError("option --seed", "expected a non-negative integer");
+    p_.seed = static_cast<std::uint64_t>(seed_);
+    if (format_ != "table" && format_ != "json" && format_ != "csv") {
+      throw InputError("option --format", "unknown format '" + format_ + "'; expected table, json or csv");
+    }
+    std::string topology_file;
+    const TopologySpec spec = topology_.load(&topology_file);
+    check_moe_params(p_, spec.npus);
+    std::optional<OutputFile> trace_out;
+    if (!trace_file_.empty()) trace_out.emplace("--trace", trace_file_);
+    std::vector<MoePhase> phases;
+    if (phase_ != "combine") phases.push_back(MoePhase::Dispatch);
+    if (phase_ != "dispatch") phases.push_back(MoePhase::Combine);
+    WallClock clock;
+    Platform platform(spec);
+    TraceWriter trace;
+    const std::vector<MoeRun> runs = run_moe(platform, p_, phases, trace_out ? &trace : nullptr);
+    std::ostream& out = *ctx.out;
+    auto phase_name = [](MoePhase ph) { return ph == MoePhase::Dispatch ? "dispatch" : "combine"; };
+    if (format_ == "json") {
+      nlohmann::json rows = nlohmann::json::array();
+      for (const MoeRun& r : runs) {
+        nlohmann::json links = nlohmann::json::object();
+        for (const auto& [kind, bytes] : r.link_bytes) links[kind] = bytes;
+        rows.push_back({{"phase", phase_name(r.phase)}, {"mode", mode_}, {"ep", p_.ep}, {"tokens", p_.tokens},
+                        {"hidden", p_.hidden}, {"topk", p_.topk}, {"experts", p_.experts},
+                        {"dtype", r.phase == MoePhase::Dispatch ? dtype_ : "bf16"}, {"time_us", round3(r.time_us)},
+                        {"time_min_us", round3(r.time_min_us)}, {"time_mean_us", round3(r.time_mean_us)},
+                        {"bandwidth_GBps", round3(r.bandwidth_gbps)}, {"bytes_per_rank", round3(r.bytes_per_rank)},
+                        {"link_bytes", links}, {"expert_imbalance", round3(r.expert_imbalance)}, {"kernel", r.kernel},
+                        {"routing", p_.routing}, {"topology", spec.name}});
+      }
+      out << rows.dump(2) << "\n";
+    } else if (format_ == "csv") {
+      out << "phase,mode,ep,tokens,hidden,topk,experts,dtype,time_us,time_min_us,time_mean_us,bandwidth_GBps,"
+             "bytes_per_rank,expert_imbalance,kernel\n";
+      for (const MoeRun& r : runs) {
+        out << phase_name(r.phase) << "," << mode_ << "," << p_.ep << "," << p_.tokens << "," << p_.hidden << ","
+            << p_.topk << "," << p_.experts << "," << (r.phase == MoePhase::Dispatch ? dtype_ : "bf16") << ","
+            << fmt(r.time_us) << "," << fmt(r.time_min_us) << "," << fmt(r.time_mean_us) << "," << fmt(r.bandwidth_gbps)
+            << "," << fmt(r.bytes_per_rank) << "," << fmt(r.expert_imbalance) << "," << r.kernel << "\n";
+      }
+    } else {
+      out << "# MoE " << mode_ << " on " << p_.ep << " ranks of " << spec.name << ": " << p_.tokens
+          << " tokens per rank, hidden " << p_.hidden << ", top-" << p_.topk << " of " << p_.experts
+          << " experts, routing " << p_.routing << "\n";
+      char line[256];
+      std::snprintf(line, sizeof line, "%-9s %12s %12s %12s %14s %16s %10s  %s\n", "phase", "time_us", "min_us",
+                    "mean_us", "bandwidth_GBps", "bytes_per_rank", "imbalance", "kernel");
+      out << line;
+      for (const MoeRun& r : runs) {
+        std::snprintf(line, sizeof line, "%-9s %12.3f %12.3f %12.3f %14.3f %16.0f %10.3f  %s\n", phase_name(r.phase),
+                      r.time_us, r.time_min_us, r.time_mean_us, r.bandwidth_gbps, r.bytes_per_rank, r.expert_imbalance,
+                      r.kernel.c_str());
+        out << line;
+        out << "          link bytes:";
+        for (const auto& [kind, bytes] : r.link_bytes) out << " " << kind << " " << bytes;
+        out << "\n";
+      }
+    }
+    if (trace_out) {
+      trace.write(trace_out->stream());
+      trace_out->close();
+    }
+    if (stats_) {
+      std::uint64_t tasks = 0;
+      std::uint64_t events = 0;
+      for (const MoeRun& r : runs) {
+        tasks += r.tasks;
+        events += r.events;
+      }
+      print_stats(clock, tasks, events);
+    }
+    return 0;
+  }
+
+ private:
+  static double round3(double v) { return std::round(v * 1000.0) / 1000.0; }
+  static std::string fmt(double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.3f", v);
+    return buf;
+  }
+  std::string phase_;
+  MoeParams p_;
+  std::string mode_ = "normal";
+  std::string dtype_ = "int8";
+  long long seed_ = 1;
+  TopologyOptions topology_;
+  std::string format_ = "table";
+  std::string trace_file_;
+  bool stats_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> make_moe_command() { return std::make_unique<MoeCommand>(); }
+
+}  // namespace hcclsim
