@@ -118,6 +118,7 @@ TopologySpec topology_from_args(Args& args, std::string* described) {
   const std::optional<std::string> profile = args.optional("--profile");
   const std::optional<std::string> topology = args.optional("--topology");
   const int servers = args.int_in("--servers", 1, 1 << 16, -1, "");
+  const auto network = args.choice("--network", {"segment", "flow"}, "flow", parse_network_model);
   if (rank_table) {
     if (topology) throw InputError("option --rank-table", "give either --rank-table or --topology, not both");
     if (!profile) throw InputError("option --rank-table", "a rank table needs --profile FILE (the hardware of its NPUs)");
@@ -127,14 +128,18 @@ TopologySpec topology_from_args(Args& args, std::string* described) {
     const RankTable table = load_rank_table(*rank_table, kind);
     if (described) *described = *rank_table;
     try {
-      return make_cluster(table.layout, hw);
+      TopologySpec spec = make_cluster(table.layout, hw);
+      spec.network = network;
+      return spec;
     } catch (const std::invalid_argument& e) {
       throw InputError(*rank_table, e.what());
     }
   }
   const std::string file = topology.value_or(default_topology());
   if (described) *described = file;
-  return load_topology(file, profile, servers);
+  TopologySpec spec = load_topology(file, profile, servers);
+  spec.network = network;
+  return spec;
 }
 
 double WallClock::seconds() const {

@@ -46,7 +46,8 @@ AlgoRequest parse_algo(const std::optional<std::string>& text, CollOp op);
 
 // The topology the options describe: --topology FILE (default the A2 server)
 // with --profile and --servers, or --rank-table FILE with --profile (the
-// profile's NPU model says A2 or A3). `described` names it for headings.
+// profile's NPU model says A2 or A3), and --network segment|flow.
+// `described` names it for headings.
 TopologySpec topology_from_args(Args& args, std::string* described);
 
 struct WallClock {

@@ -38,6 +38,10 @@ perf options:
   --rank-table FILE an HCCL rank table (1.0 A2, 1.2 A3) instead of --topology;
                     needs --profile
   --profile FILE    hardware profile JSON, replacing the one the topology names
+  --network M       flow (default): a transfer's rate is its max-min fair share of
+                    the channels it crosses, recomputed when a flow starts or ends;
+                    segment: transfers cross every channel as 64-256 KiB segments
+                    (finer sharing, far more events)
   --ranks N         ranks 0..N-1 take part (default: every NPU of the topology;
                     more than one server: whole servers)
   -b SIZE           smallest data_size (default 8K); K/M/G are binary as in hccl_test
@@ -61,7 +65,7 @@ perf options:
 
 run options:
   --program FILE    program JSON (configs/programs/)
-  --topology FILE   as for perf; --profile FILE as for perf
+  --topology FILE   as for perf; --profile FILE, --network M as for perf
   --format F        table | json (default table)
   --trace FILE      Chrome trace: a track per domain/engine/thread, flow arrows
                     from each notify record to the wait it released
