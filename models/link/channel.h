@@ -65,9 +65,12 @@ struct Flow {
     double rate = 0;                  // bytes/s
     double new_rate = 0;              // solver scratch
     std::uint64_t since_ps = 0;
-    std::uint64_t token = 0;          // of its pending drain event (0: none)
+    std::uint64_t drain_at = 0;       // when it will have drained at its current rate
+    std::uint64_t drain_seq = 0;      // order of events due at the same time
+    std::uint32_t heap_pos = 0;       // in the network's heap of drains (kNone: not in it)
     std::uint64_t bound = 0;          // the most it can ever get: min(rate_cap, slowest channel), bytes/s
     std::uint64_t latency_ps = 0;     // sum of the path's latencies
+    std::vector<std::uint32_t> links; // per hop: the network's index of the channel
     std::vector<std::uint32_t> slot;  // per hop: its index in that channel's list of flows
     std::uint32_t mark = 0;           // component search epoch
     bool frozen = false;              // solver scratch

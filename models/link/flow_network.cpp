@@ -8,6 +8,7 @@ namespace hcclsim {
 
 namespace {
 constexpr std::uint64_t kNever = std::numeric_limits<std::uint64_t>::max();
+constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();  // a flow not in the heap of drains
 constexpr double kPsPerS = 1e12;
 
 // Picoseconds to drain `bytes` at `rate` bytes/s, rounded up. Exact in
@@ -53,9 +54,59 @@ void FlowNetwork::start_flow(Flow& flow) {
   }
 }
 
-void FlowNetwork::schedule(Event e) {
-  e.seq = event_seq_++;
-  events_queue_.push(e);
+void FlowNetwork::place(std::uint32_t pos, Flow* flow) {
+  drains_[pos] = flow;
+  flow->fluid.heap_pos = pos;
+}
+
+void FlowNetwork::sift_up(std::uint32_t pos) {
+  Flow* flow = drains_[pos];
+  while (pos > 0) {
+    const std::uint32_t parent = (pos - 1) / 2;
+    if (!earlier(flow, drains_[parent])) break;
+    place(pos, drains_[parent]);
+    pos = parent;
+  }
+  place(pos, flow);
+}
+
+void FlowNetwork::sift_down(std::uint32_t pos) {
+  Flow* flow = drains_[pos];
+  const auto n = static_cast<std::uint32_t>(drains_.size());
+  for (;;) {
+    std::uint32_t child = 2 * pos + 1;
+    if (child >= n) break;
+    if (child + 1 < n && earlier(drains_[child + 1], drains_[child])) ++child;
+    if (!earlier(drains_[child], flow)) break;
+    place(pos, drains_[child]);
+    pos = child;
+  }
+  place(pos, flow);
+}
+
+void FlowNetwork::set_drain(Flow& flow, std::uint64_t at) {
+  flow.fluid.drain_at = at;
+  flow.fluid.drain_seq = event_seq_++;
+  if (flow.fluid.heap_pos == kNone) {
+    drains_.push_back(&flow);
+    flow.fluid.heap_pos = static_cast<std::uint32_t>(drains_.size() - 1);
+    sift_up(flow.fluid.heap_pos);
+  } else {
+    // Later than before (a slower rate or a later sequence number) or earlier.
+    sift_up(flow.fluid.heap_pos);
+    sift_down(flow.fluid.heap_pos);
+  }
+}
+
+void FlowNetwork::remove_drain(Flow& flow) {
+  const std::uint32_t pos = flow.fluid.heap_pos;
+  flow.fluid.heap_pos = kNone;
+  Flow* last = drains_.back();
+  drains_.pop_back();
+  if (last == &flow) return;
+  place(pos, last);
+  sift_up(pos);
+  sift_down(last->fluid.heap_pos);
 }
 
 void FlowNetwork::run() {
@@ -64,18 +115,21 @@ void FlowNetwork::run() {
   running_ = true;
   for (;;) {
     bool work = false;
-    while (!events_queue_.empty() && events_queue_.top().at <= now) {
-      const Event e = events_queue_.top();
-      events_queue_.pop();
-      Flow& flow = *e.flow;
-      if (e.kind == Kind::Drained) {
-        if (!flow.fluid.draining || flow.fluid.token != e.token) continue;  // its rate changed since
-        drained(flow, now);
+    // Drains and arrivals due now, in the order they were scheduled.
+    for (;;) {
+      Flow* drain = !drains_.empty() && drains_.front()->fluid.drain_at <= now ? drains_.front() : nullptr;
+      const Arrival* arrival = !arrivals_.empty() && arrivals_.top().at <= now ? &arrivals_.top() : nullptr;
+      if (drain == nullptr && arrival == nullptr) break;
+      work = true;
+      if (drain != nullptr && (arrival == nullptr || drain->fluid.drain_seq < arrival->seq)) {
+        remove_drain(*drain);
+        drained(*drain, now);
       } else {
+        Flow& flow = *arrival->flow;
+        arrivals_.pop();
         ++events_;
         flow.listener->flow_finished(flow);
       }
-      work = true;
     }
     if (!starting_.empty()) {
       for (Flow* flow : starting_) begin(*flow, now);
@@ -89,8 +143,11 @@ void FlowNetwork::run() {
     if (!work) break;
   }
   running_ = false;
-  if (!events_queue_.empty()) {
-    notified_at_ = events_queue_.top().at;
+  std::uint64_t next = kNever;
+  if (!drains_.empty()) next = drains_.front()->fluid.drain_at;
+  if (!arrivals_.empty()) next = std::min(next, arrivals_.top().at);
+  if (next != kNever) {
+    notified_at_ = next;
     wake_.notify(sc_core::sc_time::from_value(notified_at_ - now));
   }
 }
@@ -108,7 +165,7 @@ void FlowNetwork::begin(Flow& flow, std::uint64_t now) {
   f.remaining = static_cast<double>(flow.bytes);
   f.rate = 0;
   f.since_ps = now;
-  f.token = 0;
+  f.heap_pos = kNone;
   f.draining = true;
   f.latency_ps = 0;
   f.bound = flow.rate_cap.bytes_per_s != 0 ? flow.rate_cap.bytes_per_s : kNever;
@@ -117,8 +174,10 @@ void FlowNetwork::begin(Flow& flow, std::uint64_t now) {
     f.latency_ps += ch->params().latency.ps;
   }
   f.slot.resize(hops);
+  f.links.resize(hops);
   for (std::size_t h = 0; h < hops; ++h) {
     Channel* ch = (*flow.path)[h];
+    f.links[h] = ch->index();
     Link& link = links_[ch->index()];
     if (link.flows.empty()) link.busy_since = now;
     f.slot[h] = static_cast<std::uint32_t>(link.flows.size());
@@ -133,10 +192,9 @@ void FlowNetwork::drained(Flow& flow, std::uint64_t now) {
   ++events_;
   Flow::Fluid& f = flow.fluid;
   f.draining = false;
-  f.token = 0;
   f.rate = 0;
-  for (std::size_t h = 0; h < flow.path->size(); ++h) {
-    const std::uint32_t index = (*flow.path)[h]->index();
+  for (std::size_t h = 0; h < f.links.size(); ++h) {
+    const std::uint32_t index = f.links[h];
     Link& link = links_[index];
     // O(1) removal: the last member takes this one's place.
     const std::uint32_t slot = f.slot[h];
@@ -155,7 +213,7 @@ void FlowNetwork::drained(Flow& flow, std::uint64_t now) {
     ++events_;
     flow.listener->flow_finished(flow);
   } else {
-    schedule(Event{now + f.latency_ps, 0, &flow, 0, Kind::Arrived});
+    arrivals_.push(Arrival{now + f.latency_ps, event_seq_++, &flow});
   }
 }
 
@@ -187,11 +245,11 @@ void FlowNetwork::collect(Flow& seed) {
     Flow* flow = stack_.back();
     stack_.pop_back();
     comp_flows_.push_back(flow);
-    for (const Channel* ch : *flow->path) {
-      Link& link = links_[ch->index()];
+    for (const std::uint32_t index : flow->fluid.links) {
+      Link& link = links_[index];
       if (!link.can_fill() || link.mark == epoch_) continue;
       link.mark = epoch_;
-      comp_links_.push_back(ch->index());
+      comp_links_.push_back(index);
       for (const Member& m : link.flows) {
         if (m.flow->fluid.mark == epoch_) continue;
         m.flow->fluid.mark = epoch_;
@@ -204,60 +262,91 @@ void FlowNetwork::collect(Flow& seed) {
 void FlowNetwork::freeze(Flow& flow, double rate) {
   flow.fluid.new_rate = rate;
   flow.fluid.frozen = true;
-  for (const Channel* ch : *flow.path) {
-    const std::uint32_t index = ch->index();
-    Link& link = links_[index];
+  for (const std::uint32_t index : flow.fluid.links) {
+    const Link& link = links_[index];
     if (!link.can_fill()) continue;
-    link.left = std::max(0.0, link.left - rate);
-    if (--link.unfrozen > 0) {
-      shares_.push_back(Share{link.left / link.unfrozen, index});
+    const std::uint32_t k = link.local;
+    left_[k] = std::max(0.0, left_[k] - rate);
+    if (--unfrozen_[k] > 0 && use_heap_) {
+      shares_.push_back(Share{left_[k] / unfrozen_[k], k});
       std::push_heap(shares_.begin(), shares_.end(), std::greater<Share>());
     }
   }
 }
 
-// Progressive filling over the component just collected.
-void FlowNetwork::solve(std::uint64_t now) {
-  // Flows by limit (then start order): the next flow to stop at its own limit.
-  std::sort(comp_flows_.begin(), comp_flows_.end(), [](const Flow* a, const Flow* b) {
-    return a->fluid.bound != b->fluid.bound ? a->fluid.bound < b->fluid.bound : a->fluid.seq < b->fluid.seq;
-  });
-  for (Flow* flow : comp_flows_) flow->fluid.frozen = false;
-  shares_.clear();
-  // Links by index, so that equal shares are taken in a fixed order.
-  std::sort(comp_links_.begin(), comp_links_.end());
-  for (const std::uint32_t index : comp_links_) {
-    Link& link = links_[index];
-    link.left = static_cast<double>(link.capacity);
-    link.unfrozen = static_cast<std::uint32_t>(link.flows.size());
-    shares_.push_back(Share{link.left / link.unfrozen, index});
+// The link of the component with the lowest fair share left (ties: the
+// lowest index), if any link still has unfrozen flows. A scan over a few
+// links; a heap with stale entries skipped over many.
+bool FlowNetwork::lowest_share(std::uint32_t* link) {
+  if (!use_heap_) {
+    bool found = false;
+    double best = 0;
+    for (std::uint32_t k = 0; k < unfrozen_.size(); ++k) {
+      if (unfrozen_[k] == 0) continue;
+      const double level = left_[k] / unfrozen_[k];
+      if (!found || level < best) {
+        found = true;
+        best = level;
+        *link = k;
+      }
+    }
+    return found;
   }
-  std::make_heap(shares_.begin(), shares_.end(), std::greater<Share>());
-  std::size_t next = 0;  // into comp_flows_, by limit
-  for (;;) {
-    while (next < comp_flows_.size() && comp_flows_[next]->fluid.frozen) ++next;
-    if (next == comp_flows_.size()) break;
-    // The lowest share still current (an entry is stale once its link changed).
-    while (!shares_.empty()) {
-      const Share& top = shares_.front();
-      const Link& link = links_[top.link];
-      if (link.unfrozen > 0 && top.level == link.left / link.unfrozen) break;
-      std::pop_heap(shares_.begin(), shares_.end(), std::greater<Share>());
-      shares_.pop_back();
+  while (!shares_.empty()) {
+    const Share& top = shares_.front();
+    if (unfrozen_[top.link] > 0 && top.level == left_[top.link] / unfrozen_[top.link]) {
+      *link = top.link;
+      return true;
     }
-    Flow& limited = *comp_flows_[next];
-    const double limit = static_cast<double>(limited.fluid.bound);
-    if (shares_.empty() || limit <= shares_.front().level) {
-      freeze(limited, limit);
-      continue;
-    }
-    const Share top = shares_.front();
     std::pop_heap(shares_.begin(), shares_.end(), std::greater<Share>());
     shares_.pop_back();
-    Link& full = links_[top.link];
+  }
+  return false;
+}
+
+// Progressive filling over the component just collected.
+void FlowNetwork::solve(std::uint64_t now) {
+  constexpr std::size_t kScanLinks = 48;  // beyond this many links, a heap finds the lowest share
+  // Flows by limit (then start order): the next flow to stop at its own limit.
+  limits_.clear();
+  for (Flow* flow : comp_flows_) {
+    flow->fluid.frozen = false;
+    limits_.push_back(Limit{flow->fluid.bound, flow->fluid.seq, flow});
+  }
+  std::sort(limits_.begin(), limits_.end(), [](const Limit& a, const Limit& b) {
+    return a.bound != b.bound ? a.bound < b.bound : a.seq < b.seq;
+  });
+  // Links by index, so that equal shares are taken in a fixed order.
+  std::sort(comp_links_.begin(), comp_links_.end());
+  const std::size_t nlinks = comp_links_.size();
+  left_.resize(nlinks);
+  unfrozen_.resize(nlinks);
+  use_heap_ = nlinks > kScanLinks;
+  shares_.clear();
+  for (std::uint32_t k = 0; k < nlinks; ++k) {
+    Link& link = links_[comp_links_[k]];
+    link.local = k;
+    left_[k] = static_cast<double>(link.capacity);
+    unfrozen_[k] = static_cast<std::uint32_t>(link.flows.size());
+    if (use_heap_) shares_.push_back(Share{left_[k] / unfrozen_[k], k});
+  }
+  if (use_heap_) std::make_heap(shares_.begin(), shares_.end(), std::greater<Share>());
+  std::size_t next = 0;  // into limits_
+  for (;;) {
+    while (next < limits_.size() && limits_[next].flow->fluid.frozen) ++next;
+    if (next == limits_.size()) break;
+    std::uint32_t k = 0;
+    const bool any = lowest_share(&k);
+    const double limit = static_cast<double>(limits_[next].bound);
+    const double level = any ? left_[k] / unfrozen_[k] : 0.0;
+    if (!any || limit <= level) {
+      freeze(*limits_[next].flow, limit);
+      continue;
+    }
+    const Link& full = links_[comp_links_[k]];
     for (std::size_t m = 0; m < full.flows.size(); ++m) {
       Flow& flow = *full.flows[m].flow;
-      if (!flow.fluid.frozen) freeze(flow, top.level);
+      if (!flow.fluid.frozen) freeze(flow, level);
     }
   }
   // New rates take effect now; a flow whose rate did not change keeps its drain event.
@@ -269,8 +358,7 @@ void FlowNetwork::solve(std::uint64_t now) {
     }
     f.since_ps = now;
     f.rate = f.new_rate;
-    f.token = ++token_seq_;
-    schedule(Event{now + drain_ps(f.remaining, f.rate), 0, flow, f.token, Kind::Drained});
+    set_drain(*flow, now + drain_ps(f.remaining, f.rate));
   }
 }
 

@@ -63,25 +63,25 @@ class FlowNetwork final : public sc_core::sc_module, public Network {
     std::vector<Member> flows;      // draining flows crossing it
     std::uint64_t busy_since = 0;
     std::uint32_t mark = 0;         // component search epoch
+    std::uint32_t local = 0;        // its index in the component being solved
     bool dirty = false;
-    // Solver scratch.
-    double left = 0;                // capacity not yet given to frozen flows
-    std::uint32_t unfrozen = 0;
     bool can_fill() const { return bound_sum > capacity; }
   };
-  enum class Kind : std::uint8_t { Drained, Arrived };
-  struct Event {
+  struct Arrival {
     std::uint64_t at;
     std::uint64_t seq;
     Flow* flow;
-    std::uint64_t token;
-    Kind kind;
-    bool operator>(const Event& o) const { return at != o.at ? at > o.at : seq > o.seq; }
+    bool operator>(const Arrival& o) const { return at != o.at ? at > o.at : seq > o.seq; }
   };
   struct Share {
     double level;
-    std::uint32_t link;
+    std::uint32_t link;             // local index; local order is global order
     bool operator>(const Share& o) const { return level != o.level ? level > o.level : link > o.link; }
+  };
+  struct Limit {
+    std::uint64_t bound;
+    std::uint64_t seq;
+    Flow* flow;
   };
 
   void run();
@@ -92,22 +92,36 @@ class FlowNetwork final : public sc_core::sc_module, public Network {
   void collect(Flow& seed);
   void solve(std::uint64_t now);
   void freeze(Flow& flow, double rate);
-  void schedule(Event e);
-  Link& link_of(const Flow& flow, std::size_t hop) { return links_[(*flow.path)[hop]->index()]; }
+  // The drains: a binary heap by (drain_at, drain_seq) that knows each
+  // flow's place, so a new rate moves its flow instead of leaving a stale entry.
+  static bool earlier(const Flow* a, const Flow* b) {
+    return a->fluid.drain_at != b->fluid.drain_at ? a->fluid.drain_at < b->fluid.drain_at
+                                                  : a->fluid.drain_seq < b->fluid.drain_seq;
+  }
+  void place(std::uint32_t pos, Flow* flow);
+  void sift_up(std::uint32_t pos);
+  void sift_down(std::uint32_t pos);
+  void set_drain(Flow& flow, std::uint64_t at);
+  void remove_drain(Flow& flow);
+  bool lowest_share(std::uint32_t* link);
 
   std::vector<Link> links_;
   std::vector<Flow*> starting_;      // started since the last run, in start order
   std::vector<std::uint32_t> dirty_; // links whose flows changed, in order
-  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_queue_;
-  std::uint64_t event_seq_ = 0;
+  std::vector<Flow*> drains_;
+  std::priority_queue<Arrival, std::vector<Arrival>, std::greater<Arrival>> arrivals_;
+  std::uint64_t event_seq_ = 0;      // drains and arrivals share it: ties go in scheduling order
   std::uint64_t flow_seq_ = 0;
-  std::uint64_t token_seq_ = 0;
   std::uint32_t epoch_ = 0;
   // One component being solved.
   std::vector<Flow*> comp_flows_;
   std::vector<std::uint32_t> comp_links_;
   std::vector<Flow*> stack_;
-  std::vector<Share> shares_;
+  std::vector<Limit> limits_;        // its flows by limit, then start order
+  std::vector<double> left_;         // per local link: capacity not yet given to frozen flows
+  std::vector<std::uint32_t> unfrozen_;
+  std::vector<Share> shares_;        // a heap, for components of many links
+  bool use_heap_ = false;
   sc_core::sc_event wake_;
   std::uint64_t notified_at_;
   bool running_ = false;
