@@ -239,15 +239,22 @@ void FlowNetwork::recompute(std::uint64_t now) {
 void FlowNetwork::collect(Flow& seed) {
   comp_flows_.clear();
   comp_links_.clear();
+  limits_.clear();
   seed.fluid.mark = epoch_;
   stack_.push_back(&seed);
   while (!stack_.empty()) {
     Flow* flow = stack_.back();
     stack_.pop_back();
     comp_flows_.push_back(flow);
+    flow->fluid.frozen = false;
+    // A flow is frozen by one of its links at a share no more than that
+    // link's capacity; only a limit below all of them can stop it first.
+    std::uint64_t tightest = kNever;
     for (const std::uint32_t index : flow->fluid.links) {
       Link& link = links_[index];
-      if (!link.can_fill() || link.mark == epoch_) continue;
+      if (!link.can_fill()) continue;
+      tightest = std::min(tightest, link.capacity);
+      if (link.mark == epoch_) continue;
       link.mark = epoch_;
       comp_links_.push_back(index);
       for (const Member& m : link.flows) {
@@ -256,6 +263,7 @@ void FlowNetwork::collect(Flow& seed) {
         stack_.push_back(m.flow);
       }
     }
+    if (flow->fluid.bound < tightest) limits_.push_back(Limit{flow->fluid.bound, flow->fluid.seq, flow});
   }
 }
 
@@ -307,12 +315,7 @@ bool FlowNetwork::lowest_share(std::uint32_t* link) {
 // Progressive filling over the component just collected.
 void FlowNetwork::solve(std::uint64_t now) {
   constexpr std::size_t kScanLinks = 48;  // beyond this many links, a heap finds the lowest share
-  // Flows by limit (then start order): the next flow to stop at its own limit.
-  limits_.clear();
-  for (Flow* flow : comp_flows_) {
-    flow->fluid.frozen = false;
-    limits_.push_back(Limit{flow->fluid.bound, flow->fluid.seq, flow});
-  }
+  // Flows that may stop at their own limit, by limit (then start order).
   std::sort(limits_.begin(), limits_.end(), [](const Limit& a, const Limit& b) {
     return a.bound != b.bound ? a.bound < b.bound : a.seq < b.seq;
   });
@@ -334,13 +337,12 @@ void FlowNetwork::solve(std::uint64_t now) {
   std::size_t next = 0;  // into limits_
   for (;;) {
     while (next < limits_.size() && limits_[next].flow->fluid.frozen) ++next;
-    if (next == limits_.size()) break;
     std::uint32_t k = 0;
     const bool any = lowest_share(&k);
-    const double limit = static_cast<double>(limits_[next].bound);
+    if (!any && next == limits_.size()) break;  // every flow is frozen
     const double level = any ? left_[k] / unfrozen_[k] : 0.0;
-    if (!any || limit <= level) {
-      freeze(*limits_[next].flow, limit);
+    if (next < limits_.size() && (!any || static_cast<double>(limits_[next].bound) <= level)) {
+      freeze(*limits_[next].flow, static_cast<double>(limits_[next].bound));
       continue;
     }
     const Link& full = links_[comp_links_[k]];
