@@ -37,9 +37,22 @@ void TopologyOptions::declare(CLI::App& app) {
       ->type_name("FILE");
   servers_option = app.add_option("--servers", servers, "servers of a cluster topology (A3: in whole supernodes)")
                        ->type_name("N");
+  app.add_option("--network", network,
+                 "flow (default): a transfer's rate is its max-min fair share of the channels it crosses, "
+                 "recomputed when a flow starts or ends; segment: transfers cross every channel as 64-256 KiB "
+                 "segments (the reference model: finer sharing, far more events)")
+      ->type_name("M");
 }
 
 TopologySpec TopologyOptions::load(std::string* described) const {
+  const std::optional<NetworkModel> model = parse_network_model(network);
+  if (!model) throw InputError("option --network", "unknown network model '" + network + "'; expected flow or segment");
+  TopologySpec spec = load_spec(described);
+  spec.network = *model;
+  return spec;
+}
+
+TopologySpec TopologyOptions::load_spec(std::string* described) const {
   const bool has_servers = servers_option && servers_option->count() > 0;
   if (has_servers) checked_int("--servers", servers, 1, 1 << 16);
   if (!rank_table.empty()) {

@@ -31,11 +31,15 @@ struct TopologyOptions {
   std::string profile;
   std::string rank_table;
   int servers = -1;
+  std::string network = "flow";
   CLI::Option* servers_option = nullptr;
 
   void declare(CLI::App& app);
   // `described` names the topology for headings and messages.
   TopologySpec load(std::string* described) const;
+
+ private:
+  TopologySpec load_spec(std::string* described) const;
 };
 
 // An integer option within [min, max]; the error names the option and why.

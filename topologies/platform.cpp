@@ -42,9 +42,17 @@ Platform::Platform(const TopologySpec& spec) : spec_(spec), clock_(std::make_uni
     }
   }
   adjacency_.resize(static_cast<std::size_t>(nodes));
+  FlowNetwork* flows = nullptr;
+  if (spec.network == NetworkModel::Flow) {
+    auto owned = std::make_unique<FlowNetwork>("flow_network");
+    flows = owned.get();
+    network_ = std::move(owned);
+  } else {
+    network_ = std::make_unique<SegmentNetwork>();
+  }
   for (int n = 0; n < spec.npus; ++n) {
     const std::string name = "npu" + std::to_string(n);
-    engines_.push_back(std::make_unique<TaskEngine>((name + "_engine").c_str(), n, spec.npu));
+    engines_.push_back(std::make_unique<TaskEngine>((name + "_engine").c_str(), n, spec.npu, *network_));
     local_memory_.push_back(
         std::make_unique<Channel>((name + "_memory").c_str(), spec.npu.local_memory, name + " local memory", *clock_));
   }
@@ -58,6 +66,10 @@ Platform::Platform(const TopologySpec& spec) : spec_(spec), clock_(std::make_uni
       channels_.push_back(std::make_unique<Channel>(module.c_str(), link.params, label, *clock_));
       adjacency_[static_cast<std::size_t>(from)].push_back({to, channels_.back().get()});
     }
+  }
+  if (flows != nullptr) {
+    for (const auto& c : local_memory_) flows->add_channel(*c);
+    for (const auto& c : channels_) flows->add_channel(*c);
   }
   for (auto& list : adjacency_) {
     std::sort(list.begin(), list.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
@@ -189,7 +201,7 @@ std::uint64_t Platform::activations() const {
   for (const auto& e : engines_) total += e->activations();
   for (const auto& c : local_memory_) total += c->activations();
   for (const auto& c : channels_) total += c->activations();
-  return total;
+  return total + network_->activations();
 }
 
 }  // namespace hcclsim

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "models/link/channel.h"
+#include "models/link/flow_network.h"
+#include "models/link/network.h"
 #include "models/npu/task_engine.h"
 #include "models/params.h"
 
@@ -48,6 +50,9 @@ struct TopologySpec {
   std::vector<int> sdma_domain_of;
   std::vector<int> server_of;               // empty: npu / npus_per_server
   std::vector<FabricSpec> fabrics;          // tried after direct links
+  // How transfers share the channels (models/link/network.h): the fluid
+  // flow model by default, or segments stepping every channel.
+  NetworkModel network = NetworkModel::Flow;
 };
 
 class Platform {
@@ -77,13 +82,15 @@ class Platform {
   Channel* channel(int a, int b) const;
 
   // Events so far: stream-engine activations plus channel steps (segment
-  // ends and arrivals), the work the simulation does.
+  // ends and arrivals) or, under the flow model, flows drained and arrived:
+  // the work the simulation does.
   std::uint64_t activations() const;
   const std::vector<std::unique_ptr<Channel>>& channels() const { return channels_; }
 
  private:
   TopologySpec spec_;
   std::unique_ptr<ChannelClock> clock_;
+  std::unique_ptr<Network> network_;
   std::vector<std::unique_ptr<TaskEngine>> engines_;
   std::vector<std::unique_ptr<Channel>> local_memory_;
   std::vector<std::unique_ptr<Channel>> channels_;

@@ -1,5 +1,7 @@
 #include "models/link/channel.h"
 
+#include "models/link/network.h"
+
 #include <algorithm>
 #include <limits>
 
@@ -12,6 +14,8 @@ void Flow::start() {
   for (const Channel* ch : *path) segment = std::min(segment, ch->params().segment_bytes);
   path->front()->arrive(*this, 0, bytes);
 }
+
+void SegmentNetwork::start_flow(Flow& flow) { flow.start(); }
 
 ChannelClock::ChannelClock(sc_core::sc_module_name name) : sc_core::sc_module(name) {
   SC_HAS_PROCESS(ChannelClock);

@@ -1,5 +1,9 @@
 // One direction of a link (HCCS, SIO, UB, RoCE) or of a switch port.
 //
+// Under the flow model (models/link/flow_network) a channel is passive: the
+// network computes rates and only reports bytes and busy time to it. What
+// follows is the segment model.
+//
 // Contract: a flow crosses a path of channels as segments (the smallest
 // `segment_bytes` along its path). A channel serializes one segment at a
 // time at min(bandwidth, flow rate cap) and serves the flows that have
@@ -54,7 +58,27 @@ struct Flow {
   std::uint64_t segment = 0;        // bytes per segment on this path
   std::uint64_t bytes_delivered = 0;
 
-  // Resets progress and hands every byte to the first channel of the path.
+  // Progress under the flow model, owned by the FlowNetwork.
+  struct Fluid {
+    std::uint64_t seq = 0;            // start order, for deterministic tie-breaks
+    double remaining = 0;             // bytes not yet drained at `since_ps`
+    double rate = 0;                  // bytes/s
+    double new_rate = 0;              // solver scratch
+    std::uint64_t since_ps = 0;
+    std::uint64_t drain_at = 0;       // when it will have drained at its current rate
+    std::uint64_t drain_seq = 0;      // order of events due at the same time
+    std::uint32_t heap_pos = 0;       // in the network's heap of drains (kNone: not in it)
+    std::uint64_t bound = 0;          // the most it can ever get: min(rate_cap, slowest channel), bytes/s
+    std::uint64_t latency_ps = 0;     // sum of the path's latencies
+    std::vector<std::uint32_t> links; // per hop: the network's index of the channel
+    std::vector<std::uint32_t> slot;  // per hop: its index in that channel's list of flows
+    std::uint32_t mark = 0;           // component search epoch
+    bool frozen = false;              // solver scratch
+    bool draining = false;            // holds a share of its channels
+  };
+  Fluid fluid;
+
+  // Segment model: resets progress and hands every byte to the first channel of the path.
   void start();
 };
 
@@ -75,6 +99,14 @@ class Channel : public sc_core::sc_module {
   std::uint64_t bytes_carried() const { return bytes_carried_; }
   std::uint64_t activations() const { return activations_; }
   Time busy_time() const { return busy_; }
+
+  // Flow model: the network's index of this channel, and its statistics.
+  std::uint32_t index() const { return index_; }
+  void set_index(std::uint32_t index) { index_ = index; }
+  void account(std::uint64_t bytes, Time busy) {
+    bytes_carried_ += bytes;
+    busy_ += busy;
+  }
 
  private:
   void reschedule();
@@ -105,6 +137,7 @@ class Channel : public sc_core::sc_module {
   std::uint64_t bytes_carried_ = 0;
   std::uint64_t activations_ = 0;
   Time busy_;
+  std::uint32_t index_ = 0;
 };
 
 }  // namespace hcclsim

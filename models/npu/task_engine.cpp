@@ -21,10 +21,11 @@ const char* phase_name(TaskEngine::Phase phase) {
   return "?";
 }
 
-TaskEngine::TaskEngine(sc_core::sc_module_name name, int rank, const NpuParams& params)
+TaskEngine::TaskEngine(sc_core::sc_module_name name, int rank, const NpuParams& params, Network& network)
     : sc_core::sc_module(name),
       rank_(rank),
       params_(params),
+      network_(network),
       sdma_(params.sdma.engines),
       aic_(params.cores.aic),
       aiv_(params.cores.aiv) {
@@ -141,7 +142,7 @@ void TaskEngine::post_rdma(std::uint32_t s, std::uint64_t now) {
   if (op.flow.bytes == 0 || op.flow.path == nullptr) {
     rdma_arrived(op_index, now);
   } else {
-    op.flow.start();
+    network_.start_flow(op.flow);
   }
   complete(s, now);
 }
@@ -227,7 +228,7 @@ void TaskEngine::handle_timer(const Timer& t, std::uint64_t now) {
       st.flow.bytes = task.bytes;
       st.flow.path = task.path;
       st.flow.rate_cap = task.rate_cap;
-      st.flow.start();
+      network_.start_flow(st.flow);
       break;
     }
     case TimerKind::BusyDone:

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "models/link/channel.h"
+#include "models/link/network.h"
 #include "models/npu/exec_task.h"
 #include "models/npu/resource_pool.h"
 #include "models/params.h"
@@ -46,7 +47,8 @@ namespace hcclsim {
 
 class TaskEngine : public sc_core::sc_module, public FlowListener {
  public:
-  TaskEngine(sc_core::sc_module_name name, int rank, const NpuParams& params);
+  // Transfers go through `network` (segment or flow model), which outlives the engine.
+  TaskEngine(sc_core::sc_module_name name, int rank, const NpuParams& params, Network& network);
 
   int rank() const { return rank_; }
   const NpuParams& params() const { return params_; }
@@ -142,6 +144,7 @@ class TaskEngine : public sc_core::sc_module, public FlowListener {
 
   int rank_;
   NpuParams params_;
+  Network& network_;
   std::vector<ExecTask>* tasks_ = nullptr;
   TaskObserver* observer_ = nullptr;
   std::vector<Stream> streams_;

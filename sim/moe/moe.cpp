@@ -328,6 +328,7 @@ class MoeBuilder {
   // per destination domain go to the relay, which forwards per expert rank.
   struct Plan {
     std::vector<std::uint64_t> to_rank;                 // direct rows per destination rank
+    std::vector<std::uint64_t> to_expert;               // direct rows per expert
     std::map<int, std::uint64_t> to_relay;              // rows (tokens) per relay rank
     std::map<int, std::vector<std::uint64_t>> forward;  // relay -> rows per final rank
     std::uint64_t pairs = 0;
@@ -335,6 +336,7 @@ class MoeBuilder {
   Plan plan_of(int r) const {
     Plan plan;
     plan.to_rank.assign(static_cast<std::size_t>(p_.ep), 0);
+    plan.to_expert.assign(static_cast<std::size_t>(p_.experts), 0);
     for (const std::vector<int>& ids : routing_[static_cast<std::size_t>(r)]) {
       std::set<int> relays;
       for (const int e : ids) {
@@ -343,6 +345,7 @@ class MoeBuilder {
         const int d = owner(e);
         if (!layered_ || same_domain(r, d)) {
           ++plan.to_rank[static_cast<std::size_t>(d)];
+          ++plan.to_expert[static_cast<std::size_t>(e)];
           continue;
         }
         const int q = relay(r, d);
@@ -376,8 +379,11 @@ class MoeBuilder {
         if (normal) {
           move(core(r, c), r, r, mine.count * slot(), "stage");
         } else {
-          // The core's share of every destination's rows, pushed straight there.
-          for (int d = 0; d < p_.ep; ++d) {
+          // The core's share of every destination's rows, pushed straight
+          // there; its pairs come in token order, so destinations interleave:
+          // each core starts at a different one.
+          for (int i = 0; i < p_.ep; ++i) {
+            const int d = (r + c + i) % p_.ep;
             const Span part = share(plan.to_rank[static_cast<std::size_t>(d)], c);
             move(core(r, c), r, d, part.count * slot(), "push");
           }
@@ -441,8 +447,15 @@ class MoeBuilder {
       }
       for (int c = 0; c < cores_; ++c) {
         if (normal) {
-          // Pull the core's share of each source's rows from the source window.
-          for (int s = 0; s < p_.ep; ++s) move(core(r, c), s, r, share(from[static_cast<std::size_t>(s)], c).count * slot(), "pull");
+          // Each core pulls the rows of its own (local expert, source) slots,
+          // the same contiguous range whose status flags it waited for.
+          const Span mine = share(slots, c);
+          for (std::uint64_t i = mine.first; i < mine.first + mine.count; ++i) {
+            const int le = static_cast<int>(i / static_cast<std::uint64_t>(p_.ep));
+            const int s = static_cast<int>(i % static_cast<std::uint64_t>(p_.ep));
+            const std::uint64_t n = plans[static_cast<std::size_t>(s)].to_expert[static_cast<std::size_t>(r * per_rank_ + le)];
+            move(core(r, c), s, r, n * slot(), "pull");
+          }
           move(core(r, c), r, r, share(relayed, c).count * slot(), "copy relayed");
         } else {
           std::uint64_t total = relayed;
@@ -460,8 +473,6 @@ class MoeBuilder {
   void data_combine() {
     const int arrived = flags_.take(1);     // rows of the rank's own tokens
     const int relay_in = flags_.take(1);    // rows it sums for owners in other domains
-    // rows[e_rank][owner]: rows expert rank e holds for tokens of `owner`.
-    std::vector<std::vector<std::uint64_t>> rows(static_cast<std::size_t>(p_.ep), std::vector<std::uint64_t>(static_cast<std::size_t>(p_.ep), 0));
     // Tokens of `owner` with at least one expert in domain D (relay sums them).
     std::vector<std::map<int, std::uint64_t>> relayed(static_cast<std::size_t>(p_.ep));
     for (int s = 0; s < p_.ep; ++s) {
@@ -469,28 +480,53 @@ class MoeBuilder {
         std::set<int> domains;
         for (const int e : ids) {
           if (e < 0) continue;
-          ++rows[static_cast<std::size_t>(owner(e))][static_cast<std::size_t>(s)];
           if (layered_ && !same_domain(s, owner(e))) domains.insert(server_[static_cast<std::size_t>(owner(e))]);
         }
         for (const int d : domains) ++relayed[static_cast<std::size_t>(s)][d];
       }
     }
-    // Pieces each relay expects on its `relay_in` counter.
+    // Pieces each relay expects on its `relay_in` counter, and each owner on `arrived`.
     std::vector<std::uint32_t> relay_expected(static_cast<std::size_t>(p_.ep), 0);
+    std::vector<std::uint32_t> own_expected(static_cast<std::size_t>(p_.ep), 0);
+    // An expert rank's rows are laid out by (local expert, source) as
+    // dispatch delivered them; the cores split them into contiguous ranges,
+    // so at any time the cores send to different owners.
+    std::vector<std::vector<std::uint64_t>> per_expert(static_cast<std::size_t>(p_.experts), std::vector<std::uint64_t>(static_cast<std::size_t>(p_.ep), 0));
+    for (int src = 0; src < p_.ep; ++src) {
+      for (const std::vector<int>& ids : routing_[static_cast<std::size_t>(src)]) {
+        for (const int e : ids) {
+          if (e >= 0) ++per_expert[static_cast<std::size_t>(e)][static_cast<std::size_t>(src)];
+        }
+      }
+    }
     for (int e = 0; e < p_.ep; ++e) {
-      for (int c = 0; c < cores_; ++c) {
-        for (int s = 0; s < p_.ep; ++s) {
-          const std::uint64_t n = share(rows[static_cast<std::size_t>(e)][static_cast<std::size_t>(s)], c).count;
+      std::vector<std::pair<int, std::uint64_t>> runs;   // (owner, rows) in layout order
+      std::uint64_t total = 0;
+      for (int le = 0; le < per_rank_; ++le) {
+        for (int src = 0; src < p_.ep; ++src) {
+          const std::uint64_t n = per_expert[static_cast<std::size_t>(e * per_rank_ + le)][static_cast<std::size_t>(src)];
           if (n == 0) continue;
-          // Across domains the rows go to the relay of s in e's domain.
-          const bool via_relay = layered_ && !same_domain(e, s);
-          const int to = via_relay ? relay(s, e) : s;
-          for (int g = 0; g < kCombinePieces; ++g) {
-            const std::uint64_t piece = chunk_span(n, kCombinePieces, g).count;
-            if (piece == 0) continue;
-            move(core(e, c), e, to, piece * cslot(), "push rows");
-            graph_.flag_set(core(e, c), to, via_relay ? relay_in : arrived, "row flags");
-            if (via_relay) ++relay_expected[static_cast<std::size_t>(to)];
+          runs.push_back({src, n});
+          total += n;
+        }
+      }
+      std::size_t run = 0;
+      std::uint64_t used = 0;   // rows of runs[run] already given to earlier cores
+      for (int c = 0; c < cores_; ++c) {
+        std::uint64_t left = share(total, c).count;
+        while (left > 0 && run < runs.size()) {
+          const auto [owner_rank, n] = runs[run];
+          const std::uint64_t take = std::min(left, n - used);
+          const bool via_relay = layered_ && !same_domain(e, owner_rank);
+          const int to = via_relay ? relay(owner_rank, e) : owner_rank;
+          move(core(e, c), e, to, take * cslot(), "push rows");
+          graph_.flag_set(core(e, c), to, via_relay ? relay_in : arrived, "row flags");
+          ++(via_relay ? relay_expected : own_expected)[static_cast<std::size_t>(to)];
+          left -= take;
+          used += take;
+          if (used == n) {
+            ++run;
+            used = 0;
           }
         }
       }
@@ -516,14 +552,7 @@ class MoeBuilder {
     }
     // Owners: weighted sum of their tokens, a quarter as each quarter lands.
     for (int s = 0; s < p_.ep; ++s) {
-      std::uint32_t own = 0;  // pieces from its own domain (relays' local pieces are theirs)
-      for (int e = 0; e < p_.ep; ++e) {
-        if (layered_ && !same_domain(e, s)) continue;
-        for (int c = 0; c < cores_; ++c) {
-          const std::uint64_t n = share(rows[static_cast<std::size_t>(e)][static_cast<std::size_t>(s)], c).count;
-          for (int g = 0; g < kCombinePieces; ++g) own += chunk_span(n, kCombinePieces, g).count > 0 ? 1 : 0;
-        }
-      }
+      const std::uint32_t own = own_expected[static_cast<std::size_t>(s)];
       const std::uint64_t tokens = static_cast<std::uint64_t>(p_.tokens);
       for (int c = 0; c < cores_; ++c) {
         const Span mine = share(tokens, c);

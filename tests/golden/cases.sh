@@ -2,17 +2,33 @@
 # Sourced by check.sh and update.sh; the reference output of case NAME is
 # NAME.csv next to this file.
 
+# The references were made with the segment network model, and those cases
+# stay pinned to it; each also has a NAME_flow case under the flow model
+# (the default), so a change of either model shows.
 GOLDEN_SWEEP=(--format csv -b 8K -e 64M -f 4)
-GOLDEN_CASES=(all_reduce all_gather reduce_scatter alltoall broadcast reduce all_reduce_ring
-              a2_cluster_all_reduce a3_3level_all_reduce)
+GOLDEN_BASE_CASES=(all_reduce all_gather reduce_scatter alltoall broadcast reduce all_reduce_ring
+                   a2_cluster_all_reduce a3_3level_all_reduce)
+GOLDEN_CASES=("${GOLDEN_BASE_CASES[@]}")
+for golden_base in "${GOLDEN_BASE_CASES[@]}"; do GOLDEN_CASES+=("${golden_base}_flow"); done
+unset golden_base
 # Clusters: the sweep in steps of 8 (five rows, 8K to 32M).
 GOLDEN_CLUSTER_SWEEP=(--format csv -b 8K -e 64M -f 8)
 
 # golden_args NAME: prints nothing and fails for an unknown case; otherwise
 # sets GOLDEN_ARGS to the full hcclsim argument list (default topology, the
 # 8-NPU A2 server; the cluster cases name their files under $src, which
-# check.sh and update.sh set before sourcing this file).
+# check.sh and update.sh set before sourcing this file), ending with
+# --network segment, or --network flow for NAME_flow.
 golden_args() {
+  local network=segment name=$1
+  case "$name" in
+    *_flow) network=flow; name=${name%_flow} ;;
+  esac
+  golden_base_args "$name" || return 1
+  GOLDEN_ARGS+=(--network "$network")
+}
+
+golden_base_args() {
   case "$1" in
     all_reduce | all_gather | reduce_scatter | alltoall | broadcast | reduce)
       GOLDEN_ARGS=(perf "$1" "${GOLDEN_SWEEP[@]}") ;;

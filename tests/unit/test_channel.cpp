@@ -1,7 +1,7 @@
-// Unit tests for models/link/channel through SDMA Memcpy tasks: fixed cost,
-// serialization and latency of one hop, round-robin sharing of one link
-// direction, independence of the two directions, pipelining over two hops,
-// and the SDMA rate caps.
+// Unit tests for models/link/channel (the segment network model) through
+// SDMA Memcpy tasks: fixed cost, serialization and latency of one hop,
+// round-robin sharing of one link direction, independence of the two
+// directions, pipelining over two hops, and the SDMA rate caps.
 //
 // Expected times are computed from the parameters. The channel serializes a
 // flow segment by segment, each segment's time rounded up to a picosecond, so
@@ -25,7 +25,12 @@ using hcclsim::testing::kLink;
 namespace {
 
 NpuParams small_npu() { return testing::small_npu(4); }
-TopologySpec two_npus(const NpuParams& npu = small_npu()) { return testing::two_npus(npu); }
+// These tests are about the segment model (test_flow_network.cpp covers the flow model).
+TopologySpec two_npus(const NpuParams& npu = small_npu()) {
+  TopologySpec spec = testing::two_npus(npu);
+  spec.network = NetworkModel::Segment;
+  return spec;
+}
 
 // Serialization of `bytes` on a channel of `bandwidth` cut into `segment`-byte segments.
 Time serialization(std::uint64_t bytes, Bandwidth bandwidth, std::uint64_t segment) {

@@ -1,0 +1,367 @@
+#include "models/link/flow_network.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace hcclsim {
+
+namespace {
+constexpr std::uint64_t kNever = std::numeric_limits<std::uint64_t>::max();
+constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();  // a flow not in the heap of drains
+constexpr double kPsPerS = 1e12;
+
+// Picoseconds to drain `bytes` at `rate` bytes/s, rounded up. Exact in
+// integers when both are whole numbers (a flow that never shared its
+// channels ends exactly where Bandwidth::transfer_time says).
+std::uint64_t drain_ps(double bytes, double rate) {
+  if (bytes <= 0) return 0;
+  constexpr double kExact = 9007199254740992.0;  // 2^53
+  if (bytes < kExact && rate < kExact && bytes == std::floor(bytes) && rate == std::floor(rate)) {
+    using u128 = unsigned __int128;
+    const auto b = static_cast<std::uint64_t>(bytes);
+    const auto r = static_cast<std::uint64_t>(rate);
+    const u128 num = static_cast<u128>(b) * 1000000000000ULL;
+    return static_cast<std::uint64_t>((num + r - 1) / r);
+  }
+  return static_cast<std::uint64_t>(std::ceil(bytes * kPsPerS / rate));
+}
+}  // namespace
+
+FlowNetwork::FlowNetwork(sc_core::sc_module_name name) : sc_core::sc_module(name), notified_at_(kNever) {
+  SC_HAS_PROCESS(FlowNetwork);
+  SC_METHOD(run);
+  sensitive << wake_;
+  dont_initialize();
+}
+
+void FlowNetwork::add_channel(Channel& channel) {
+  channel.set_index(static_cast<std::uint32_t>(links_.size()));
+  Link link;
+  link.channel = &channel;
+  link.capacity = channel.params().bandwidth.bytes_per_s;
+  links_.push_back(std::move(link));
+}
+
+void FlowNetwork::start_flow(Flow& flow) {
+  starting_.push_back(&flow);
+  // Solved in this network's own process, once for all flows starting in
+  // this delta cycle.
+  const std::uint64_t now = sc_core::sc_time_stamp().value();
+  if (!running_ && notified_at_ != now) {
+    notified_at_ = now;
+    wake_.notify(sc_core::SC_ZERO_TIME);
+  }
+}
+
+void FlowNetwork::place(std::uint32_t pos, Flow* flow) {
+  drains_[pos] = flow;
+  flow->fluid.heap_pos = pos;
+}
+
+void FlowNetwork::sift_up(std::uint32_t pos) {
+  Flow* flow = drains_[pos];
+  while (pos > 0) {
+    const std::uint32_t parent = (pos - 1) / 2;
+    if (!earlier(flow, drains_[parent])) break;
+    place(pos, drains_[parent]);
+    pos = parent;
+  }
+  place(pos, flow);
+}
+
+void FlowNetwork::sift_down(std::uint32_t pos) {
+  Flow* flow = drains_[pos];
+  const auto n = static_cast<std::uint32_t>(drains_.size());
+  for (;;) {
+    std::uint32_t child = 2 * pos + 1;
+    if (child >= n) break;
+    if (child + 1 < n && earlier(drains_[child + 1], drains_[child])) ++child;
+    if (!earlier(drains_[child], flow)) break;
+    place(pos, drains_[child]);
+    pos = child;
+  }
+  place(pos, flow);
+}
+
+void FlowNetwork::set_drain(Flow& flow, std::uint64_t at) {
+  flow.fluid.drain_at = at;
+  flow.fluid.drain_seq = event_seq_++;
+  if (flow.fluid.heap_pos == kNone) {
+    drains_.push_back(&flow);
+    flow.fluid.heap_pos = static_cast<std::uint32_t>(drains_.size() - 1);
+    sift_up(flow.fluid.heap_pos);
+  } else {
+    // Later than before (a slower rate or a later sequence number) or earlier.
+    sift_up(flow.fluid.heap_pos);
+    sift_down(flow.fluid.heap_pos);
+  }
+}
+
+void FlowNetwork::remove_drain(Flow& flow) {
+  const std::uint32_t pos = flow.fluid.heap_pos;
+  flow.fluid.heap_pos = kNone;
+  Flow* last = drains_.back();
+  drains_.pop_back();
+  if (last == &flow) return;
+  place(pos, last);
+  sift_up(pos);
+  sift_down(last->fluid.heap_pos);
+}
+
+void FlowNetwork::run() {
+  const std::uint64_t now = sc_core::sc_time_stamp().value();
+  notified_at_ = kNever;
+  running_ = true;
+  for (;;) {
+    bool work = false;
+    // Drains and arrivals due now, in the order they were scheduled.
+    for (;;) {
+      Flow* drain = !drains_.empty() && drains_.front()->fluid.drain_at <= now ? drains_.front() : nullptr;
+      const Arrival* arrival = !arrivals_.empty() && arrivals_.top().at <= now ? &arrivals_.top() : nullptr;
+      if (drain == nullptr && arrival == nullptr) break;
+      work = true;
+      if (drain != nullptr && (arrival == nullptr || drain->fluid.drain_seq < arrival->seq)) {
+        remove_drain(*drain);
+        drained(*drain, now);
+      } else {
+        Flow& flow = *arrival->flow;
+        arrivals_.pop();
+        ++events_;
+        flow.listener->flow_finished(flow);
+      }
+    }
+    if (!starting_.empty()) {
+      for (Flow* flow : starting_) begin(*flow, now);
+      starting_.clear();
+      work = true;
+    }
+    if (!dirty_.empty()) {
+      recompute(now);
+      work = true;
+    }
+    if (!work) break;
+  }
+  running_ = false;
+  std::uint64_t next = kNever;
+  if (!drains_.empty()) next = drains_.front()->fluid.drain_at;
+  if (!arrivals_.empty()) next = std::min(next, arrivals_.top().at);
+  if (next != kNever) {
+    notified_at_ = next;
+    wake_.notify(sc_core::sc_time::from_value(notified_at_ - now));
+  }
+}
+
+void FlowNetwork::touch(std::uint32_t link) {
+  if (links_[link].dirty) return;
+  links_[link].dirty = true;
+  dirty_.push_back(link);
+}
+
+void FlowNetwork::begin(Flow& flow, std::uint64_t now) {
+  Flow::Fluid& f = flow.fluid;
+  const std::size_t hops = flow.path->size();
+  f.seq = ++flow_seq_;
+  f.remaining = static_cast<double>(flow.bytes);
+  f.rate = 0;
+  f.since_ps = now;
+  f.heap_pos = kNone;
+  f.draining = true;
+  f.latency_ps = 0;
+  f.bound = flow.rate_cap.bytes_per_s != 0 ? flow.rate_cap.bytes_per_s : kNever;
+  for (const Channel* ch : *flow.path) {
+    f.bound = std::min(f.bound, ch->params().bandwidth.bytes_per_s);
+    f.latency_ps += ch->params().latency.ps;
+  }
+  f.slot.resize(hops);
+  f.links.resize(hops);
+  for (std::size_t h = 0; h < hops; ++h) {
+    Channel* ch = (*flow.path)[h];
+    f.links[h] = ch->index();
+    Link& link = links_[ch->index()];
+    if (link.flows.empty()) link.busy_since = now;
+    f.slot[h] = static_cast<std::uint32_t>(link.flows.size());
+    link.flows.push_back(Member{&flow, static_cast<std::uint32_t>(h)});
+    link.bound_sum += f.bound;
+    ch->account(flow.bytes, Time{});
+    touch(ch->index());
+  }
+}
+
+void FlowNetwork::drained(Flow& flow, std::uint64_t now) {
+  ++events_;
+  Flow::Fluid& f = flow.fluid;
+  f.draining = false;
+  f.rate = 0;
+  for (std::size_t h = 0; h < f.links.size(); ++h) {
+    const std::uint32_t index = f.links[h];
+    Link& link = links_[index];
+    // O(1) removal: the last member takes this one's place.
+    const std::uint32_t slot = f.slot[h];
+    const Member last = link.flows.back();
+    link.flows[slot] = last;
+    last.flow->fluid.slot[last.hop] = slot;
+    link.flows.pop_back();
+    link.bound_sum -= f.bound;
+    if (link.flows.empty()) {
+      link.channel->account(0, Time{now - link.busy_since});
+    } else {
+      touch(index);
+    }
+  }
+  if (f.latency_ps == 0) {
+    ++events_;
+    flow.listener->flow_finished(flow);
+  } else {
+    arrivals_.push(Arrival{now + f.latency_ps, event_seq_++, &flow});
+  }
+}
+
+// Every component of flows that a changed link can reach through links that
+// can fill is solved again; the others keep their rates.
+void FlowNetwork::recompute(std::uint64_t now) {
+  ++epoch_;
+  // The dirty list may not grow while it is walked (solving changes no membership).
+  for (std::size_t i = 0; i < dirty_.size(); ++i) {
+    Link& seed = links_[dirty_[i]];
+    seed.dirty = false;
+    for (std::size_t m = 0; m < seed.flows.size(); ++m) {
+      Flow* flow = seed.flows[m].flow;
+      if (flow->fluid.mark == epoch_) continue;
+      collect(*flow);
+      solve(now);
+    }
+  }
+  dirty_.clear();
+}
+
+// The component of `seed`: flows joined through links that can fill.
+void FlowNetwork::collect(Flow& seed) {
+  comp_flows_.clear();
+  comp_links_.clear();
+  limits_.clear();
+  seed.fluid.mark = epoch_;
+  stack_.push_back(&seed);
+  while (!stack_.empty()) {
+    Flow* flow = stack_.back();
+    stack_.pop_back();
+    comp_flows_.push_back(flow);
+    flow->fluid.frozen = false;
+    // A flow is frozen by one of its links at a share no more than that
+    // link's capacity; only a limit below all of them can stop it first.
+    std::uint64_t tightest = kNever;
+    for (const std::uint32_t index : flow->fluid.links) {
+      Link& link = links_[index];
+      if (!link.can_fill()) continue;
+      tightest = std::min(tightest, link.capacity);
+      if (link.mark == epoch_) continue;
+      link.mark = epoch_;
+      comp_links_.push_back(index);
+      for (const Member& m : link.flows) {
+        if (m.flow->fluid.mark == epoch_) continue;
+        m.flow->fluid.mark = epoch_;
+        stack_.push_back(m.flow);
+      }
+    }
+    if (flow->fluid.bound < tightest) limits_.push_back(Limit{flow->fluid.bound, flow->fluid.seq, flow});
+  }
+}
+
+void FlowNetwork::freeze(Flow& flow, double rate) {
+  flow.fluid.new_rate = rate;
+  flow.fluid.frozen = true;
+  for (const std::uint32_t index : flow.fluid.links) {
+    const Link& link = links_[index];
+    if (!link.can_fill()) continue;
+    const std::uint32_t k = link.local;
+    left_[k] = std::max(0.0, left_[k] - rate);
+    if (--unfrozen_[k] > 0 && use_heap_) {
+      shares_.push_back(Share{left_[k] / unfrozen_[k], k});
+      std::push_heap(shares_.begin(), shares_.end(), std::greater<Share>());
+    }
+  }
+}
+
+// The link of the component with the lowest fair share left (ties: the
+// lowest index), if any link still has unfrozen flows. A scan over a few
+// links; a heap with stale entries skipped over many.
+bool FlowNetwork::lowest_share(std::uint32_t* link) {
+  if (!use_heap_) {
+    bool found = false;
+    double best = 0;
+    for (std::uint32_t k = 0; k < unfrozen_.size(); ++k) {
+      if (unfrozen_[k] == 0) continue;
+      const double level = left_[k] / unfrozen_[k];
+      if (!found || level < best) {
+        found = true;
+        best = level;
+        *link = k;
+      }
+    }
+    return found;
+  }
+  while (!shares_.empty()) {
+    const Share& top = shares_.front();
+    if (unfrozen_[top.link] > 0 && top.level == left_[top.link] / unfrozen_[top.link]) {
+      *link = top.link;
+      return true;
+    }
+    std::pop_heap(shares_.begin(), shares_.end(), std::greater<Share>());
+    shares_.pop_back();
+  }
+  return false;
+}
+
+// Progressive filling over the component just collected.
+void FlowNetwork::solve(std::uint64_t now) {
+  constexpr std::size_t kScanLinks = 48;  // beyond this many links, a heap finds the lowest share
+  // Flows that may stop at their own limit, by limit (then start order).
+  std::sort(limits_.begin(), limits_.end(), [](const Limit& a, const Limit& b) {
+    return a.bound != b.bound ? a.bound < b.bound : a.seq < b.seq;
+  });
+  // Links by index, so that equal shares are taken in a fixed order.
+  std::sort(comp_links_.begin(), comp_links_.end());
+  const std::size_t nlinks = comp_links_.size();
+  left_.resize(nlinks);
+  unfrozen_.resize(nlinks);
+  use_heap_ = nlinks > kScanLinks;
+  shares_.clear();
+  for (std::uint32_t k = 0; k < nlinks; ++k) {
+    Link& link = links_[comp_links_[k]];
+    link.local = k;
+    left_[k] = static_cast<double>(link.capacity);
+    unfrozen_[k] = static_cast<std::uint32_t>(link.flows.size());
+    if (use_heap_) shares_.push_back(Share{left_[k] / unfrozen_[k], k});
+  }
+  if (use_heap_) std::make_heap(shares_.begin(), shares_.end(), std::greater<Share>());
+  std::size_t next = 0;  // into limits_
+  for (;;) {
+    while (next < limits_.size() && limits_[next].flow->fluid.frozen) ++next;
+    std::uint32_t k = 0;
+    const bool any = lowest_share(&k);
+    if (!any && next == limits_.size()) break;  // every flow is frozen
+    const double level = any ? left_[k] / unfrozen_[k] : 0.0;
+    if (next < limits_.size() && (!any || static_cast<double>(limits_[next].bound) <= level)) {
+      freeze(*limits_[next].flow, static_cast<double>(limits_[next].bound));
+      continue;
+    }
+    const Link& full = links_[comp_links_[k]];
+    for (std::size_t m = 0; m < full.flows.size(); ++m) {
+      Flow& flow = *full.flows[m].flow;
+      if (!flow.fluid.frozen) freeze(flow, level);
+    }
+  }
+  // New rates take effect now; a flow whose rate did not change keeps its drain event.
+  for (Flow* flow : comp_flows_) {
+    Flow::Fluid& f = flow->fluid;
+    if (f.new_rate == f.rate) continue;
+    if (f.rate > 0) {
+      f.remaining = std::max(0.0, f.remaining - f.rate * static_cast<double>(now - f.since_ps) / kPsPerS);
+    }
+    f.since_ps = now;
+    f.rate = f.new_rate;
+    set_drain(*flow, now + drain_ps(f.remaining, f.rate));
+  }
+}
+
+}  // namespace hcclsim

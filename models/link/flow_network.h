@@ -1,0 +1,131 @@
+// The flow-level (fluid) network model.
+//
+// Contract:
+// - a flow holds a share of every channel on its path from its start until
+//   its bytes have drained; its rate is its max-min fair share (progressive
+//   filling: all rates rise together, a channel that fills freezes the flows
+//   crossing it, a flow that reaches its own limit freezes there), where the
+//   limit of a flow is min(rate_cap, the slowest channel of its path);
+// - rates change only when a flow starts or drains, and only for the flows
+//   connected to it (transitively) through channels that can fill: a channel
+//   whose flows' limits sum to at most its bandwidth never constrains
+//   anyone, so it neither couples flows nor enters the computation (this
+//   gives the same rates as solving the whole network, since such a channel
+//   could only fill with every flow on it already at its limit);
+// - a flow's last byte arrives the sum of its path's latencies after it has
+//   drained (cut-through: a flow alone over hops at rate r takes
+//   bytes / r + sum of latencies, as the segment model);
+// - times are integer picoseconds; rates and bytes left are doubles computed
+//   in a fixed order (flows by start, channels by index), and a drain time is
+//   rounded up to a whole picosecond, exactly (integer arithmetic) when bytes
+//   left and rate are whole numbers; so a run is repeatable bit for bit;
+// - starts are collected and solved once per delta cycle, so flows starting
+//   at the same instant cost one computation.
+// Left out, compared with the segment model: interleaving at segment
+// granularity (shares are exact fractions at every instant) and the time a
+// byte spends reaching the next hop (a flow occupies all its channels at
+// once); like it, no queueing or flow control inside switches.
+#pragma once
+
+#include <cstdint>
+#include <queue>
+#include <systemc>
+#include <vector>
+
+#include "models/link/channel.h"
+#include "models/link/network.h"
+
+namespace hcclsim {
+
+class FlowNetwork final : public sc_core::sc_module, public Network {
+ public:
+  explicit FlowNetwork(sc_core::sc_module_name name);
+
+  // Every channel a flow may cross, before the first flow starts.
+  void add_channel(Channel& channel);
+
+  void start_flow(Flow& flow) override;
+  // Flows drained plus flows arrived.
+  std::uint64_t activations() const override { return events_; }
+
+  // The current rate of a flow in bytes/s (0 once drained), for tests.
+  static double rate_of(const Flow& flow) { return flow.fluid.draining ? flow.fluid.rate : 0.0; }
+
+ private:
+  struct Member {
+    Flow* flow;
+    std::uint32_t hop;
+  };
+  struct Link {
+    Channel* channel = nullptr;
+    std::uint64_t capacity = 0;     // bytes/s
+    std::uint64_t bound_sum = 0;    // sum of the limits of its flows
+    std::vector<Member> flows;      // draining flows crossing it
+    std::uint64_t busy_since = 0;
+    std::uint32_t mark = 0;         // component search epoch
+    std::uint32_t local = 0;        // its index in the component being solved
+    bool dirty = false;
+    bool can_fill() const { return bound_sum > capacity; }
+  };
+  struct Arrival {
+    std::uint64_t at;
+    std::uint64_t seq;
+    Flow* flow;
+    bool operator>(const Arrival& o) const { return at != o.at ? at > o.at : seq > o.seq; }
+  };
+  struct Share {
+    double level;
+    std::uint32_t link;             // local index; local order is global order
+    bool operator>(const Share& o) const { return level != o.level ? level > o.level : link > o.link; }
+  };
+  struct Limit {
+    std::uint64_t bound;
+    std::uint64_t seq;
+    Flow* flow;
+  };
+
+  void run();
+  void begin(Flow& flow, std::uint64_t now);
+  void drained(Flow& flow, std::uint64_t now);
+  void touch(std::uint32_t link);
+  void recompute(std::uint64_t now);
+  void collect(Flow& seed);
+  void solve(std::uint64_t now);
+  void freeze(Flow& flow, double rate);
+  // The drains: a binary heap by (drain_at, drain_seq) that knows each
+  // flow's place, so a new rate moves its flow instead of leaving a stale entry.
+  static bool earlier(const Flow* a, const Flow* b) {
+    return a->fluid.drain_at != b->fluid.drain_at ? a->fluid.drain_at < b->fluid.drain_at
+                                                  : a->fluid.drain_seq < b->fluid.drain_seq;
+  }
+  void place(std::uint32_t pos, Flow* flow);
+  void sift_up(std::uint32_t pos);
+  void sift_down(std::uint32_t pos);
+  void set_drain(Flow& flow, std::uint64_t at);
+  void remove_drain(Flow& flow);
+  bool lowest_share(std::uint32_t* link);
+
+  std::vector<Link> links_;
+  std::vector<Flow*> starting_;      // started since the last run, in start order
+  std::vector<std::uint32_t> dirty_; // links whose flows changed, in order
+  std::vector<Flow*> drains_;
+  std::priority_queue<Arrival, std::vector<Arrival>, std::greater<Arrival>> arrivals_;
+  std::uint64_t event_seq_ = 0;      // drains and arrivals share it: ties go in scheduling order
+  std::uint64_t flow_seq_ = 0;
+  std::uint32_t epoch_ = 0;
+  // One component being solved.
+  std::vector<Flow*> comp_flows_;
+  std::vector<std::uint32_t> comp_links_;
+  std::vector<Flow*> stack_;
+  std::vector<Limit> limits_;        // its flows by limit, then start order
+  std::vector<double> left_;         // per local link: capacity not yet given to frozen flows
+  std::vector<std::uint32_t> unfrozen_;
+  std::vector<Share> shares_;        // a heap, for components of many links
+  bool use_heap_ = false;
+  sc_core::sc_event wake_;
+  std::uint64_t notified_at_;
+  bool running_ = false;
+  std::uint64_t events_ = 0;
+};
+
+}  // namespace hcclsim

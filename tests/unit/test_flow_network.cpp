@@ -1,0 +1,330 @@
+// Unit tests for models/link/flow_network (the flow-level network model)
+// through SDMA Memcpy / Reduce_Inline tasks: a flow alone, equal sharing,
+// max-min with rate caps and with a bottleneck elsewhere, a flow joining
+// mid-way, cut-through over three hops, link statistics; then a grid of
+// collectives comparing the flow model with the segment model.
+//
+// Expected times are computed from the parameters (1 GB/s: one byte per
+// 1000 ps, so every drain below is a whole number of picoseconds).
+#include <catch2/catch.hpp>
+
+#include "fixtures.h"
+
+#include <cmath>
+#include <systemc>
+#include <string>
+#include <vector>
+
+#include "sim/perf.h"
+#include "sim/scheduler.h"
+#include "sim/task_graph.h"
+#include "topologies/config.h"
+#include "topologies/platform.h"
+
+using namespace hcclsim;
+using hcclsim::testing::kLink;
+
+namespace {
+
+NpuParams small_npu() { return testing::small_npu(4); }
+TopologySpec flow_model(TopologySpec spec) {
+  spec.network = NetworkModel::Flow;
+  return spec;
+}
+TopologySpec two_npus(const NpuParams& npu = small_npu()) { return flow_model(testing::two_npus(npu)); }
+
+// Two platforms in one process: SystemC renames the second one's modules
+// (npu0_engine_0, ...) and would warn about each.
+void quiet_renames() {
+  sc_core::sc_report_handler::set_actions("object already exists", sc_core::SC_DO_NOTHING);
+}
+
+BufferRef in(int rank, std::uint64_t offset = 0) { return {rank, BufferKind::Input, offset}; }
+BufferRef out(int rank, std::uint64_t offset = 0) { return {rank, BufferKind::Output, offset}; }
+
+// Time at 1 GB/s: 1000 ps per byte.
+Time at_1gbps(std::uint64_t bytes) { return Time::from_ps(bytes * 1000); }
+
+TaskId delay(TaskGraph& g, ThreadId thread, Time duration) {
+  Task t;
+  t.kind = TaskKind::Delay;
+  t.thread = thread;
+  t.duration = duration;
+  return g.add(t);
+}
+
+}  // namespace
+
+TEST_CASE("flow model: a flow alone takes fixed cost + bytes / bandwidth + latency, exactly", "[flow]") {
+  const NpuParams npu = small_npu();
+  Platform platform(two_npus(npu));
+  Scheduler sched(platform);
+
+  for (const std::uint64_t bytes : {std::uint64_t{8192}, std::uint64_t{10000}, std::uint64_t{1}, std::uint64_t{12388}}) {
+    TaskGraph g;
+    const TaskId c = g.copy(g.add_thread(0, "S"), in(0), out(1), bytes);
+    const RunResult r = sched.run(g);
+    REQUIRE(r.failure.empty());
+    INFO("bytes = " << bytes);
+    CHECK(r.timings[c].start == r.begin + npu.stream.op_launch);
+    CHECK(r.timings[c].end - r.timings[c].start == npu.sdma.task_fixed + at_1gbps(bytes) + kLink.latency);
+  }
+  CHECK(platform.channel(0, 1)->bytes_carried() == 8192 + 10000 + 1 + 12388);
+}
+
+TEST_CASE("flow model: a rate that is not a whole number of bytes per picosecond rounds the drain up once",
+          "[flow]") {
+  const NpuParams npu = small_npu();
+  TopologySpec spec = two_npus(npu);
+  // 3 GB/s: bytes / bandwidth is not a whole number of picoseconds.
+  const ChannelParams odd{Bandwidth{3'000'000'000}, Time::from_ns(100), 4096};
+  spec.links = {LinkSpec{0, 1, "hccs", odd}};
+  Platform platform(spec);
+  Scheduler sched(platform);
+  const std::uint64_t bytes = 3 * 4096 + 100;
+  TaskGraph g;
+  const TaskId c = g.copy(g.add_thread(0, "S"), in(0), out(1), bytes);
+  const RunResult r = sched.run(g);
+  REQUIRE(r.failure.empty());
+  CHECK(r.timings[c].end - r.timings[c].start == npu.sdma.task_fixed + odd.bandwidth.transfer_time(bytes) + odd.latency);
+}
+
+TEST_CASE("flow model: two flows sharing one channel each get half of it and end together", "[flow][sharing]") {
+  const NpuParams npu = small_npu();
+  Platform platform(two_npus(npu));
+  Scheduler sched(platform);
+
+  const std::uint64_t bytes = 50000;
+  TaskGraph g;
+  const TaskId a = g.copy(g.add_thread(0, "A"), in(0, 0), out(1, 0), bytes);
+  const TaskId b = g.copy(g.add_thread(0, "B"), in(0, bytes), out(1, bytes), bytes);
+  const RunResult r = sched.run(g);
+  REQUIRE(r.failure.empty());
+  const Time start = r.begin + npu.stream.op_launch;
+  for (const TaskId id : {a, b}) {
+    INFO("task " << g.describe(id));
+    CHECK(r.timings[id].start == start);
+    CHECK(r.timings[id].end == start + npu.sdma.task_fixed + at_1gbps(2 * bytes) + kLink.latency);
+  }
+  // The channel was busy while either flow drained.
+  CHECK(platform.channel(0, 1)->bytes_carried() == 2 * bytes);
+  CHECK(platform.channel(0, 1)->busy_time() == at_1gbps(2 * bytes));
+}
+
+TEST_CASE("flow model: a flow capped by its SDMA rate leaves the rest of the channel to another (max-min)",
+          "[flow][sharing]") {
+  NpuParams npu = small_npu();
+  npu.sdma.copy_bandwidth = Bandwidth{250'000'000};  // a quarter of the link
+  // reduce_bandwidth stays far above the link: no cap.
+  Platform platform(two_npus(npu));
+  Scheduler sched(platform);
+
+  const std::uint64_t bytes = 30000;
+  TaskGraph g;
+  const TaskId capped = g.copy(g.add_thread(0, "A"), in(0, 0), out(1, 0), bytes);
+  const TaskId free = g.reduce(g.add_thread(0, "B"), in(0, bytes), out(1, bytes), bytes);
+  const RunResult r = sched.run(g);
+  REQUIRE(r.failure.empty());
+  const Time flows_start = r.begin + npu.stream.op_launch + npu.sdma.task_fixed;
+  // The capped flow runs at 0.25 GB/s throughout; the other takes the 0.75 GB/s left.
+  CHECK(r.timings[free].end == flows_start + Time::from_ps(bytes * 1000 * 4 / 3) + kLink.latency);
+  CHECK(r.timings[capped].end == flows_start + Time::from_ps(bytes * 1000 * 4) + kLink.latency);
+}
+
+TEST_CASE("flow model: a flow held back by a slower channel elsewhere leaves the rest of a shared one (max-min)",
+          "[flow][sharing]") {
+  const NpuParams npu = small_npu();
+  TopologySpec spec = two_npus(npu);
+  // NPUs 0, 1, 2 and switch 3; npu2's uplink runs at a quarter of the others.
+  spec.npus = 3;
+  spec.npus_per_server = 3;
+  spec.switches = 1;
+  ChannelParams slow = kLink;
+  slow.bandwidth = Bandwidth{250'000'000};
+  spec.links = {LinkSpec{0, 3, "roce", kLink}, LinkSpec{1, 3, "roce", kLink}, LinkSpec{2, 3, "roce", slow}};
+  Platform platform(spec);
+  Scheduler sched(platform);
+
+  const std::uint64_t bytes = 30000;
+  TaskGraph g;
+  const TaskId fast = g.copy(g.add_thread(0, "A"), in(0), out(1, 0), bytes);
+  const TaskId held = g.copy(g.add_thread(2, "B"), in(2), out(1, bytes), bytes);
+  const RunResult r = sched.run(g);
+  REQUIRE(r.failure.empty());
+  const Time flows_start = r.begin + npu.stream.op_launch + npu.sdma.task_fixed;
+  // Both cross switch3 -> npu1: the held-back flow takes 0.25 GB/s of it, the other the 0.75 left.
+  CHECK(r.timings[fast].end == flows_start + Time::from_ps(bytes * 1000 * 4 / 3) + kLink.latency + kLink.latency);
+  CHECK(r.timings[held].end == flows_start + Time::from_ps(bytes * 1000 * 4) + slow.latency + kLink.latency);
+}
+
+TEST_CASE("flow model: a flow joining mid-way halves the first one's rate at exactly that time", "[flow][sharing]") {
+  const NpuParams npu = small_npu();
+  Platform platform(two_npus(npu));
+  Scheduler sched(platform);
+
+  const std::uint64_t bytes = 40000;
+  const Time wait = Time::from_us(10);
+  TaskGraph g;
+  const TaskId first = g.copy(g.add_thread(0, "A"), in(0, 0), out(1, 0), bytes);
+  const ThreadId late = g.add_thread(0, "B");
+  delay(g, late, wait);
+  const TaskId second = g.copy(late, in(0, bytes), out(1, bytes), bytes);
+  const RunResult r = sched.run(g);
+  REQUIRE(r.failure.empty());
+
+  const Time first_flow = r.timings[first].start + npu.sdma.task_fixed;
+  const Time second_flow = r.timings[second].start + npu.sdma.task_fixed;
+  const Time head = second_flow - first_flow;  // the first flow alone: the delay and one dispatch gap
+  REQUIRE(head == wait + npu.stream.task_dispatch);
+  REQUIRE(head.ps % 1000 == 0);
+  const std::uint64_t moved_alone = head.ps / 1000;
+  // Then both at 0.5 GB/s until the first has drained; the second ends
+  // when all the bytes of both have crossed (the channel never idles).
+  CHECK(r.timings[first].end == second_flow + Time::from_ps((bytes - moved_alone) * 2000) + kLink.latency);
+  CHECK(r.timings[second].end == first_flow + at_1gbps(2 * bytes) + kLink.latency);
+}
+
+TEST_CASE("flow model: over three hops a transfer is cut through, at the slowest hop's rate", "[flow][pipeline]") {
+  const NpuParams npu = small_npu();
+  // npu0 -> switch2 -> switch3 -> npu1; the middle hop equal to the others, or at half their rate.
+  ChannelParams middle = kLink;
+  middle.latency = Time::from_ns(250);
+  ChannelParams slow_middle = middle;
+  slow_middle.bandwidth = Bandwidth{500'000'000};
+  auto three_hops = [&](const ChannelParams& mid) {
+    TopologySpec spec = two_npus(npu);
+    spec.switches = 2;
+    spec.links = {LinkSpec{0, 2, "roce", kLink}, LinkSpec{2, 3, "roce", mid}, LinkSpec{3, 1, "roce", kLink}};
+    return spec;
+  };
+  // Both elaborated before the first run.
+  quiet_renames();
+  Platform equal(three_hops(middle));
+  Platform slower(three_hops(slow_middle));
+  for (auto [platform, mid] : {std::pair{&equal, middle}, std::pair{&slower, slow_middle}}) {
+    REQUIRE(platform->route(0, 1).size() == 3);
+    Scheduler sched(*platform);
+    const std::uint64_t bytes = 16 * kLink.segment_bytes + 1000;
+    TaskGraph g;
+    const TaskId c = g.copy(g.add_thread(0, "S"), in(0), out(1), bytes);
+    const RunResult r = sched.run(g);
+    REQUIRE(r.failure.empty());
+    INFO("middle hop at " << mid.bandwidth.bytes_per_s << " B/s");
+    CHECK(r.timings[c].end - r.timings[c].start ==
+          npu.sdma.task_fixed + mid.bandwidth.transfer_time(bytes) + kLink.latency + mid.latency + kLink.latency);
+    for (const Channel* ch : platform->route(0, 1)) {
+      CHECK(ch->bytes_carried() == bytes);
+      CHECK(ch->busy_time() == mid.bandwidth.transfer_time(bytes));
+    }
+  }
+}
+
+TEST_CASE("flow model: an on-chip copy uses the NPU's local memory channel", "[flow][local]") {
+  const NpuParams npu = small_npu();
+  Platform platform(two_npus(npu));
+  Scheduler sched(platform);
+  const std::uint64_t bytes = 10 * npu.local_memory.segment_bytes + 7;
+  TaskGraph g;
+  const TaskId c = g.copy(g.add_thread(0, "S"), in(0), out(0), bytes);
+  const RunResult r = sched.run(g);
+  REQUIRE(r.failure.empty());
+  CHECK(platform.local_memory(0).bytes_carried() == bytes);
+  CHECK(platform.channel(0, 1)->bytes_carried() == 0);
+  CHECK(r.timings[c].end - r.timings[c].start ==
+        npu.sdma.task_fixed + npu.local_memory.bandwidth.transfer_time(bytes) + npu.local_memory.latency);
+}
+
+// ---------------------------------------------------------------------------
+// Flow model against segment model on collectives. Two platforms share this
+// process (elaborated before the first run); each run starts when the
+// previous one has finished, so they do not disturb each other.
+
+namespace {
+
+std::string source_file(const std::string& relative) { return std::string(HCCLSIM_SOURCE_DIR) + "/" + relative; }
+
+struct Pair {
+  Platform segment;
+  Platform flow;
+  explicit Pair(TopologySpec spec)
+      : segment([&] {
+          quiet_renames();
+          spec.network = NetworkModel::Segment;
+          return spec;
+        }()),
+        flow([&] {
+          spec.network = NetworkModel::Flow;
+          return spec;
+        }()) {}
+};
+
+std::vector<PerfRow> perf(Platform& platform, CollOp op, const std::vector<std::uint64_t>& sizes,
+                          const std::string& alltoallv = {}) {
+  PerfRequest req;
+  req.op = op;
+  req.ranks = platform.npus();
+  req.buffer_bytes = platform.spec().npu.hccl_buffer_bytes;
+  req.sizes = sizes;
+  req.alltoallv_distribution = alltoallv;
+  return run_perf(platform, req);
+}
+
+// Runs `op` on both models and checks every row's time within `tolerance` (relative).
+void compare(Pair& models, CollOp op, const std::vector<std::uint64_t>& sizes, double tolerance,
+             const std::string& alltoallv = {}) {
+  const std::vector<PerfRow> seg = perf(models.segment, op, sizes, alltoallv);
+  const std::vector<PerfRow> flow = perf(models.flow, op, sizes, alltoallv);
+  REQUIRE(seg.size() == flow.size());
+  for (std::size_t i = 0; i < seg.size(); ++i) {
+    const double a = seg[i].time.us();
+    const double b = flow[i].time.us();
+    INFO(flow[i].op_name << " " << flow[i].data_size << " B on " << flow[i].ranks << " ranks (" << flow[i].algo
+                         << "): segment " << a << " us, flow " << b << " us");
+    CHECK(flow[i].check == "success");
+    CHECK(std::abs(b - a) <= tolerance * a);
+  }
+}
+
+const std::vector<CollOp> kOps = {CollOp::AllReduce, CollOp::AllGather, CollOp::ReduceScatter, CollOp::Broadcast,
+                                  CollOp::Reduce};
+// AlltoAll(V) runs RunAlltoAllDirectFullmesh: up to 8 pieces in flight per
+// rank, each a few segments long, read by the receiver while the next is
+// staged. There the two models part by up to 11% at mid sizes (the segment
+// model interleaves a few segments where the flow model shares exactly): a
+// known difference, kept visible here with its own bound until it is closed.
+constexpr double kAlltoAllGap = 0.15;
+
+}  // namespace
+
+TEST_CASE("flow vs segment model: every op on one A2 server within 1%", "[flow][compare]") {
+  Pair models(load_topology(source_file("configs/topologies/a2-server.json")));
+  for (const CollOp op : kOps) compare(models, op, {8 << 10, 1 << 20, 64 << 20}, 0.01);
+  compare(models, CollOp::AlltoAll, {8 << 10, 1 << 20, 64 << 20}, 0.01);
+  compare(models, CollOp::AlltoAll, {1 << 20, 64 << 20}, kAlltoAllGap, "zipf:1");
+}
+
+TEST_CASE("flow vs segment model: every op on a 4-server A2 cluster within 3%", "[flow][compare][cluster]") {
+  Pair models(load_topology(source_file("configs/topologies/a2-cluster.json"), {}, 4));
+  for (const CollOp op : kOps) compare(models, op, {64 << 10, 4 << 20, 32 << 20}, 0.03);
+  compare(models, CollOp::AlltoAll, {64 << 10, 4 << 20, 32 << 20}, 0.03);
+}
+
+// Inside an A3 server 15 mesh flows share each die's switch port. Where a
+// flow is only a few 64 KiB segments long the segment model serves them
+// almost one after another and the flow model shares the port evenly: at
+// 2 MiB they differ by up to 8%. With finer segments the segment model
+// closes in on the flow model, which is its limit.
+TEST_CASE("flow vs segment model: A3 server, within 3% where flows are long or short", "[flow][compare][a3]") {
+  Pair models(load_topology(source_file("configs/topologies/a3-server.json")));
+  for (const CollOp op : kOps) compare(models, op, {16 << 10, 64 << 20}, 0.03);
+  compare(models, CollOp::AlltoAll, {16 << 10, 64 << 20}, kAlltoAllGap);
+}
+
+TEST_CASE("flow vs segment model: A3 server at mid sizes, against 1 KiB segments, within 1%",
+          "[flow][compare][a3]") {
+  TopologySpec spec = load_topology(source_file("configs/topologies/a3-server.json"));
+  for (LinkSpec& link : spec.links) link.params.segment_bytes = 1024;
+  Pair models(spec);
+  for (const CollOp op : kOps) compare(models, op, {2 << 20}, 0.01);
+  compare(models, CollOp::AlltoAll, {2 << 20}, kAlltoAllGap);
+}
