@@ -41,7 +41,7 @@ perf options:
   --network M       flow (default): a transfer's rate is its max-min fair share of
                     the channels it crosses, recomputed when a flow starts or ends;
                     segment: transfers cross every channel as 64-256 KiB segments
-                    (finer sharing, far more events)
+                    that interleave round-robin (many more events)
   --ranks N         ranks 0..N-1 take part (default: every NPU of the topology;
                     more than one server: whole servers)
   -b SIZE           smallest data_size (default 8K); K/M/G are binary as in hccl_test
@@ -82,9 +82,10 @@ What is modelled: per-NPU stream engines (in-order tasks, dispatch gap, launch
 cost), notify registers (record sets, wait blocks until set and clears), a pool
 of SDMA engines with a fixed cost per task, RDMA posts with in-order queue
 pairs, on-chip memory and every HCCS / SIO / UB / RoCE link direction and
-switch port as a channel shared round-robin by segments with cut-through
-forwarding, leaf/spine fabrics with ECMP and oversubscription, HCCL's loops
-over its buffer and its level-0/1/2 algorithms.
+switch port as a channel shared max-min fairly by flows (--network segment:
+round-robin by segments) with cut-through forwarding, leaf/spine fabrics
+with ECMP and oversubscription, HCCL's loops over its buffer and its
+level-0/1/2 algorithms.
 What is not: AI CPU / host expansion costs beyond the launch and dispatch
 constants, HBM contention of remote traffic, read-vs-write asymmetry of HCCS
 (all transfers are writes), flow control / PFC / drops, errors and retries,
