@@ -16,7 +16,9 @@
 //   drained (cut-through: a flow alone over hops at rate r takes
 //   bytes / r + sum of latencies, as the segment model);
 // - times are integer picoseconds; rates and bytes left are doubles computed
-//   in a fixed order (flows by start, channels by index), and a drain time is
+//   in an order set by the simulation's events alone, never by addresses or
+//   hashing (limits by value then start order, channels by index, a
+//   channel's flows in the order they joined and left it), and a drain time is
 //   rounded up to a whole picosecond, exactly (integer arithmetic) when bytes
 //   left and rate are whole numbers; so a run is repeatable bit for bit;
 // - starts are collected and solved once per delta cycle, so flows starting
