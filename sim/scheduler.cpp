@@ -57,8 +57,13 @@ void Scheduler::compile(const TaskGraph& graph) {
         const bool read = t.src.rank != rank;
         const NpuParams& npu = platform_.engine(rank).params();
         if (e.aiv) {
+          e.cores = std::max(1, t.cores);
+          if (e.cores > npu.cores.aiv) {
+            throw GraphError(graph.describe(id) + " needs " + std::to_string(e.cores) + " AIV cores but the NPU has " +
+                             std::to_string(npu.cores.aiv));
+          }
           e.fixed = npu.aiv.copy_fixed;
-          e.rate_cap = npu.aiv.core_bandwidth;
+          e.rate_cap = Bandwidth{npu.aiv.core_bandwidth.bytes_per_s * static_cast<std::uint64_t>(e.cores)};
         } else {
           e.fixed = read ? npu.sdma.read_fixed : npu.sdma.task_fixed;
           e.rate_cap = e.reduce ? npu.sdma.reduce_bandwidth : npu.sdma.copy_bandwidth;

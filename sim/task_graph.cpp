@@ -94,9 +94,10 @@ TaskId TaskGraph::reduce(ThreadId thread, BufferRef src, BufferRef dst, std::uin
 }
 
 TaskId TaskGraph::aiv_move(ThreadId thread, BufferRef src, BufferRef dst, std::uint64_t bytes, bool reduce,
-                           std::string label) {
+                           std::string label, int cores) {
   Task t = data_task(reduce ? TaskKind::ReduceInline : TaskKind::Memcpy, thread, src, dst, bytes, std::move(label));
   t.mover = Mover::Aiv;
+  t.cores = cores;
   return add(std::move(t));
 }
 

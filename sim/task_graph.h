@@ -84,9 +84,10 @@ class TaskGraph {
   TaskId wait(ThreadId thread, int notify, std::string label = {}, Time timeout = {});
   TaskId copy(ThreadId thread, BufferRef src, BufferRef dst, std::uint64_t bytes, std::string label = {});
   TaskId reduce(ThreadId thread, BufferRef src, BufferRef dst, std::uint64_t bytes, std::string label = {});
-  // AIV: a copy, or an atomic-add store, by one vector core; flags.
+  // AIV: a copy, or an atomic-add store, by `cores` vector cores working
+  // together (one by default); flags.
   TaskId aiv_move(ThreadId thread, BufferRef src, BufferRef dst, std::uint64_t bytes, bool reduce,
-                  std::string label = {});
+                  std::string label = {}, int cores = 1);
   TaskId flag_set(ThreadId thread, int peer, int flag, std::string label = {});
   TaskId flag_wait(ThreadId thread, int owner, int flag, std::uint32_t value, std::string label = {});
 

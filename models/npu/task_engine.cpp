@@ -337,7 +337,7 @@ void TaskEngine::poll_flag(std::uint32_t s, std::uint64_t now) {
 // An SDMA engine or an AIV core is free again for the next queued transfer.
 void TaskEngine::release_mover(const ExecTask& task, std::uint64_t now) {
   if (task.aiv) {
-    aiv_.release(1, [&](std::uint32_t w) { begin_transfer(w, now); });
+    aiv_.release(task.cores, [&](std::uint32_t w) { begin_transfer(w, now); });
   } else {
     sdma_.release(1, [&](std::uint32_t w) { begin_transfer(w, now); });
   }
@@ -378,7 +378,7 @@ void TaskEngine::try_start(std::uint32_t s, std::uint64_t now) {
       break;
     case ExecKind::Transfer:
       st.phase = task.aiv ? Phase::Cores : Phase::Sdma;
-      if ((task.aiv ? aiv_ : sdma_).acquire(s, 1)) begin_transfer(s, now);
+      if (task.aiv ? aiv_.acquire(s, task.cores) : sdma_.acquire(s, 1)) begin_transfer(s, now);
       break;
     case ExecKind::FlagSet:
       observer_->task_started(head_id(s), Time{now});
