@@ -902,7 +902,8 @@ TEST_CASE("ReduceScatterMeshAivSmallCountExecutor: simulated time is the closed 
   cs.op = CollOp::ReduceScatter;
   for (const std::uint64_t x : {64 * KiB, 512 * KiB}) {  // untiled, then tiled (one tile)
     cs.bytes = x;
-    check_time(platform, cs, "ReduceScatterMeshAivSmallCountExecutor", aiv_reduce_scatter(c, p, static_cast<double>(x)));
+    check_time(platform, cs, "ReduceScatterMeshAivSmallCountExecutor",
+               aiv_reduce_scatter(c, p, static_cast<double>(x)));
   }
 }
 
