@@ -444,9 +444,11 @@ void register_mesh_executors(std::vector<Executor>& out) {
              "base/alg_template/temp_all_reduce/all_reduce_reduce_broadcast.cc",
       "one shot: ranks write-reduce their whole input into rank 0's CCL_OUT, then read the sum back",
       [](const CollectiveSpec& s, const ExecContext& c) {
+        // The A2 template goes through the HCCL buffer in one shot; on A3 the
+        // executor runs HD_OPTIM (H-D_R here), which loops like any level-1 form.
         return needs(s.op == CollOp::AllReduce && single_server(c) && sdma_inline_reduce(s.dtype, s.reduce_op) &&
-                         s.count * data_type_size(s.dtype) <= s.buffer_bytes,
-                     "runs AllReduce inside one server, inline-reducible, data within the HCCL buffer");
+                         (c.product == Product::A3 || s.count * data_type_size(s.dtype) <= s.buffer_bytes),
+                     "runs AllReduce inside one server, inline-reducible, on A2 with the data within the HCCL buffer");
       },
       [](const CollectiveSpec& s, const ExecContext& c, const AlgoPlan& plan) {
         if (c.product == Product::A3) {

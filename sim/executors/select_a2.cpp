@@ -133,12 +133,14 @@ ExecutorChoice select_executor_a2(const CollectiveSpec& spec, const ExecContext&
       }
       if (!single) return pick("RunAlltoAllVTwoLevelPipeline", plan, "op-base across servers");
       if (alltoallv) return pick("RunAlltoAllDirectFullmesh", plan, "AlltoAllV, op-base, one server");
-      if (spec.ranks <= 2) return pick("RunAlltoAllVFullMesh", plan, "two ranks (HCCL_ALLTOALLV_P2P_SIZE)");
+      // HCCL tries the direct full mesh (IsSupportDirectFullmeshForAlltoallv)
+      // before the two-rank and staged forms.
       std::uint64_t total = 0;
       for (int j = 0; j < spec.ranks; ++j) total += spec.pair_count(0, j);
       if (total * data_type_size(spec.dtype) > spec.buffer_bytes) {
         return pick("RunAlltoAllDirectFullmesh", plan, "AlltoAll whose send and receive data exceed the HCCL buffer");
       }
+      if (spec.ranks <= 2) return pick("RunAlltoAllVFullMesh", plan, "two ranks (HCCL_ALLTOALLV_P2P_SIZE)");
       return pick("RunAlltoAllVStaged", plan, "AlltoAll within the HCCL buffer, one server");
     }
   }
