@@ -181,6 +181,7 @@ std::vector<PerfRow> run_perf(Platform& platform, const PerfRequest& request, Tr
                               const PerfRowCallback& on_row) {
   std::vector<PerfRow> rows;
   Scheduler scheduler(platform);
+  LinkMeter meter(platform);
   const ExecContext ctx = exec_context(platform, request);
   const Hierarchy& hierarchy = ctx.hierarchy;
   for (const std::uint64_t size : request.sizes) {
@@ -208,6 +209,7 @@ std::vector<PerfRow> run_perf(Platform& platform, const PerfRequest& request, Tr
       const bool idempotent = request.reduce_op == ReduceOp::Max || request.reduce_op == ReduceOp::Min;
       tracker.emplace(spec.ranks, sizes.input, sizes.output, 2 * spec.buffer_bytes, idempotent);
     }
+    meter.start();
     const RunResult result = scheduler.run(graph, tracker ? &*tracker : nullptr);
     if (!result.failure.empty()) {
       throw GraphError(coll_op_name(spec.op) + " of " + std::to_string(size) + " bytes on " +
@@ -235,6 +237,8 @@ std::vector<PerfRow> run_perf(Platform& platform, const PerfRequest& request, Tr
     row.busbw_gbps = row.algbw_gbps * bus_factor(spec.op, spec.ranks);
     row.tasks = graph.tasks().size();
     row.activations = result.activations;
+    row.link_summary = meter.summary(row.time);
+    if (request.link_details) row.links = meter.stop(row.time);
     if (!tracker) {
       row.check = "skipped";
     } else if (!result.check_error.empty()) {

@@ -13,6 +13,7 @@
 #include "sim/collectives/collective.h"
 #include "sim/collectives/hierarchy.h"
 #include "sim/executors/executor.h"
+#include "sim/report/link_stats.h"
 #include "sim/trace.h"
 #include "topologies/platform.h"
 
@@ -35,6 +36,9 @@ struct PerfRequest {
   // AlltoAllV (op AlltoAll): how each rank's data_size splits over its peers;
   // empty for a plain AlltoAll. See alltoallv_counts().
   std::string alltoallv_distribution;
+  // Every link's usage in each row (PerfRow::links), for --links and --stats;
+  // the summary (PerfRow::link_summary) is always filled.
+  bool link_details = false;
 };
 
 struct PerfRow {
@@ -56,6 +60,8 @@ struct PerfRow {
   std::string check;            // "success", "fail: ...", or "skipped"
   std::uint64_t tasks;
   std::uint64_t activations;
+  LinkSummary link_summary;       // the busiest link and bytes per link kind during this row
+  std::vector<LinkUsage> links;   // every link that carried data (with PerfRequest::link_details)
 };
 
 // Elements per rank (hccl_test's count) for a requested data_size, rounded

@@ -79,7 +79,12 @@ class PerfCommand : public Command {
                    "record the command, version, input files and times for 'hcclsim check'")
         ->type_name("FILE");
     app.add_flag("--no-check", no_check_, "skip the data check (check_result shows \"skipped\")");
-    app.add_flag("--stats", stats_, "print wall time, tasks, events/s and peak memory to stderr");
+    app.add_option("--links", links_file_,
+                   "write every link direction's bytes, busy time, utilization and peak concurrent flows per row "
+                   "as CSV (row,data_size,link,kind,bytes,busy_us,utilization,peak_flows)")
+        ->type_name("FILE");
+    app.add_flag("--stats", stats_,
+                 "print wall time, tasks, events/s, peak memory and the 10 busiest links (over all rows) to stderr");
   }
 
   int run(CommandContext& ctx) override;
@@ -109,6 +114,7 @@ class PerfCommand : public Command {
   std::string out_file_;
   std::string trace_file_;
   std::string baseline_file_;
+  std::string links_file_;
   bool no_check_ = false;
   bool stats_ = false;
   CLI::Option* ranks_opt_ = nullptr;
@@ -233,8 +239,13 @@ int PerfCommand::run(CommandContext& ctx) {
   std::optional<OutputFile> out_file;
   std::optional<OutputFile> trace_out;
   std::optional<BaselineOutput> baseline;
+  std::optional<OutputFile> links_out;
   if (ctx.root() && !ctx.replay) {
     if (!out_file_.empty()) out_file.emplace("--out", out_file_);
+    if (!links_file_.empty()) {
+      links_out.emplace("--links", links_file_);
+      write_links_csv_header(links_out->stream());
+    }
     if (!trace_file_.empty()) trace_out.emplace("--trace", trace_file_);
     if (!baseline_file_.empty()) baseline.emplace(baseline_file_);
   }
@@ -254,6 +265,9 @@ int PerfCommand::run(CommandContext& ctx) {
   std::uint64_t tasks = 0;
   std::uint64_t events = 0;
   RunRecord record{"perf", {}};
+  LinkTotals link_totals;
+  std::size_t row_index = 0;
+  req.link_details = !ctx.replay && (stats_ || !links_file_.empty());
 
   // Sizes go round robin over the MPI processes; rank 0 writes every row in order.
   const std::vector<int> owners = assign_round_robin(sizes.size(), group.size());
@@ -264,6 +278,9 @@ int PerfCommand::run(CommandContext& ctx) {
   OrderedGather gather(group, owners, [&](std::size_t, const std::string& text) {
     const PerfRow row = deserialize_perf_row(text);
     writer.row(row);
+    if (links_out) write_links_csv(links_out->stream(), std::to_string(row_index), std::to_string(row.data_size), row.links);
+    if (stats_) link_totals.add(row.links, row.time);
+    ++row_index;
     progress.step(format_size(row.data_size));
     if (row.check.rfind("fail", 0) == 0) failed_check = true;
     record.items.push_back(perf_row_item(row.op_name, row.data_size, row.algo, static_cast<double>(row.time.ps) / 1e6));
@@ -299,7 +316,12 @@ int PerfCommand::run(CommandContext& ctx) {
     trace.write(trace_out->stream());
     trace_out->close();
   }
-  if (stats_ && !ctx.replay) print_stats(clock, tasks, events);
+  if (links_out) links_out->close();
+  if (stats_ && !ctx.replay) {
+    print_stats(clock, tasks, events);
+    std::cerr << format_busiest_links(link_totals.links(), 10,
+                                      "stats: busiest links over " + std::to_string(row_index) + " row(s)");
+  }
   if (ctx.record) *ctx.record = record;
   if (baseline) {
     if (failed_check) {
