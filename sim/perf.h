@@ -87,6 +87,25 @@ std::vector<std::uint64_t> perf_sizes(std::uint64_t first, std::uint64_t last, s
 // multiple of the fp16 element size (2 bytes)"), or "" when it can.
 std::string perf_size_problem(CollOp op, const std::string& op_name, int ranks, DataType dtype, std::uint64_t size);
 
+// What a run allocates, estimated before it starts, so that a run that would
+// exhaust memory is refused with the reason instead of ending in
+// std::bad_alloc (or the OOM killer): the platform (kPlatformBytesPerNpu per
+// NPU, channels, engines and routes) plus the task graph (kBytesPerTask per
+// task by the time it has run). The default limit is kMaxRunBytes (16 GiB;
+// the CLI's --max-memory changes it).
+constexpr std::uint64_t kMaxRunBytes = 16ULL << 30;
+constexpr std::uint64_t kPlatformBytesPerNpu = 64ULL << 10;
+constexpr std::uint64_t kBytesPerTask = 450;
+struct Footprint {
+  std::uint64_t tasks = 0;
+  std::uint64_t bytes = 0;
+};
+// A rough upper estimate for one row of `size` bytes: ranks x buffer loops x
+// (tasks per loop: about 20 per server peer and 24 per level-1 step).
+Footprint estimate_perf_row(const TopologySpec& topology, const PerfRequest& request, std::uint64_t size);
+// "too large: ... needs about 27 GiB ..." when `f` is over `limit`, else "".
+std::string footprint_problem(const Footprint& f, const std::string& what, std::uint64_t limit = kMaxRunBytes);
+
 // How the first `ranks` NPUs of a platform split into servers and supernodes.
 // Throws std::invalid_argument when `ranks` cuts a server in two.
 Hierarchy hierarchy_of(const Platform& platform, int ranks);

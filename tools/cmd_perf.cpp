@@ -53,7 +53,7 @@ class PerfCommand : public Command {
                    "alltoallv: how each rank's data_size splits over its peers: uniform (default), random:SEED, "
                    "zipf:S")
         ->type_name("DIST");
-    app.add_option("--algo", algo_,
+    algo_opt_ = app.add_option("--algo", algo_,
                    "HCCL_ALGO syntax, e.g. \"level0:ring\", \"level0:NA;level1:NHR\", "
                    "\"allreduce=level1:H-D_R/allgather=level0:NA\"; NA = HCCL's choice; level1/level2: ring, "
                    "H-D_R, NHR, NB, pairwise; level1 also pipeline (A2 clusters)")
@@ -78,6 +78,7 @@ class PerfCommand : public Command {
     app.add_option("--save-baseline", baseline_file_,
                    "record the command, version, input files and times for 'hcclsim check'")
         ->type_name("FILE");
+    memory_limit_.declare(app);
     app.add_flag("--no-check", no_check_, "skip the data check (check_result shows \"skipped\")");
     app.add_option("--links", links_file_,
                    "write every link direction's bytes, busy time, utilization and peak concurrent flows per row "
@@ -92,6 +93,7 @@ class PerfCommand : public Command {
  private:
   std::string op_;
   TopologyOptions topology_;
+  MemoryLimit memory_limit_;
   int ranks_ = 0;
   std::string first_ = "8K";
   std::string last_ = "64M";
@@ -122,6 +124,7 @@ class PerfCommand : public Command {
   CLI::Option* iters_opt_ = nullptr;
   CLI::Option* warmup_opt_ = nullptr;
   CLI::Option* check_opt_ = nullptr;
+  CLI::Option* algo_opt_ = nullptr;
 };
 
 int PerfCommand::run(CommandContext& ctx) {
@@ -185,6 +188,10 @@ int PerfCommand::run(CommandContext& ctx) {
   req.check = !no_check_ && check_ != 0;
   if (iters_opt_->count() > 0) checked_int("-n", iters_, 0, 1 << 30);
   if (warmup_opt_->count() > 0) checked_int("-w", warmup_, 0, 1 << 30);
+  if (algo_opt_->count() > 0 && algo_.find_first_not_of(" \t") == std::string::npos) {
+    throw InputError("option --algo", "empty value; give an HCCL_ALGO string such as \"level0:ring\", or leave "
+                                      "--algo out for HCCL's choice");
+  }
   req.algo = parse_algo(algo_, *op);
   const std::optional<WorkflowMode> mode = parse_workflow_mode(mode_);
   if (!mode) throw InputError("option --mode", "unknown value '" + mode_ + "'; expected one of: opbase, graph");
@@ -222,13 +229,20 @@ int PerfCommand::run(CommandContext& ctx) {
     const std::string problem = perf_size_problem(req.op, op_name, req.ranks, req.dtype, s);
     if (!problem.empty()) throw InputError("option -b", problem);
   }
+  // Refused before anything is allocated (README: limits).
+  const std::string too_large = footprint_problem(
+      estimate_perf_row(spec, req, sizes.back()),
+      op_name + " of " + format_size(sizes.back()) + " on " + std::to_string(req.ranks) + " ranks of " +
+          std::to_string(spec.npus) + " NPUs",
+      memory_limit_.bytes());
+  if (!too_large.empty()) throw InputError(sizes.size() > 1 ? "option -e" : "option -b/-e", too_large);
   ProcessGroup& group = *ctx.group;
   if (!trace_file_.empty() && group.size() > 1) {
     throw InputError("option --trace", "a trace needs one process (the sizes run by other MPI processes are not "
                                        "gathered); run without mpirun");
   }
 
-  Platform platform(spec);
+  Platform& platform = platform_kept_until_exit(spec);
   try {
     hierarchy_of(platform, req.ranks);
   } catch (const std::invalid_argument& e) {

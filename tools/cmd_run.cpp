@@ -11,6 +11,7 @@
 
 #include "sim/critical_path.h"
 #include "sim/error.h"
+#include "sim/perf.h"
 #include "sim/program/program_json.h"
 #include "sim/report/link_stats.h"
 #include "sim/scheduler.h"
@@ -73,6 +74,7 @@ class RunCommand : public Command {
                    "write every link direction's bytes, busy time, utilization and peak concurrent flows as CSV "
                    "(row,data_size,link,kind,bytes,busy_us,utilization,peak_flows)")
         ->type_name("FILE");
+    memory_limit_.declare(app);
     app.add_flag("--stats", stats_, "print wall time, tasks, events/s, peak memory and the 10 busiest links to stderr");
   }
   int run(CommandContext& ctx) override;
@@ -80,6 +82,7 @@ class RunCommand : public Command {
  private:
   std::string program_file_;
   TopologyOptions topology_;
+  MemoryLimit memory_limit_;
   std::string format_ = "table";
   std::string trace_file_;
   std::string baseline_file_;
@@ -96,6 +99,10 @@ int RunCommand::run(CommandContext& ctx) {
     throw InputError("option --format", "unknown format '" + format + "'; expected table or json");
   }
 
+  const std::string too_large =
+      footprint_problem(Footprint{0, static_cast<std::uint64_t>(spec.npus) * kPlatformBytesPerNpu},
+                        "a platform of " + std::to_string(spec.npus) + " NPUs", memory_limit_.bytes());
+  if (!too_large.empty()) throw InputError(topology_file, too_large);
   Program program(arch_of(spec.npu, topology_file), spec.npus, spec.npu);
   program.set_npus_per_server(spec.npus_per_server);
   const LoadedProgram loaded = load_program(program_file, program);
@@ -118,7 +125,7 @@ int RunCommand::run(CommandContext& ctx) {
     if (!baseline_file_.empty()) baseline.emplace(baseline_file_);
   }
   WallClock clock;
-  Platform platform(spec);
+  Platform& platform = platform_kept_until_exit(spec);
   Scheduler scheduler(platform);
   LinkMeter meter(platform);
   meter.start();
