@@ -91,7 +91,7 @@ std::string check_choice(const json& v, const std::vector<std::string>& allowed,
   for (const auto& a : allowed) {
     if (a == s) return s;
   }
-  loc.fail("invalid value \"" + s + "\"; expected one of: " + join(allowed));
+  loc.fail("invalid value \"" + printable(s) + "\"; expected one of: " + join(allowed));
 }
 
 // The string of a quantity with a unit; `example` is e.g. "1.5us". A
@@ -132,7 +132,9 @@ auto parse_unit(const json& v, const JsonLocation& loc, const char* example, Par
 }
 
 Time read_time(const json& v, const JsonLocation& loc) {
-  return parse_unit(v, loc, "1.5us", [](const std::string& s) { return parse_time(s); });
+  const Time t = parse_unit(v, loc, "1.5us", [](const std::string& s) { return parse_time(s); });
+  if (t > kMaxInputTime) loc.fail("time " + v.dump() + " is longer than the limit of 1000000s (10^6 s)");
+  return t;
 }
 std::uint64_t read_size(const json& v, const JsonLocation& loc) {
   return parse_unit(v, loc, "64KiB", [](const std::string& s) { return parse_size(s); });
@@ -142,6 +144,27 @@ Bandwidth read_bandwidth(const json& v, const JsonLocation& loc) {
 }
 
 }  // namespace
+
+std::string printable(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c >= 0x20 && c != 0x7f) {
+      out += ch;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else {
+      static const char hex[] = "0123456789abcdef";
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
 
 void JsonLocation::fail(const std::string& message) const { throw InputError(describe(), message); }
 
@@ -166,9 +189,73 @@ json load_json_file(const std::string& file) {
   return parse_json_text(text, file);
 }
 
+namespace {
+
+// nlohmann's parser keeps the last of two equal keys in an object; a config
+// with one would silently lose the first. This parser callback refuses it
+// (and nesting deeper than kMaxJsonDepth) naming the JSON path.
+constexpr int kMaxJsonDepth = 256;
+
+class DuplicateKeyCheck {
+ public:
+  explicit DuplicateKeyCheck(const std::string& file) : file_(file) {}
+
+  bool operator()(int depth, json::parse_event_t event, json& parsed) {
+    switch (event) {
+      case json::parse_event_t::object_start:
+      case json::parse_event_t::array_start:
+        if (depth >= kMaxJsonDepth) {
+          throw InputError(file_ + " at " + path(),
+                           "JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+        }
+        frames_.push_back(Frame{event == json::parse_event_t::object_start, {}, {}, 0});
+        break;
+      case json::parse_event_t::key: {
+        Frame& f = frames_.back();
+        f.key = parsed.get<std::string>();
+        if (!f.keys.insert(f.key).second) {
+          throw InputError(file_ + " at " + path(), "duplicate key '" + printable(f.key) +
+                                                        "' (JSON parsers keep only one of them; give each key once)");
+        }
+        break;
+      }
+      case json::parse_event_t::object_end:
+      case json::parse_event_t::array_end:
+        frames_.pop_back();
+        value_done();
+        break;
+      case json::parse_event_t::value: value_done(); break;
+    }
+    return true;
+  }
+
+ private:
+  struct Frame {
+    bool object;
+    std::set<std::string> keys;
+    std::string key;
+    std::size_t index;
+  };
+  void value_done() {
+    if (!frames_.empty() && !frames_.back().object) ++frames_.back().index;
+  }
+  std::string path() const {
+    std::string p = "$";
+    for (const Frame& f : frames_) p += f.object ? "." + printable(f.key) : "[" + std::to_string(f.index) + "]";
+    return p;
+  }
+  const std::string& file_;
+  std::vector<Frame> frames_;
+};
+
+}  // namespace
+
 json parse_json_text(const std::string& text, const std::string& file) {
   try {
-    return json::parse(text);
+    DuplicateKeyCheck check(file);
+    return json::parse(text, [&check](int depth, json::parse_event_t event, json& parsed) {
+      return check(depth, event, parsed);
+    });
   } catch (const json::parse_error& e) {
     // e.byte is 1-based: the index of the last character read (n+1 at end of input).
     std::size_t offset = e.byte == 0 ? 0 : e.byte - 1;
@@ -184,6 +271,9 @@ json parse_json_text(const std::string& text, const std::string& file) {
     const std::size_t column = offset - line_start + 1;
     throw InputError(file, "invalid JSON at line " + std::to_string(line) + ", column " +
                                std::to_string(column) + ": " + parse_error_detail(e.what()));
+  } catch (const json::exception& e) {
+    // Not a parse_error but out_of_range 406: a number such as 1e400 that no double holds (found by fuzzing).
+    throw InputError(file, std::string("invalid JSON: ") + printable(e.what()));
   }
 }
 
@@ -240,6 +330,12 @@ std::string ObjectReader::choice_or(const std::string& key, const std::vector<st
 
 std::int64_t ObjectReader::required_int(const std::string& key) {
   return to_int64(get(key), location_of(key));
+}
+
+int ObjectReader::required_int32(const std::string& key) {
+  const JsonLocation loc = location_of(key);
+  return static_cast<int>(check_range(to_int64(get(key), loc), std::numeric_limits<int>::min(),
+                                      std::numeric_limits<int>::max(), loc));
 }
 
 std::int64_t ObjectReader::int_or(const std::string& key, std::int64_t fallback) {
@@ -308,7 +404,7 @@ const json& ObjectReader::required_array(const std::string& key) {
 void ObjectReader::finish() const {
   for (auto it = value_.begin(); it != value_.end(); ++it) {
     if (expected_.count(it.key()) != 0) continue;
-    std::string message = "unknown key '" + it.key() + "'; ";
+    std::string message = "unknown key '" + printable(it.key()) + "'; ";
     if (expected_.empty()) {
       message += "no keys are expected here";
     } else {

@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sim/error.h"
@@ -15,17 +16,29 @@
 
 namespace hcclsim {
 
+// The longest time an input may give (a duration, a timeout, a latency):
+// 10^6 s. Every time and size in a run is bounded so that sums of simulated
+// time stay far below 2^64 ps (about 1.8 x 10^7 s) and cannot wrap.
+constexpr Time kMaxInputTime{1000000ULL * 1000000000000ULL};
+// Matmul dimensions and element counts in program files: at most 2^40.
+constexpr std::int64_t kMaxProgramDimension = std::int64_t{1} << 40;
+
 // Parses a file; a syntax error names the file, line and column.
 nlohmann::json load_json_file(const std::string& file);
 // Same for text already in memory (`file` is only used in messages).
 nlohmann::json parse_json_text(const std::string& text, const std::string& file);
+
+// `text` with control characters and DEL written as \n, \t, \xNN, so that a
+// name from an input file cannot forge lines or terminal escape sequences
+// when it is printed (headings, messages). Other bytes (UTF-8) are kept.
+std::string printable(std::string_view text);
 
 // Location of a JSON value: file + path like "$.links[3].bandwidth".
 struct JsonLocation {
   std::string file;
   std::string path = "$";
 
-  JsonLocation key(const std::string& k) const { return {file, path + "." + k}; }
+  JsonLocation key(const std::string& k) const { return {file, path + "." + printable(k)}; }
   JsonLocation index(std::size_t i) const { return {file, path + "[" + std::to_string(i) + "]"}; }
   std::string describe() const { return file + " at " + path; }
   [[noreturn]] void fail(const std::string& message) const;
@@ -47,6 +60,8 @@ class ObjectReader {
                         const std::string& fallback);
 
   std::int64_t required_int(const std::string& key);
+  // An integer that must fit an `int` (refused, not truncated, when it does not).
+  int required_int32(const std::string& key);
   std::int64_t int_or(const std::string& key, std::int64_t fallback);
   // Integer within [min, max] inclusive.
   std::int64_t required_int_in(const std::string& key, std::int64_t min, std::int64_t max);

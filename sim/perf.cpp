@@ -9,6 +9,9 @@
 namespace hcclsim {
 
 namespace {
+// Largest seed or Zipf exponent --vcounts takes (1/(k+1)^S underflows to 0 long before).
+constexpr double kMaxDistributionArg = 1e6;
+
 bool per_rank_blocks(CollOp op) {
   return op == CollOp::AllGather || op == CollOp::ReduceScatter || op == CollOp::AlltoAll;
 }
@@ -58,6 +61,31 @@ std::string perf_size_problem(CollOp op, const std::string& op_name, int ranks, 
            std::to_string(ranks) + " ranks";
   }
   return "";
+}
+
+Footprint estimate_perf_row(const TopologySpec& topology, const PerfRequest& request, std::uint64_t size) {
+  using u128 = unsigned __int128;
+  const std::uint64_t ranks = static_cast<std::uint64_t>(std::max(request.ranks, 1));
+  const std::uint64_t per_server =
+      std::min<std::uint64_t>(ranks, static_cast<std::uint64_t>(std::max(topology.npus_per_server, 1)));
+  const std::uint64_t servers = (ranks + per_server - 1) / per_server;
+  std::uint64_t log2_servers = 0;
+  while ((std::uint64_t{1} << log2_servers) < servers) ++log2_servers;
+  const std::uint64_t buffer = std::max<std::uint64_t>(request.buffer_bytes, 1);
+  const std::uint64_t loops = size / buffer + 1;
+  const u128 tasks = static_cast<u128>(ranks) * loops * (20 * per_server + 24 * log2_servers + 20);
+  const u128 bytes = tasks * kBytesPerTask + static_cast<u128>(topology.npus) * kPlatformBytesPerNpu;
+  const u128 cap = ~std::uint64_t{0};
+  return Footprint{static_cast<std::uint64_t>(std::min(tasks, cap)), static_cast<std::uint64_t>(std::min(bytes, cap))};
+}
+
+std::string footprint_problem(const Footprint& f, const std::string& what, std::uint64_t limit) {
+  if (f.bytes <= limit) return "";
+  const std::uint64_t gib = (f.bytes + (1ULL << 30) - 1) >> 30;
+  return "too large: " + what + " needs about " + std::to_string(gib) + " GiB (about " + std::to_string(f.tasks) +
+         " tasks); the limit is " +
+         (limit % (1ULL << 30) == 0 ? std::to_string(limit >> 30) + " GiB" : std::to_string(limit) + " bytes") +
+         " (--max-memory). Use fewer ranks or servers, smaller sizes, or a larger --buffsize (fewer loops)";
 }
 
 Hierarchy hierarchy_of(const Platform& platform, int ranks) {
@@ -130,8 +158,10 @@ std::vector<std::vector<std::uint64_t>> alltoallv_counts(const std::string& dist
     } catch (const std::exception&) {
       used = 0;
     }
-    if (arg.empty() || used != arg.size() || v < 0) {
-      throw std::invalid_argument("'" + distribution + "' needs a non-negative " + what + " after the colon");
+    // NaN and infinity are refused: they would turn every share into an undefined integer.
+    if (arg.empty() || used != arg.size() || !std::isfinite(v) || v < 0 || v > kMaxDistributionArg) {
+      throw std::invalid_argument("'" + distribution + "' needs a finite non-negative " + what +
+                                  " of at most 1e6 after the colon");
     }
     return v;
   };
@@ -181,6 +211,7 @@ std::vector<PerfRow> run_perf(Platform& platform, const PerfRequest& request, Tr
                               const PerfRowCallback& on_row) {
   std::vector<PerfRow> rows;
   Scheduler scheduler(platform);
+  LinkMeter meter(platform);
   const ExecContext ctx = exec_context(platform, request);
   const Hierarchy& hierarchy = ctx.hierarchy;
   for (const std::uint64_t size : request.sizes) {
@@ -208,6 +239,7 @@ std::vector<PerfRow> run_perf(Platform& platform, const PerfRequest& request, Tr
       const bool idempotent = request.reduce_op == ReduceOp::Max || request.reduce_op == ReduceOp::Min;
       tracker.emplace(spec.ranks, sizes.input, sizes.output, 2 * spec.buffer_bytes, idempotent);
     }
+    meter.start();
     const RunResult result = scheduler.run(graph, tracker ? &*tracker : nullptr);
     if (!result.failure.empty()) {
       throw GraphError(coll_op_name(spec.op) + " of " + std::to_string(size) + " bytes on " +
@@ -235,6 +267,8 @@ std::vector<PerfRow> run_perf(Platform& platform, const PerfRequest& request, Tr
     row.busbw_gbps = row.algbw_gbps * bus_factor(spec.op, spec.ranks);
     row.tasks = graph.tasks().size();
     row.activations = result.activations;
+    row.link_summary = meter.summary(row.time);
+    if (request.link_details) row.links = meter.stop(row.time);
     if (!tracker) {
       row.check = "skipped";
     } else if (!result.check_error.empty()) {

@@ -13,6 +13,7 @@
 #include "sim/collectives/collective.h"
 #include "sim/collectives/hierarchy.h"
 #include "sim/executors/executor.h"
+#include "sim/report/link_stats.h"
 #include "sim/trace.h"
 #include "topologies/platform.h"
 
@@ -35,6 +36,9 @@ struct PerfRequest {
   // AlltoAllV (op AlltoAll): how each rank's data_size splits over its peers;
   // empty for a plain AlltoAll. See alltoallv_counts().
   std::string alltoallv_distribution;
+  // Every link's usage in each row (PerfRow::links), for --links and --stats;
+  // the summary (PerfRow::link_summary) is always filled.
+  bool link_details = false;
 };
 
 struct PerfRow {
@@ -56,6 +60,8 @@ struct PerfRow {
   std::string check;            // "success", "fail: ...", or "skipped"
   std::uint64_t tasks;
   std::uint64_t activations;
+  LinkSummary link_summary;       // the busiest link and bytes per link kind during this row
+  std::vector<LinkUsage> links;   // every link that carried data (with PerfRequest::link_details)
 };
 
 // Elements per rank (hccl_test's count) for a requested data_size, rounded
@@ -80,6 +86,25 @@ std::vector<std::uint64_t> perf_sizes(std::uint64_t first, std::uint64_t last, s
 // Why `size` cannot be a row of `op` on `ranks` ranks ("data_size 3 is not a
 // multiple of the fp16 element size (2 bytes)"), or "" when it can.
 std::string perf_size_problem(CollOp op, const std::string& op_name, int ranks, DataType dtype, std::uint64_t size);
+
+// What a run allocates, estimated before it starts, so that a run that would
+// exhaust memory is refused with the reason instead of ending in
+// std::bad_alloc (or the OOM killer): the platform (kPlatformBytesPerNpu per
+// NPU, channels, engines and routes) plus the task graph (kBytesPerTask per
+// task by the time it has run). The default limit is kMaxRunBytes (16 GiB;
+// the CLI's --max-memory changes it).
+constexpr std::uint64_t kMaxRunBytes = 16ULL << 30;
+constexpr std::uint64_t kPlatformBytesPerNpu = 64ULL << 10;
+constexpr std::uint64_t kBytesPerTask = 450;
+struct Footprint {
+  std::uint64_t tasks = 0;
+  std::uint64_t bytes = 0;
+};
+// A rough upper estimate for one row of `size` bytes: ranks x buffer loops x
+// (tasks per loop: about 20 per server peer and 24 per level-1 step).
+Footprint estimate_perf_row(const TopologySpec& topology, const PerfRequest& request, std::uint64_t size);
+// "too large: ... needs about 27 GiB ..." when `f` is over `limit`, else "".
+std::string footprint_problem(const Footprint& f, const std::string& what, std::uint64_t limit = kMaxRunBytes);
 
 // How the first `ranks` NPUs of a platform split into servers and supernodes.
 // Throws std::invalid_argument when `ranks` cuts a server in two.

@@ -1,6 +1,9 @@
 #include "sim/trace.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <nlohmann/json.hpp>
+#include <unordered_map>
 
 namespace hcclsim {
 
@@ -107,6 +110,75 @@ void TraceWriter::add_run(const TaskGraph& graph, const RunResult& result, Platf
                         std::to_string(flow) + ",\"pid\":" + std::to_string(rank) + ",\"tid\":" +
                         std::to_string(tid) + ",\"ts\":" + ts(end) + "}");
     }
+  }
+  add_link_counters(graph, result, platform);
+}
+
+void TraceWriter::add_link_counters(const TaskGraph& graph, const RunResult& result, Platform& platform) {
+  const std::uint64_t span = result.end.ps - result.begin.ps;
+  if (span == 0) return;
+  const std::size_t buckets = kLinkBuckets;
+  const std::uint64_t width = (span + buckets - 1) / buckets;  // ps per bucket
+  struct Series {
+    const Channel* channel;
+    double bytes = 0;
+    std::vector<double> direct;  // partial buckets
+    std::vector<double> diff;    // whole buckets, as a difference array
+  };
+  std::vector<Series> series;
+  std::unordered_map<const Channel*, std::size_t> index;
+  for (TaskId id = 0; id < graph.tasks().size(); ++id) {
+    const Task& t = graph.task(id);
+    const TaskTiming& timing = result.timings[id];
+    if ((t.kind != TaskKind::Memcpy && t.kind != TaskKind::ReduceInline) || t.bytes == 0 || !timing.started) continue;
+    const std::uint64_t s = timing.start.ps - result.begin.ps;
+    const std::uint64_t e = (timing.finished ? timing.end.ps : result.end.ps) - result.begin.ps;
+    const std::size_t bs = std::min<std::size_t>(s / width, buckets - 1);
+    const std::size_t be = std::min<std::size_t>(e / width, buckets - 1);
+    for (const Channel* ch : platform.route(t.src.rank, t.dst.rank)) {
+      auto [it, fresh] = index.emplace(ch, series.size());
+      if (fresh) series.push_back(Series{ch, 0, std::vector<double>(buckets, 0.0), std::vector<double>(buckets + 1, 0.0)});
+      Series& ser = series[it->second];
+      const double bytes = static_cast<double>(t.bytes);
+      ser.bytes += bytes;
+      if (bs == be || e <= s) {
+        ser.direct[bs] += bytes;
+        continue;
+      }
+      const double rate = bytes / static_cast<double>(e - s);  // bytes per ps
+      ser.direct[bs] += rate * static_cast<double>((bs + 1) * width - s);
+      ser.direct[be] += rate * static_cast<double>(e - be * width);
+      ser.diff[bs + 1] += rate * static_cast<double>(width);
+      ser.diff[be] -= rate * static_cast<double>(width);
+    }
+  }
+  if (series.empty()) return;
+  std::stable_sort(series.begin(), series.end(), [](const Series& a, const Series& b) { return a.bytes > b.bytes; });
+  if (series.size() > kMaxTracedLinks) series.resize(kMaxTracedLinks);
+  std::sort(series.begin(), series.end(),
+            [](const Series& a, const Series& b) { return a.channel->label() < b.channel->label(); });
+  if (!links_named_) {
+    links_named_ = true;
+    events_.push_back("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + std::to_string(kLinksPid) +
+                      ",\"tid\":0,\"args\":{\"name\":\"links (GB/s)\"}}");
+  }
+  for (const Series& ser : series) {
+    const std::string head = "{\"ph\":\"C\",\"name\":" + nlohmann::json(ser.channel->label()).dump() +
+                             ",\"pid\":" + std::to_string(kLinksPid) + ",\"ts\":";
+    double running = 0;
+    std::string last;
+    for (std::size_t i = 0; i < buckets && i * width < span; ++i) {
+      running += ser.diff[i];
+      const double bytes = ser.direct[i] + running;
+      const std::uint64_t bucket_end = std::min<std::uint64_t>((i + 1) * width, span);
+      const double gbps = bytes / static_cast<double>(bucket_end - i * width) * 1e3;  // bytes/ps -> GB/s
+      char value[32];
+      std::snprintf(value, sizeof value, "%.3f", gbps < 0.0005 ? 0.0 : gbps);
+      if (value == last) continue;
+      last = value;
+      events_.push_back(head + ts(Time{result.begin.ps + i * width}) + ",\"args\":{\"GBps\":" + value + "}}");
+    }
+    events_.push_back(head + ts(result.end) + ",\"args\":{\"GBps\":0}}");
   }
 }
 

@@ -7,7 +7,7 @@
 namespace hcclsim {
 
 std::vector<std::string> replayable_command(const std::vector<std::string>& words) {
-  static const std::vector<std::string> with_value{"--save-baseline", "--trace", "--out"};
+  static const std::vector<std::string> with_value{"--save-baseline", "--trace", "--out", "--links"};
   std::vector<std::string> kept;
   for (std::size_t i = 0; i < words.size(); ++i) {
     const std::string& w = words[i];

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "sim/collectives/hccl_algo.h"
+#include "sim/perf.h"
 #include "topologies/cluster.h"
 #include "topologies/config.h"
 #include "topologies/rank_table.h"
@@ -73,6 +74,22 @@ TopologySpec TopologyOptions::load_spec(std::string* described) const {
   if (described) *described = file;
   return load_topology(file, profile.empty() ? std::nullopt : std::optional<std::string>(profile),
                        has_servers ? servers : -1);
+}
+
+void MemoryLimit::declare(CLI::App& app) {
+  app.add_option("--max-memory", text,
+                 "refuse, before it starts, a run estimated to need more memory than SIZE (default 16GiB)")
+      ->type_name("SIZE");
+}
+
+std::uint64_t MemoryLimit::bytes() const {
+  return text.empty() ? kMaxRunBytes : checked_size("--max-memory", text);
+}
+
+Platform& platform_kept_until_exit(const TopologySpec& spec) {
+  static std::vector<Platform*> kept;  // deliberately leaked: see the header
+  kept.push_back(new Platform(spec));
+  return *kept.back();
 }
 
 int checked_int(const std::string& option, int value, int min, int max, const std::string& why) {

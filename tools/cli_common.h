@@ -42,6 +42,21 @@ struct TopologyOptions {
   TopologySpec load_spec(std::string* described) const;
 };
 
+// --max-memory SIZE: the estimate above which a run is refused before it
+// allocates anything (default 16 GiB, sim/perf.h kMaxRunBytes).
+struct MemoryLimit {
+  std::string text;
+  void declare(CLI::App& app);
+  std::uint64_t bytes() const;
+};
+
+// The platform of a command, built on the heap and never destroyed: SystemC
+// removes each module from a flat list as it is destroyed, which takes
+// quadratic time (minutes for a million channels), so hcclsim ends with
+// std::_Exit after flushing its outputs (tools/hcclsim_main.cpp) instead of
+// tearing the platform down.
+Platform& platform_kept_until_exit(const TopologySpec& spec);
+
 // An integer option within [min, max]; the error names the option and why.
 int checked_int(const std::string& option, int value, int min, int max, const std::string& why = "");
 // A size option ("8K", "64MiB", bytes); the error names the option.

@@ -53,7 +53,7 @@ class PerfCommand : public Command {
                    "alltoallv: how each rank's data_size splits over its peers: uniform (default), random:SEED, "
                    "zipf:S")
         ->type_name("DIST");
-    app.add_option("--algo", algo_,
+    algo_opt_ = app.add_option("--algo", algo_,
                    "HCCL_ALGO syntax, e.g. \"level0:ring\", \"level0:NA;level1:NHR\", "
                    "\"allreduce=level1:H-D_R/allgather=level0:NA\"; NA = HCCL's choice; level1/level2: ring, "
                    "H-D_R, NHR, NB, pairwise; level1 also pipeline (A2 clusters)")
@@ -78,8 +78,14 @@ class PerfCommand : public Command {
     app.add_option("--save-baseline", baseline_file_,
                    "record the command, version, input files and times for 'hcclsim check'")
         ->type_name("FILE");
+    memory_limit_.declare(app);
     app.add_flag("--no-check", no_check_, "skip the data check (check_result shows \"skipped\")");
-    app.add_flag("--stats", stats_, "print wall time, tasks, events/s and peak memory to stderr");
+    app.add_option("--links", links_file_,
+                   "write every link direction's bytes, busy time, utilization and peak concurrent flows per row "
+                   "as CSV (row,data_size,link,kind,bytes,busy_us,utilization,peak_flows)")
+        ->type_name("FILE");
+    app.add_flag("--stats", stats_,
+                 "print wall time, tasks, events/s, peak memory and the 10 busiest links (over all rows) to stderr");
   }
 
   int run(CommandContext& ctx) override;
@@ -87,6 +93,7 @@ class PerfCommand : public Command {
  private:
   std::string op_;
   TopologyOptions topology_;
+  MemoryLimit memory_limit_;
   int ranks_ = 0;
   std::string first_ = "8K";
   std::string last_ = "64M";
@@ -109,6 +116,7 @@ class PerfCommand : public Command {
   std::string out_file_;
   std::string trace_file_;
   std::string baseline_file_;
+  std::string links_file_;
   bool no_check_ = false;
   bool stats_ = false;
   CLI::Option* ranks_opt_ = nullptr;
@@ -116,6 +124,7 @@ class PerfCommand : public Command {
   CLI::Option* iters_opt_ = nullptr;
   CLI::Option* warmup_opt_ = nullptr;
   CLI::Option* check_opt_ = nullptr;
+  CLI::Option* algo_opt_ = nullptr;
 };
 
 int PerfCommand::run(CommandContext& ctx) {
@@ -179,6 +188,10 @@ int PerfCommand::run(CommandContext& ctx) {
   req.check = !no_check_ && check_ != 0;
   if (iters_opt_->count() > 0) checked_int("-n", iters_, 0, 1 << 30);
   if (warmup_opt_->count() > 0) checked_int("-w", warmup_, 0, 1 << 30);
+  if (algo_opt_->count() > 0 && algo_.find_first_not_of(" \t") == std::string::npos) {
+    throw InputError("option --algo", "empty value; give an HCCL_ALGO string such as \"level0:ring\", or leave "
+                                      "--algo out for HCCL's choice");
+  }
   req.algo = parse_algo(algo_, *op);
   const std::optional<WorkflowMode> mode = parse_workflow_mode(mode_);
   if (!mode) throw InputError("option --mode", "unknown value '" + mode_ + "'; expected one of: opbase, graph");
@@ -216,13 +229,20 @@ int PerfCommand::run(CommandContext& ctx) {
     const std::string problem = perf_size_problem(req.op, op_name, req.ranks, req.dtype, s);
     if (!problem.empty()) throw InputError("option -b", problem);
   }
+  // Refused before anything is allocated (README: limits).
+  const std::string too_large = footprint_problem(
+      estimate_perf_row(spec, req, sizes.back()),
+      op_name + " of " + format_size(sizes.back()) + " on " + std::to_string(req.ranks) + " ranks of " +
+          std::to_string(spec.npus) + " NPUs",
+      memory_limit_.bytes());
+  if (!too_large.empty()) throw InputError(sizes.size() > 1 ? "option -e" : "option -b/-e", too_large);
   ProcessGroup& group = *ctx.group;
   if (!trace_file_.empty() && group.size() > 1) {
     throw InputError("option --trace", "a trace needs one process (the sizes run by other MPI processes are not "
                                        "gathered); run without mpirun");
   }
 
-  Platform platform(spec);
+  Platform& platform = platform_kept_until_exit(spec);
   try {
     hierarchy_of(platform, req.ranks);
   } catch (const std::invalid_argument& e) {
@@ -233,8 +253,13 @@ int PerfCommand::run(CommandContext& ctx) {
   std::optional<OutputFile> out_file;
   std::optional<OutputFile> trace_out;
   std::optional<BaselineOutput> baseline;
+  std::optional<OutputFile> links_out;
   if (ctx.root() && !ctx.replay) {
     if (!out_file_.empty()) out_file.emplace("--out", out_file_);
+    if (!links_file_.empty()) {
+      links_out.emplace("--links", links_file_);
+      write_links_csv_header(links_out->stream());
+    }
     if (!trace_file_.empty()) trace_out.emplace("--trace", trace_file_);
     if (!baseline_file_.empty()) baseline.emplace(baseline_file_);
   }
@@ -254,6 +279,9 @@ int PerfCommand::run(CommandContext& ctx) {
   std::uint64_t tasks = 0;
   std::uint64_t events = 0;
   RunRecord record{"perf", {}};
+  LinkTotals link_totals;
+  std::size_t row_index = 0;
+  req.link_details = !ctx.replay && (stats_ || !links_file_.empty());
 
   // Sizes go round robin over the MPI processes; rank 0 writes every row in order.
   const std::vector<int> owners = assign_round_robin(sizes.size(), group.size());
@@ -264,6 +292,9 @@ int PerfCommand::run(CommandContext& ctx) {
   OrderedGather gather(group, owners, [&](std::size_t, const std::string& text) {
     const PerfRow row = deserialize_perf_row(text);
     writer.row(row);
+    if (links_out) write_links_csv(links_out->stream(), std::to_string(row_index), std::to_string(row.data_size), row.links);
+    if (stats_) link_totals.add(row.links, row.time);
+    ++row_index;
     progress.step(format_size(row.data_size));
     if (row.check.rfind("fail", 0) == 0) failed_check = true;
     record.items.push_back(perf_row_item(row.op_name, row.data_size, row.algo, static_cast<double>(row.time.ps) / 1e6));
@@ -299,7 +330,12 @@ int PerfCommand::run(CommandContext& ctx) {
     trace.write(trace_out->stream());
     trace_out->close();
   }
-  if (stats_ && !ctx.replay) print_stats(clock, tasks, events);
+  if (links_out) links_out->close();
+  if (stats_ && !ctx.replay) {
+    print_stats(clock, tasks, events);
+    std::cerr << format_busiest_links(link_totals.links(), 10,
+                                      "stats: busiest links over " + std::to_string(row_index) + " row(s)");
+  }
   if (ctx.record) *ctx.record = record;
   if (baseline) {
     if (failed_check) {

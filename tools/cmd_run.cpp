@@ -11,7 +11,9 @@
 
 #include "sim/critical_path.h"
 #include "sim/error.h"
+#include "sim/perf.h"
 #include "sim/program/program_json.h"
+#include "sim/report/link_stats.h"
 #include "sim/scheduler.h"
 #include "tools/baseline_output.h"
 #include "tools/cli_common.h"
@@ -68,16 +70,23 @@ class RunCommand : public Command {
     app.add_option("--save-baseline", baseline_file_,
                    "record the command, version, input files and per-handle times for 'hcclsim check'")
         ->type_name("FILE");
-    app.add_flag("--stats", stats_, "print wall time, tasks, events/s and peak memory to stderr");
+    app.add_option("--links", links_file_,
+                   "write every link direction's bytes, busy time, utilization and peak concurrent flows as CSV "
+                   "(row,data_size,link,kind,bytes,busy_us,utilization,peak_flows)")
+        ->type_name("FILE");
+    memory_limit_.declare(app);
+    app.add_flag("--stats", stats_, "print wall time, tasks, events/s, peak memory and the 10 busiest links to stderr");
   }
   int run(CommandContext& ctx) override;
 
  private:
   std::string program_file_;
   TopologyOptions topology_;
+  MemoryLimit memory_limit_;
   std::string format_ = "table";
   std::string trace_file_;
   std::string baseline_file_;
+  std::string links_file_;
   bool stats_ = false;
 };
 
@@ -90,6 +99,10 @@ int RunCommand::run(CommandContext& ctx) {
     throw InputError("option --format", "unknown format '" + format + "'; expected table or json");
   }
 
+  const std::string too_large =
+      footprint_problem(Footprint{0, static_cast<std::uint64_t>(spec.npus) * kPlatformBytesPerNpu},
+                        "a platform of " + std::to_string(spec.npus) + " NPUs", memory_limit_.bytes());
+  if (!too_large.empty()) throw InputError(topology_file, too_large);
   Program program(arch_of(spec.npu, topology_file), spec.npus, spec.npu);
   program.set_npus_per_server(spec.npus_per_server);
   const LoadedProgram loaded = load_program(program_file, program);
@@ -105,14 +118,24 @@ int RunCommand::run(CommandContext& ctx) {
   // Outputs are opened before the run: a bad path fails now, not after it.
   std::optional<OutputFile> trace_out;
   std::optional<BaselineOutput> baseline;
+  std::optional<OutputFile> links_out;
   if (!ctx.replay) {
     if (!trace_file_.empty()) trace_out.emplace("--trace", trace_file_);
+    if (!links_file_.empty()) links_out.emplace("--links", links_file_);
     if (!baseline_file_.empty()) baseline.emplace(baseline_file_);
   }
   WallClock clock;
-  Platform platform(spec);
+  Platform& platform = platform_kept_until_exit(spec);
   Scheduler scheduler(platform);
+  LinkMeter meter(platform);
+  meter.start();
   const RunResult result = scheduler.run(built.graph);
+  const std::vector<LinkUsage> links = meter.stop(result.elapsed());
+  if (links_out) {
+    write_links_csv_header(links_out->stream());
+    write_links_csv(links_out->stream(), "0", "", links);
+    links_out->close();
+  }
   if (trace_out) {
     TraceWriter trace;
     trace.add_run(built.graph, result, platform, loaded.name);
@@ -171,7 +194,8 @@ int RunCommand::run(CommandContext& ctx) {
 
   if (format == "json") {
     nlohmann::json doc{{"program", loaded.name}, {"topology", spec.name}, {"ranks", spec.npus},
-                       {"total_us", std::stod(format_us(result.elapsed(), 6))}};
+                       {"total_us", std::stod(format_us(result.elapsed(), 6))},
+                       {"links", link_summary_json(meter.summary(result.elapsed()))}};
     doc["handles"] = nlohmann::json::array();
     for (const Program::HandleInfo& h : built.handles) {
       const Span s = span_of(h.tasks);
@@ -234,7 +258,10 @@ int RunCommand::run(CommandContext& ctx) {
     }
   }
   out.flush();
-  if (stats_ && !ctx.replay) print_stats(clock, built.graph.tasks().size(), result.activations);
+  if (stats_ && !ctx.replay) {
+    print_stats(clock, built.graph.tasks().size(), result.activations);
+    std::cerr << format_busiest_links(links, 10, "stats: busiest links");
+  }
   if (ctx.record) *ctx.record = record;
   if (baseline) baseline->write(ctx.words, record);
   return 0;

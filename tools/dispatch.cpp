@@ -7,6 +7,7 @@
 #include <systemc>
 
 #include "sim/error.h"
+#include "sim/json_reader.h"
 #include "tools/cli_common.h"
 
 namespace hcclsim {
@@ -106,13 +107,35 @@ std::string explain(const CLI::ParseError& e, const CLI::App& sub) {
 }
 
 int report(const CommandContext& ctx, int code, const std::string& message) {
-  if (ctx.root()) std::cerr << "hcclsim: " << (code == 2 ? "error: " : "") << message << "\n";
+  // Names from the command line or input files may hold control characters:
+  // escaped (printable()), except the line breaks of multi-line reports.
+  std::string shown;
+  std::size_t start = 0;
+  for (std::size_t nl = message.find('\n'); ; nl = message.find('\n', start)) {
+    shown += printable(std::string_view(message).substr(start, nl == std::string::npos ? std::string::npos : nl - start));
+    if (nl == std::string::npos) break;
+    shown += '\n';
+    start = nl + 1;
+  }
+  if (ctx.root()) std::cerr << "hcclsim: " << (code == 2 ? "error: " : "") << shown << "\n";
   return code;
 }
 
 }  // namespace
 
 const char* long_usage() { return kScope; }
+
+int parse_command_line(const std::vector<std::string>& words) {
+  Parser parser;
+  if (words.empty() || parser.find(words[0]) == parser.commands.size()) return 2;
+  try {
+    std::vector<std::string> reversed(words.rbegin(), words.rend());
+    parser.app.parse(reversed);
+  } catch (const CLI::ParseError&) {
+    return 2;
+  }
+  return 0;
+}
 
 int dispatch(const std::vector<std::string>& words, CommandContext& ctx) {
   Parser parser;

@@ -13,6 +13,10 @@ namespace hcclsim {
 // `words`: the command line after the program name.
 int dispatch(const std::vector<std::string>& words, CommandContext& ctx);
 
+// Parses `words` as dispatch() does but runs nothing: 0 when the command line
+// parses, 2 when it is refused (the fuzzing target, tests/fuzz). Never throws.
+int parse_command_line(const std::vector<std::string>& words);
+
 // Text of `hcclsim help`: usage, the model's scope, exit codes.
 const char* long_usage();
 

@@ -2,6 +2,8 @@
 // dispatched by tools/dispatch.cpp. Every error ends here as a message on
 // stderr and exit code 2 (bad input) or 1 (a run failed); nothing escapes
 // to SystemC, whose own handler would print an E549 dump on stdout.
+#include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <new>
 #include <string>
@@ -26,13 +28,15 @@ void report_handler(const sc_core::sc_report& report, const sc_core::sc_actions&
 int sc_main(int argc, char* argv[]) {
   using namespace hcclsim;
   sc_core::sc_report_handler::set_handler(report_handler);
+  int code = 2;
   try {
-    const std::unique_ptr<ProcessGroup> group = make_process_group();
+    std::unique_ptr<ProcessGroup> group = make_process_group();
     CommandContext ctx;
     ctx.out = &std::cout;
     ctx.group = group.get();
     ctx.words.assign(argv + 1, argv + argc);
-    return dispatch(ctx.words, ctx);
+    code = dispatch(ctx.words, ctx);
+    group.reset();  // MPI_Finalize, before the fast exit below
   } catch (const std::bad_alloc&) {
     std::cerr << "hcclsim: error: out of memory\n";
   } catch (const std::exception& e) {
@@ -40,5 +44,16 @@ int sc_main(int argc, char* argv[]) {
   } catch (...) {
     std::cerr << "hcclsim: error: an unknown exception\n";
   }
-  return 2;
+  // Every output is flushed here; a failed write of the results (a full disk,
+  // a closed pipe) is an error like any other.
+  std::cout.flush();
+  if (!std::cout || std::fflush(stdout) != 0) {
+    std::cerr << "hcclsim: error: writing the results to standard output failed\n";
+    if (code == 0) code = 2;
+  }
+  std::cerr.flush();
+  std::fflush(nullptr);
+  // Fast exit: the platform is never torn down (tools/cli_common.h,
+  // platform_kept_until_exit), which for 100,000 NPUs would take minutes.
+  std::_Exit(code);
 }

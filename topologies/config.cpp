@@ -81,9 +81,11 @@ ClusterLayout read_cluster(ObjectReader c, const std::string& name, int servers_
     r.npus_per_leaf = static_cast<int>(roce.int_in_or("npus_per_leaf", 1, 1 << 20, r.npus_per_leaf));
     r.spines = static_cast<int>(roce.int_in_or("spines", 1, 4096, r.spines));
     if (const nlohmann::json* v = roce.optional_value("oversubscription")) {
-      if (!v->is_number() || !std::isfinite(v->get<double>()) || v->get<double>() < 1.0) {
+      if (!v->is_number() || !std::isfinite(v->get<double>()) || v->get<double>() < 1.0 ||
+          v->get<double>() > 1e6) {
         roce.location_of("oversubscription")
-            .fail("expected a number >= 1 (1 = non-blocking, 2 = uplinks carry half of what the NICs can send)");
+            .fail("expected a number in [1, 1e6] (1 = non-blocking, 2 = uplinks carry half of what the NICs can "
+                  "send)");
       }
       r.oversubscription = v->get<double>();
     }
@@ -125,7 +127,7 @@ HardwareProfile load_profile(const std::string& file) {
   ObjectReader root(doc, JsonLocation{file});
   HardwareProfile profile;
   profile.file = file;
-  profile.name = root.required_string("name");
+  profile.name = printable(root.required_string("name"));  // names are printed: no control characters
   root.optional_string("description");
   {
     ObjectReader npu = root.required_object("npu");
@@ -199,7 +201,7 @@ TopologySpec load_topology(const std::string& file, const std::optional<std::str
   const nlohmann::json doc = load_json_file(file);
   ObjectReader root(doc, JsonLocation{file});
   TopologySpec spec;
-  spec.name = root.required_string("name");
+  spec.name = printable(root.required_string("name"));  // names are printed: no control characters
   root.optional_string("description");
   const std::string profile_ref = root.required_string("profile");
   const std::string profile_file =
@@ -209,6 +211,16 @@ TopologySpec load_topology(const std::string& file, const std::optional<std::str
   if (root.has("cluster")) {
     const ClusterLayout layout = read_cluster(root.required_object("cluster"), spec.name, servers_override);
     root.finish();
+    // An A2 cluster is built of 910B servers, an A3 one of 910C: another profile would build hardware that
+    // does not exist (and run the other product's algorithms).
+    const std::string wanted = layout.kind == "a3" ? "910C" : "910B";
+    if (profile.npu.model != wanted) {
+      throw InputError(profile_override ? "option --profile" : profile_file,
+                       "profile " + profile_file + " describes a " + profile.npu.model + " NPU, but topology " + file +
+                           " is an " + (layout.kind == "a3" ? "A3" : "A2") + " cluster of " + wanted +
+                           " servers; use a " + wanted + " profile (configs/profiles/" +
+                           (layout.kind == "a3" ? "a3-910c.json" : "a2-910b.json") + ")");
+    }
     try {
       return make_cluster(layout, profile);
     } catch (const std::invalid_argument& e) {
@@ -223,7 +235,18 @@ TopologySpec load_topology(const std::string& file, const std::optional<std::str
   spec.npu = profile.npu;
   spec.npus = static_cast<int>(root.required_int_in("npus", 1, 1 << 20));
   spec.npus_per_server = static_cast<int>(root.int_in_or("npus_per_server", 1, 1 << 20, spec.npus));
+  if (spec.npus_per_server > spec.npus) {
+    root.location_of("npus_per_server")
+        .fail("npus_per_server " + std::to_string(spec.npus_per_server) + " is more than the topology's " +
+              std::to_string(spec.npus) + " NPUs");
+  }
   spec.npus_per_chip = static_cast<int>(root.int_in_or("npus_per_chip", 1, 2, 1));
+  // Two dies per chip (and SIO links, below) exist only on the 910C.
+  if (spec.npus_per_chip == 2 && spec.npu.model != "910C") {
+    throw InputError(profile_override ? "option --profile" : file,
+                     "topology " + file + " has two NPUs (dies) per chip, an A3 (910C) layout, but profile " +
+                         profile_file + " describes a " + spec.npu.model + " NPU");
+  }
   spec.switches = static_cast<int>(root.int_in_or("switches", 0, 1 << 20, 0));
   const int nodes = spec.npus + spec.switches;
 

@@ -64,6 +64,7 @@ void Channel::arrive(Flow& flow, std::size_t hop, std::uint64_t bytes, std::uint
   if (!state.queued) {
     state.queued = true;
     ready_.push_back(Ready{&flow, hop});
+    peak_flows_ = std::max(peak_flows_, ++active_flows_);
   }
   if (!serving_) {
     start_service(sc_core::sc_time_stamp().value());
@@ -111,6 +112,7 @@ void Channel::finish_service(std::uint64_t now) {
     ready_.push_back(Ready{done.flow, done.hop});
   } else {
     state.queued = false;
+    --active_flows_;
   }
 }
 

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "models/link/channel_clock.h"
+#include "models/link/link_stats.h"
 #include "models/params.h"
 
 namespace hcclsim {
@@ -99,6 +100,10 @@ class Channel : public sc_core::sc_module {
   std::uint64_t bytes_carried() const { return bytes_carried_; }
   std::uint64_t activations() const { return activations_; }
   Time busy_time() const { return busy_; }
+  // Counters for link statistics: bytes and busy time since elaboration,
+  // peak concurrent flows since reset_peak_flows().
+  LinkStats stats() const { return LinkStats{bytes_carried_, busy_, peak_flows_}; }
+  void reset_peak_flows() { peak_flows_ = active_flows_; }
 
   // Flow model: the network's index of this channel, and its statistics.
   std::uint32_t index() const { return index_; }
@@ -107,6 +112,8 @@ class Channel : public sc_core::sc_module {
     bytes_carried_ += bytes;
     busy_ += busy;
   }
+  void flow_joined() { peak_flows_ = std::max(peak_flows_, ++active_flows_); }
+  void flow_left() { --active_flows_; }
 
  private:
   void reschedule();
@@ -138,6 +145,8 @@ class Channel : public sc_core::sc_module {
   std::uint64_t activations_ = 0;
   Time busy_;
   std::uint32_t index_ = 0;
+  std::uint32_t active_flows_ = 0;  // flows with bytes waiting here or in service (segment model), sharing it (flow model)
+  std::uint32_t peak_flows_ = 0;
 };
 
 }  // namespace hcclsim

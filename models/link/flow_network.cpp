@@ -184,6 +184,7 @@ void FlowNetwork::begin(Flow& flow, std::uint64_t now) {
     link.flows.push_back(Member{&flow, static_cast<std::uint32_t>(h)});
     link.bound_sum += f.bound;
     ch->account(flow.bytes, Time{});
+    ch->flow_joined();
     touch(ch->index());
   }
 }
@@ -203,6 +204,7 @@ void FlowNetwork::drained(Flow& flow, std::uint64_t now) {
     last.flow->fluid.slot[last.hop] = slot;
     link.flows.pop_back();
     link.bound_sum -= f.bound;
+    link.channel->flow_left();
     if (link.flows.empty()) {
       link.channel->account(0, Time{now - link.busy_since});
     } else {

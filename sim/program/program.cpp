@@ -26,8 +26,11 @@ const char* kEngineNames[] = {"CPU", "CPU_TS", "AICPU", "AICPU_TS", "AIV", "CCU"
 const char* core_name(CoreKind k) { return k == CoreKind::Aic ? "AIC" : "AIV"; }
 
 // ceil(work * 1e12 / rate) picoseconds, exactly.
+// work / rate in picoseconds, rounded up; ~0 (refused by the callers) past
+// 10^6 s. `work` must be below 2^128 / 10^12.
 Time duration_for(unsigned __int128 work, unsigned __int128 rate) {
   const unsigned __int128 ps = (work * 1000000000000ULL + rate - 1) / rate;
+  if (ps > 1000000ULL * 1000000000000ULL) return Time{~0ULL};
   return Time{static_cast<std::uint64_t>(ps)};
 }
 }  // namespace
@@ -526,8 +529,16 @@ HcclResult Program::kernel_matmul(int rank, std::uint64_t m, std::uint64_t n, st
   if (npu_.cores.aic_flops_per_s == 0) return fail(HCCL_E_NOT_SUPPORT, "the profile gives no AIC rate");
   KernelStep step = make_step(StepKind::Matmul);
   step.cores = cores;
-  step.duration = duration_for(static_cast<unsigned __int128>(2) * m * n * k,
+  // Each dimension is at most 2^40 (program_json.cpp), but a product of three may not fit 128 bits.
+  const unsigned __int128 mn = static_cast<unsigned __int128>(m) * n;
+  const unsigned __int128 limit = ~static_cast<unsigned __int128>(0) / 1000000000000ULL / 2;
+  if (k != 0 && mn > limit / k) return fail(HCCL_E_PARA, "a matmul of m x n x k too large to time");
+  step.duration = duration_for(static_cast<unsigned __int128>(2) * mn * k,
                                static_cast<unsigned __int128>(npu_.cores.aic_flops_per_s) * cores);
+  if (step.duration.ps == ~0ULL) {
+    return fail(HCCL_E_PARA, "a matmul of " + std::to_string(m) + " x " + std::to_string(n) + " x " +
+                                 std::to_string(k) + " would take more than 10^6 s");
+  }
   kernel(rank, CoreKind::Aic).steps.push_back(step);
   return HCCL_SUCCESS;
 }
@@ -540,7 +551,11 @@ HcclResult Program::kernel_vector(int rank, std::uint64_t bytes, int cores) {
   }
   KernelStep step = make_step(StepKind::Vector);
   step.cores = cores;
+  if (npu_.cores.aiv_bandwidth.bytes_per_s == 0) return fail(HCCL_E_NOT_SUPPORT, "the profile gives no AIV rate");
   step.duration = duration_for(bytes, static_cast<unsigned __int128>(npu_.cores.aiv_bandwidth.bytes_per_s) * cores);
+  if (step.duration.ps == ~0ULL) {
+    return fail(HCCL_E_PARA, "a vector op over " + std::to_string(bytes) + " bytes would take more than 10^6 s");
+  }
   kernel(rank, CoreKind::Aiv).steps.push_back(step);
   return HCCL_SUCCESS;
 }

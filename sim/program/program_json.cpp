@@ -1,5 +1,6 @@
 #include "sim/program/program_json.h"
 
+#include <climits>
 #include <regex>
 
 #include "sim/json_reader.h"
@@ -19,7 +20,13 @@ std::vector<int> read_ranks(ObjectReader& r, const std::string& key) {
   std::vector<int> out;
   const json& arr = r.required_array(key);
   for (std::size_t i = 0; i < arr.size(); ++i) {
-    if (!arr[i].is_number_integer()) r.location_of(key).index(i).fail("expected a rank number");
+    const JsonLocation where = r.location_of(key).index(i);
+    if (!arr[i].is_number_integer()) where.fail("expected a rank number");
+    // A rank is an int: anything outside it is refused here, not truncated.
+    if (arr[i].is_number_unsigned() ? arr[i].get<std::uint64_t>() > static_cast<std::uint64_t>(INT_MAX)
+                                    : (arr[i].get<std::int64_t>() < INT_MIN || arr[i].get<std::int64_t>() > INT_MAX)) {
+      where.fail("rank " + arr[i].dump() + " is out of range");
+    }
     out.push_back(arr[i].get<int>());
   }
   return out;
@@ -32,13 +39,17 @@ ThreadHandle resolve_thread(const ThreadNames& names, int domain, int rank, cons
                             const JsonLocation& where) {
   static const std::regex form(R"(([A-Za-z_][A-Za-z0-9_]*)(\[(\d+)\])?)");
   std::smatch m;
-  if (!std::regex_match(ref, m, form)) where.fail("expected a thread name like \"t\" or \"t[2]\", got \"" + ref + "\"");
+  if (!std::regex_match(ref, m, form)) {
+    where.fail("expected a thread name like \"t\" or \"t[2]\", got \"" + printable(ref) + "\"");
+  }
   const auto found = names.find({domain, rank, m[1].str()});
   if (found == names.end()) {
     where.fail("no thread named '" + m[1].str() + "' on rank " + std::to_string(rank) + " of domain " +
                std::to_string(domain));
   }
-  const std::size_t index = m[3].matched ? std::stoul(m[3].str()) : 0;
+  // At most 9 digits parse without overflow; a longer index is past any group anyway.
+  const std::size_t index =
+      !m[3].matched ? 0 : m[3].length() > 9 ? found->second.size() : std::stoul(m[3].str());
   if (index >= found->second.size()) {
     where.fail("thread group '" + m[1].str() + "' has " + std::to_string(found->second.size()) + " threads");
   }
@@ -53,7 +64,7 @@ LoadedProgram load_program(const std::string& file, Program& program) {
   const json doc = load_json_file(file);
   ObjectReader root(doc, JsonLocation{file});
   LoadedProgram loaded;
-  loaded.name = root.required_string("name");
+  loaded.name = printable(root.required_string("name"));  // printed in headings: no control characters
   root.optional_string("description");
 
   std::map<int, std::vector<int>> domains;
@@ -84,7 +95,7 @@ LoadedProgram load_program(const std::string& file, Program& program) {
     for (std::size_t b = 0; b < host->size(); ++b) {
       const JsonLocation loc = root.location_of("host").index(b);
       ObjectReader block((*host)[b], loc);
-      const int domain = static_cast<int>(block.required_int("domain"));
+      const int domain = block.required_int32("domain");
       if (!domains.count(domain)) block.location_of("domain").fail("domain " + std::to_string(domain) + " is not defined");
       const std::vector<int> ranks = read_ranks(block, "ranks");
       const json& threads = block.required_array("threads");
@@ -95,6 +106,12 @@ LoadedProgram load_program(const std::string& file, Program& program) {
           const JsonLocation tloc = block.location_of("threads").index(t);
           ObjectReader decl(threads[t], tloc);
           const std::string name = decl.required_string("name");
+          // References ("t", "t[2]") can only name identifiers; anything else could never be used.
+          static const std::regex identifier(R"([A-Za-z_][A-Za-z0-9_]*)");
+          if (!std::regex_match(name, identifier)) {
+            decl.location_of("name").fail("thread name \"" + printable(name) +
+                                          "\" is not an identifier (letters, digits, '_', not starting with a digit)");
+          }
           const std::string engine_name = decl.required_string("engine");
           const auto engine = parse_comm_engine(engine_name);
           if (!engine) decl.location_of("engine").fail("unknown engine '" + engine_name + "'; expected CPU, CPU_TS, AICPU, AICPU_TS, AIV or CCU");
@@ -170,7 +187,7 @@ LoadedProgram load_program(const std::string& file, Program& program) {
           r = program.channel_notify_record(t, p, rt, notify());
         } else {
           const std::string unit = op.required_choice("unit", {"aic", "aiv"});
-          const int cores = static_cast<int>(op.required_int("cores"));
+          const int cores = op.required_int32("cores");
           r = program.thread_compute(t, core_of(unit), cores, op.required_time("duration"));
         }
         op.finish();
@@ -203,7 +220,7 @@ LoadedProgram load_program(const std::string& file, Program& program) {
             const std::string op = step.required_choice(
                 "op", {"init", "set_tiling", "prepare", "commit", "wait", "query", "inter_group_sync", "iterate",
                        "finalize", "matmul", "vector"});
-            auto context = [&] { return static_cast<int>(step.required_int("context")); };
+            auto context = [&] { return step.required_int32("context"); };
             auto handle = [&](int ctx, const std::string& key) {
               const std::string name = step.required_string(key);
               const auto found = handles.find({ctx, name});
@@ -215,7 +232,7 @@ LoadedProgram load_program(const std::string& file, Program& program) {
             HcclResult r = HCCL_SUCCESS;
             if (op == "init") {
               const int ctx = context();
-              const int domain = static_cast<int>(step.required_int("domain"));
+              const int domain = step.required_int32("domain");
               r = program.hccl_init(rank, core, ctx, domain);
               domain_of_context[ctx] = domain;
             } else if (op == "set_tiling") {
@@ -225,14 +242,14 @@ LoadedProgram load_program(const std::string& file, Program& program) {
               Program::PrepareArgs args;
               const std::string coll = step.required_choice(
                   "collective", {"all_reduce", "all_gather", "reduce_scatter", "alltoall", "alltoallv", "batch_write"});
-              const std::string name = step.required_string("handle");
+              const std::string name = printable(step.required_string("handle"));  // printed in the table
               args.repeat = static_cast<int>(step.int_in_or("repeat", 1, 1 << 20, 1));
               if (coll == "batch_write") {
                 args.batch_write = true;
                 const json& writes = step.required_array("writes");
                 for (std::size_t w = 0; w < writes.size(); ++w) {
                   ObjectReader item(writes[w], step.location_of("writes").index(w));
-                  args.batch.push_back({static_cast<int>(item.required_int("peer")), item.required_size("bytes")});
+                  args.batch.push_back({item.required_int32("peer"), item.required_size("bytes")});
                   item.finish();
                 }
               } else {
@@ -241,7 +258,7 @@ LoadedProgram load_program(const std::string& file, Program& program) {
                 const std::string dtype = step.required_choice("dtype", data_type_names());
                 args.dtype = *parse_data_type(dtype);
                 args.reduce_op = *parse_reduce_op(step.choice_or("reduce_op", reduce_op_names(), "sum"));
-                args.stride_count = static_cast<std::uint64_t>(step.int_in_or("stride_count", 0, INT64_MAX, 0));
+                args.stride_count = static_cast<std::uint64_t>(step.int_in_or("stride_count", 0, kMaxProgramDimension, 0));
                 if (args.alltoallv) {
                   const json& counts = step.required_array("send_counts");
                   for (std::size_t c = 0; c < counts.size(); ++c) {
@@ -249,7 +266,7 @@ LoadedProgram load_program(const std::string& file, Program& program) {
                     args.send_counts.push_back(counts[c].get<std::uint64_t>());
                   }
                 } else {
-                  args.count = static_cast<std::uint64_t>(step.required_int_in("count", 0, INT64_MAX));
+                  args.count = static_cast<std::uint64_t>(step.required_int_in("count", 0, kMaxProgramDimension));
                 }
               }
               const HcclHandle h = program.hccl_prepare(rank, core, ctx, args, &r);
@@ -265,7 +282,7 @@ LoadedProgram load_program(const std::string& file, Program& program) {
                                  : program.hccl_query(rank, core, ctx, h);
             } else if (op == "inter_group_sync") {
               const int ctx = context();
-              const int src = static_cast<int>(step.required_int("src_group"));
+              const int src = step.required_int32("src_group");
               r = program.hccl_inter_group_sync(rank, core, ctx, src, handle(src, "src_handle"));
             } else if (op == "iterate") {
               r = program.hccl_iterate(rank, core, context());
@@ -273,13 +290,13 @@ LoadedProgram load_program(const std::string& file, Program& program) {
               r = program.hccl_finalize(rank, core, context());
             } else if (op == "matmul") {
               if (core != CoreKind::Aic) step.location_of("op").fail("a matmul runs on AIC cores: put it in the \"aic\" list");
-              r = program.kernel_matmul(rank, static_cast<std::uint64_t>(step.required_int_in("m", 1, INT64_MAX)),
-                                        static_cast<std::uint64_t>(step.required_int_in("n", 1, INT64_MAX)),
-                                        static_cast<std::uint64_t>(step.required_int_in("k", 1, INT64_MAX)),
-                                        static_cast<int>(step.required_int("cores")));
+              r = program.kernel_matmul(rank, static_cast<std::uint64_t>(step.required_int_in("m", 1, kMaxProgramDimension)),
+                                        static_cast<std::uint64_t>(step.required_int_in("n", 1, kMaxProgramDimension)),
+                                        static_cast<std::uint64_t>(step.required_int_in("k", 1, kMaxProgramDimension)),
+                                        step.required_int32("cores"));
             } else {
               if (core != CoreKind::Aiv) step.location_of("op").fail("a vector op runs on AIV cores: put it in the \"aiv\" list");
-              r = program.kernel_vector(rank, step.required_size("bytes"), static_cast<int>(step.required_int("cores")));
+              r = program.kernel_vector(rank, step.required_size("bytes"), step.required_int32("cores"));
             }
             step.finish();
             check(r, program, sloc);

@@ -23,7 +23,9 @@ std::string serialize_perf_row(const PerfRow& r) {
                          {"busbw_gbps", r.busbw_gbps},
                          {"check", r.check},
                          {"tasks", r.tasks},
-                         {"activations", r.activations}};
+                         {"activations", r.activations},
+                         {"link_summary", link_summary_json(r.link_summary)},
+                         {"links", link_usages_json(r.links)}};
   return j.dump();  // nlohmann writes doubles with 17 significant digits: they read back exactly
 }
 
@@ -53,6 +55,8 @@ PerfRow deserialize_perf_row(const std::string& text) {
     r.check = j.at("check").get<std::string>();
     r.tasks = j.at("tasks").get<std::uint64_t>();
     r.activations = j.at("activations").get<std::uint64_t>();
+    r.link_summary = link_summary_from_json(j.at("link_summary"));
+    r.links = link_usages_from_json(j.at("links"));
     return r;
   } catch (const nlohmann::json::exception& e) {
     throw std::invalid_argument(std::string("malformed row from a worker: ") + e.what());

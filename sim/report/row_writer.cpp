@@ -121,7 +121,8 @@ nlohmann::json perf_row_json(const PerfRow& r) {
           {"busbw_GBps", std::stod(fixed(r.busbw_gbps, 4))},
           {"check_result", r.check},
           {"executor", r.executor},
-          {"tasks", r.tasks}};
+          {"tasks", r.tasks},
+          {"links", link_summary_json(r.link_summary)}};
 }
 
 void JsonArrayStream::add(const nlohmann::json& element) {

@@ -76,6 +76,12 @@ TopologySpec full_mesh(int n, Product product) {
   npu.local_memory = ChannelParams{Bandwidth{10'000'000'000}, Time::from_ns(0), 1024, Bandwidth{}};
   TopologySpec spec;
   spec.name = "full-mesh";
+  // The formulas follow the segment model, the reference the flow model is
+  // compared with (test_flow_network.cpp). Under it a channel serves one
+  // segment at a time at min(its bandwidth, the flow's cap), so AIV copies
+  // capped below the memory channel's rate add up to one cap
+  // (aiv_shared_local); the flow model lets them add up to the channel's rate.
+  spec.network = NetworkModel::Segment;
   spec.npus = n;
   spec.npus_per_server = n;
   spec.npu = npu;

@@ -1,0 +1,266 @@
+#!/usr/bin/env bash
+# hcclsim against every kind of input (issue 10, item 8): each case exits 2
+# naming the file + JSON path or the option and the reason (never a crash,
+# never std::bad_alloc), or for the good cases runs and writes what it must.
+# Also link statistics (--links, --stats, the JSON summary, trace counters).
+# usage: robust.sh HCCLSIM SOURCE_DIR CASE   (CASE "list" prints the cases)
+set -u
+if [ $# -ne 3 ]; then
+  echo "usage: $0 HCCLSIM SOURCE_DIR CASE" >&2
+  exit 2
+fi
+hcclsim=$1
+src=$2
+name=$3
+topology="$src/configs/topologies/a2-server.json"
+cluster="$src/configs/topologies/a2-cluster.json"
+a2_profile="$src/configs/profiles/a2-910b.json"
+a3_profile="$src/configs/profiles/a3-910c.json"
+program="$src/configs/programs/seed-thread-notify.json"
+matmul_program="$src/configs/programs/fused-matmul-allgather.json"
+
+CASES=(duplicate_key_topology duplicate_key_nested_profile program_int_not_truncated program_thread_index_20_digits
+       program_timeout_over_limit program_matmul_too_long size_overflows_uint64 buffsize_needs_too_much_memory
+       servers_need_too_much_memory max_memory_option a3_profile_on_a2_cluster a2_profile_on_a3_cluster
+       a2_profile_on_a3_server a2_profile_on_a3_rank_table oversubscription_absurd npus_per_server_above_npus
+       vcounts_nan vcounts_inf algo_empty repeated_topology control_chars_in_name control_chars_in_key
+       stdout_write_fails run_trace_bad_path links_bad_path links_csv links_json_summary links_stats
+       trace_link_counters run_links piped_output_complete)
+if [ "$name" = list ]; then
+  printf '%s\n' "${CASES[@]}"
+  exit 0
+fi
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# shellcheck source=../lib/run_case.sh
+. "$(dirname "$0")/../lib/run_case.sh"
+
+# copy_with OUT IN SED_EXPR: IN changed by sed; fails the case if nothing changed.
+copy_with() {
+  sed -e "$3" "$2" >"$1"
+  if cmp -s "$1" "$2"; then
+    echo "FAIL: could not make $1 from $2 with '$3'" >&2
+    exit 1
+  fi
+}
+# A topology naming an absolute profile, so that it can live in $tmp.
+local_topology() {  # local_topology OUT IN
+  sed -e "s#\"profile\": *\"\\.\\./profiles/\\([^\"]*\\)\"#\"profile\": \"$src/configs/profiles/\\1\"#" "$2" >"$1"
+}
+python_check() {  # python_check SCRIPT FILE: exit 1 with the script's message unless it passes
+  if ! python3 -c "$1" "$2"; then
+    echo "FAIL: check of $2 failed" >&2
+    fail=1
+  fi
+}
+
+expect_rc=2
+expect=()
+args=()
+post=""
+case "$name" in
+  duplicate_key_topology)
+    local_topology "$tmp/t0.json" "$topology"
+    copy_with "$tmp/topo.json" "$tmp/t0.json" 's/"npus": 8,/"npus": 8, "npus": 9,/'
+    args=(perf all_reduce --topology "$tmp/topo.json")
+    expect=("$tmp/topo.json" '$.npus' "duplicate key 'npus'") ;;
+  duplicate_key_nested_profile)
+    copy_with "$tmp/profile.json" "$a2_profile" 's/"engines": 16,/"engines": 16, "engines": 4,/'
+    args=(perf all_reduce --profile "$tmp/profile.json")
+    expect=("$tmp/profile.json" '$.npu.sdma.engines' "duplicate key") ;;
+  program_int_not_truncated)
+    # 2^32 was read as domain 0 by a cast to int.
+    copy_with "$tmp/p.json" "$program" '0,/"domain": 0,/s//"domain": 4294967296,/'
+    args=(run --program "$tmp/p.json")
+    expect=("$tmp/p.json" '$.host[0].domain' "out of range") ;;
+  program_thread_index_20_digits)
+    copy_with "$tmp/p.json" "$program" 's/"dst_thread": "exportedCpuThread"/"dst_thread": "exportedCpuThread[99999999999999999999]"/'
+    args=(run --program "$tmp/p.json")
+    expect=("$tmp/p.json" '$.host[0].ops[0].dst_thread' "has 1 threads") ;;
+  program_timeout_over_limit)
+    copy_with "$tmp/p.json" "$program" 's/"timeout": "1s"/"timeout": "1000001s"/'
+    args=(run --program "$tmp/p.json")
+    expect=("$tmp/p.json" '.timeout' "limit of 1000000s") ;;
+  program_matmul_too_long)
+    copy_with "$tmp/p.json" "$matmul_program" 's/"m": 4096, "n": 4096, "k": 4096/"m": 1099511627776, "n": 1099511627776, "k": 1099511627776/'
+    args=(run --program "$tmp/p.json")
+    expect=("$tmp/p.json" "matmul" "too large") ;;
+  size_overflows_uint64)
+    args=(perf all_reduce -b 8K -e 18446744073709551616)
+    expect=("-e" "too large" "64 bits") ;;
+  buffsize_needs_too_much_memory)
+    # Once std::bad_alloc after minutes of building tasks: 2^30 loops of one byte.
+    args=(perf all_reduce -b 1G -e 1G --buffsize 1)
+    expect=("option -b/-e" "too large" "GiB" "--buffsize") ;;
+  servers_need_too_much_memory)
+    args=(perf all_reduce -b 1M -e 1M --topology "$cluster" --servers 12500 --no-check)
+    expect=("too large" "100000 ranks" "GiB" "the limit is 16 GiB") ;;
+  max_memory_option)
+    args=(perf all_reduce -b 64M -e 64M --max-memory 1MiB)
+    expect=("too large" "the limit is 1048576 bytes") ;;
+  a3_profile_on_a2_cluster)
+    args=(perf all_reduce --topology "$cluster" --profile "$a3_profile")
+    expect=("--profile" "910C" "A2 cluster") ;;
+  a2_profile_on_a3_cluster)
+    args=(perf all_reduce --topology "$src/configs/topologies/cloudmatrix384.json" --profile "$a2_profile")
+    expect=("--profile" "910B" "A3 cluster") ;;
+  a2_profile_on_a3_server)
+    args=(perf all_reduce --topology "$src/configs/topologies/a3-server.json" --profile "$a2_profile")
+    expect=("--profile" "two NPUs (dies) per chip" "910B") ;;
+  a2_profile_on_a3_rank_table)
+    # (A version 1.0 table does not say its product: with a 910C profile it is
+    # read as A3 "typical networking", as HCCL reads it.)
+    args=(perf all_reduce --rank-table "$src/configs/ranktables/a3_2superpods_4servers_64dies.json" --profile "$a2_profile")
+    expect=("a3_2superpods_4servers_64dies.json" '$.version' "A3") ;;
+  oversubscription_absurd)
+    local_topology "$tmp/t0.json" "$cluster"
+    copy_with "$tmp/topo.json" "$tmp/t0.json" 's/"oversubscription": 1/"oversubscription": 1e300/'
+    args=(perf all_reduce --topology "$tmp/topo.json" --servers 2)
+    expect=("$tmp/topo.json" '$.cluster.roce.oversubscription' "[1, 1e6]") ;;
+  npus_per_server_above_npus)
+    local_topology "$tmp/t0.json" "$topology"
+    copy_with "$tmp/topo.json" "$tmp/t0.json" 's/"npus_per_server": 8/"npus_per_server": 16/'
+    args=(perf all_reduce --topology "$tmp/topo.json")
+    expect=("$tmp/topo.json" '$.npus_per_server' "more than") ;;
+  vcounts_nan)
+    args=(perf alltoallv --vcounts zipf:nan)
+    expect=("--vcounts" "finite") ;;
+  vcounts_inf)
+    args=(perf alltoallv --vcounts zipf:inf)
+    expect=("--vcounts" "finite") ;;
+  algo_empty)
+    args=(perf all_reduce --algo "")
+    expect=("--algo" "empty") ;;
+  repeated_topology)
+    args=(perf all_reduce --topology "$topology" --topology "$cluster")
+    expect=("--topology" "2 times") ;;
+  control_chars_in_name)
+    # A name with an escape sequence and a newline is printed escaped in the heading.
+    local_topology "$tmp/t0.json" "$topology"
+    copy_with "$tmp/topo.json" "$tmp/t0.json" 's/"name": "[^"]*"/"name": "evil\\u001b[31m\\nname"/'
+    args=(perf all_reduce --topology "$tmp/topo.json" -b 8K -e 8K)
+    expect_rc=0
+    post=control_chars ;;
+  control_chars_in_key)
+    local_topology "$tmp/t0.json" "$topology"
+    copy_with "$tmp/topo.json" "$tmp/t0.json" 's/"npus": 8,/"npus": 8, "\\u0007bell\\u001b[2J": 1,/'
+    args=(perf all_reduce --topology "$tmp/topo.json")
+    expect=('\x07bell\x1b[2J' "unknown key") ;;
+  stdout_write_fails)
+    args=(perf all_reduce -b 8K -e 8K)
+    post=stdout_full ;;
+  run_trace_bad_path)
+    args=(run --program "$program" --trace "$tmp/no-such-dir/trace.json")
+    expect=("--trace" "cannot write") ;;
+  links_bad_path)
+    args=(perf all_reduce -b 8K -e 8K --links "$tmp/no-such-dir/links.csv")
+    expect=("--links" "cannot write") ;;
+  links_csv)
+    args=(perf all_reduce -b 1M -e 2M --links "$tmp/links.csv" --format csv)
+    expect_rc=0
+    post=links_csv ;;
+  links_json_summary)
+    args=(perf all_reduce -b 1M -e 1M --format json)
+    expect_rc=0
+    post=links_json ;;
+  links_stats)
+    args=(perf all_reduce -b 1M -e 1M --stats)
+    expect_rc=0
+    post=links_stats ;;
+  trace_link_counters)
+    args=(perf all_reduce -b 1M -e 64M -f 8 --trace "$tmp/trace.json")
+    expect_rc=0
+    post=trace_counters ;;
+  run_links)
+    args=(run --program "$matmul_program" --links "$tmp/links.csv" --format json)
+    expect_rc=0
+    post=run_links ;;
+  piped_output_complete)
+    args=(perf all_reduce -b 8K -e 64M --format csv)
+    expect_rc=0
+    post=piped ;;
+  *)
+    echo "unknown case '$name'; known: ${CASES[*]}" >&2
+    exit 2 ;;
+esac
+
+if [ "$post" = stdout_full ]; then
+  "$hcclsim" "${args[@]}" >/dev/full 2>"$tmp/err.txt"
+  rc=$?
+  fail=0
+  if [ $rc -ne 2 ] || ! grep -q "writing the results to standard output failed" "$tmp/err.txt"; then
+    echo "FAIL: a failed write of stdout exited with $rc" >&2
+    fail=1
+  fi
+elif [ "$post" = links_stats ]; then
+  "$hcclsim" "${args[@]}" >"$tmp/out.txt" 2>"$tmp/err.txt"
+  rc=$?
+  fail=0
+  if [ $rc -ne 0 ] || ! grep -q "busiest links" "$tmp/err.txt" || [ "$(grep -c "util .*peak" "$tmp/err.txt")" -ne 10 ]; then
+    echo "FAIL: --stats does not list the 10 busiest links" >&2
+    fail=1
+  fi
+elif [ "$post" = piped ]; then
+  # Through a pipe (hcclsim ends with _Exit after flushing): every row arrives.
+  "$hcclsim" "${args[@]}" 2>"$tmp/err.txt" | cat >"$tmp/out.txt"
+  rc=${PIPESTATUS[0]}
+  fail=0
+  if [ $rc -ne 0 ] || [ "$(wc -l <"$tmp/out.txt")" -ne 15 ]; then
+    echo "FAIL: piped output has $(wc -l <"$tmp/out.txt") lines, expected 15 (exit code $rc)" >&2
+    fail=1
+  fi
+else
+  run_case
+fi
+case "$post" in
+  control_chars)
+    if grep -q $'\x1b' "$tmp/out.txt" || ! grep -qF 'evil\x1b[31m\nname' "$tmp/out.txt"; then
+      echo "FAIL: the control characters of the name are not escaped in the heading" >&2
+      fail=1
+    fi ;;
+  links_csv)
+    python_check '
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert rows, "no rows"
+assert list(rows[0].keys()) == ["row","data_size","link","kind","bytes","busy_us","utilization","peak_flows"], rows[0].keys()
+assert {r["row"] for r in rows} == {"0", "1"}, "two perf rows"
+assert {r["kind"] for r in rows} == {"hccs", "memory"}, {r["kind"] for r in rows}
+for r in rows:
+    assert 0 <= float(r["utilization"]) <= 1.0 and int(r["peak_flows"]) >= 1, r
+hccs = [r for r in rows if r["row"] == "0" and r["kind"] == "hccs"]
+assert len(hccs) == 56, len(hccs)   # every HCCS direction of the full mesh carried data
+' "$tmp/links.csv" ;;
+  links_json)
+    python_check '
+import json, sys
+row = json.load(open(sys.argv[1]))[0]
+links = row["links"]
+assert links["busiest"].startswith("hccs npu"), links
+assert 0 < links["busiest_utilization"] <= 1, links
+assert links["bytes_by_kind"]["hccs"] == 7 * 8 * (1 << 20) // 8 * 2, links   # reduce-scatter + all-gather
+' "$tmp/out.txt" ;;
+  trace_counters)
+    python_check '
+import json, sys, collections
+events = json.load(open(sys.argv[1]))["traceEvents"]
+counters = [e for e in events if e["ph"] == "C"]
+assert counters, "no counter events"
+per_link = collections.Counter(e["name"] for e in counters)
+assert max(per_link.values()) <= 3 * 201, per_link.most_common(1)   # 3 runs, at most 200 buckets + the closing 0 each
+assert any(e["args"]["GBps"] > 10 for e in counters), "no link ever above 10 GB/s"
+' "$tmp/trace.json" ;;
+  run_links)
+    python_check '
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert rows and all(r["row"] == "0" for r in rows), rows[:1]
+assert any(r["kind"] == "hccs" for r in rows)
+' "$tmp/links.csv"
+    python_check 'import json, sys; d = json.load(open(sys.argv[1])); assert d["links"]["bytes_by_kind"]["hccs"] > 0, d["links"]' "$tmp/out.txt" ;;
+esac
+echo "--- stderr of: hcclsim ${args[*]}"
+cat "$tmp/err.txt"
+if [ $fail -ne 0 ]; then exit 1; fi
+echo "ok: $name (exit code $rc)"

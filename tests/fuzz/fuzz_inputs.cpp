@@ -1,0 +1,243 @@
+// Fuzzing target over hcclsim's input readers: hardware profiles, topologies,
+// program files, HCCL rank tables, sweep grids and the command-line parser.
+// The first byte of an input picks the reader, the rest is the file (or, for
+// the command line, the words separated by newlines). A reader may refuse an
+// input only with the exceptions that hcclsim reports as bad input
+// (InputError, ProgramError, std::invalid_argument); anything else escaping
+// (std::out_of_range, nlohmann::json::exception, std::bad_alloc, ...) or a
+// crash is a bug: the target aborts, and the input belongs in
+// tests/fuzz/corpus/ once fixed.
+//
+// Two drivers (README, "Fuzzing"):
+//  - libFuzzer (clang -fsanitize=fuzzer, CMake -DHCCLSIM_LIBFUZZER=ON):
+//    `build-fuzz/fuzz_inputs_libfuzzer tests/fuzz/corpus -max_total_time=600`;
+//  - without clang, this file's own main (ctest fuzz_inputs): every corpus
+//    file as is, then random mutations of them for a bounded time, printing
+//    how many inputs it tried.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <iterator>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "sim/error.h"
+#include "sim/program/program.h"
+#include "sim/program/program_json.h"
+#include "sim/report/sweep.h"
+#include "tools/dispatch.h"
+#include "topologies/cluster.h"
+#include "topologies/config.h"
+#include "topologies/rank_table.h"
+
+namespace fs = std::filesystem;
+using namespace hcclsim;
+
+namespace {
+
+// Inputs are written under a scratch tree with the repository's profiles,
+// topologies and rank tables, so that "../profiles/a2-910b.json" in a
+// topology or "../topologies/a2-server.json" in a grid resolve as in configs/.
+struct Scratch {
+  fs::path root;
+  Scratch() {
+    root = fs::temp_directory_path() / ("hcclsim-fuzz-" + std::to_string(::getpid()));
+    fs::create_directories(root / "sweeps");
+    for (const char* dir : {"profiles", "topologies", "ranktables"}) {
+      fs::remove_all(root / dir);
+      fs::copy(fs::path(HCCLSIM_SOURCE_DIR) / "configs" / dir, root / dir, fs::copy_options::recursive);
+    }
+  }
+  ~Scratch() {
+    std::error_code ec;
+    fs::remove_all(root, ec);
+  }
+};
+
+Scratch& scratch() {
+  static Scratch s;
+  return s;
+}
+
+std::string write(const std::string& relative, const std::uint8_t* data, std::size_t size) {
+  const fs::path p = scratch().root / relative;
+  std::ofstream(p, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(data),
+                                                            static_cast<std::streamsize>(size));
+  return p.string();
+}
+
+const HardwareProfile& a2_profile() {
+  static const HardwareProfile p = load_profile((scratch().root / "profiles" / "a2-910b.json").string());
+  return p;
+}
+const HardwareProfile& a3_profile() {
+  static const HardwareProfile p = load_profile((scratch().root / "profiles" / "a3-910c.json").string());
+  return p;
+}
+
+void run_one(std::uint8_t which, const std::uint8_t* data, std::size_t size) {
+  switch (which % 6) {
+    case 0: load_profile(write("profiles/fuzz.json", data, size)); break;
+    case 1: load_topology(write("topologies/fuzz.json", data, size), std::nullopt, -1); break;
+    case 2: {
+      Program program(Arch::A3, 16, a3_profile().npu);
+      program.set_npus_per_server(8);
+      load_program(write("fuzz-program.json", data, size), program);
+      program.build();
+      break;
+    }
+    case 3: {
+      const std::string file = write("fuzz-ranktable.json", data, size);
+      const RankTable table = load_rank_table(file, size % 2 == 0 ? "a2" : "a3");
+      make_cluster(table.layout, size % 2 == 0 ? a2_profile() : a3_profile());
+      break;
+    }
+    case 4: validate_sweep_grid(load_sweep_grid(write("sweeps/fuzz.json", data, size))); break;
+    case 5: {
+      // The command line: words separated by newlines, parsed but not run.
+      std::vector<std::string> words(1);
+      for (std::size_t i = 0; i < size; ++i) {
+        if (data[i] == '\n') {
+          words.emplace_back();
+        } else {
+          words.back() += static_cast<char>(data[i]);
+        }
+      }
+      parse_command_line(words);
+      break;
+    }
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size == 0) return 0;
+  try {
+    run_one(data[0], data + 1, size - 1);
+  } catch (const InputError&) {
+  } catch (const ProgramError&) {
+  } catch (const std::invalid_argument&) {
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fuzz: BUG: reader %d let an unexpected exception escape: %s\n", data[0] % 6, e.what());
+    std::abort();
+  }
+  return 0;
+}
+
+#ifndef HCCLSIM_LIBFUZZER
+namespace {
+
+// xorshift64*: the same mutations on every machine for a given seed.
+struct Rng {
+  std::uint64_t s;
+  std::uint64_t next() {
+    s ^= s >> 12;
+    s ^= s << 25;
+    s ^= s >> 27;
+    return s * 2685821657736338717ULL;
+  }
+  std::size_t below(std::size_t n) { return n == 0 ? 0 : static_cast<std::size_t>(next() % n); }
+};
+
+// Tokens that reach the readers' edges: huge and negative numbers, NaN, units.
+const char* const kTokens[] = {"99999999999999999999", "-1", "1e309", "NaN", "0", "4294967297", "\"1e6s\"",
+                               "\"18446744073709551616B\"", "\"0.5ps\"", "[]", "{}", "null", "\"\\u0007\"",
+                               "\"t[99999999999999999999]\"", "true", "\"1000001s\"", "2147483648", "\"\""};
+
+std::string mutate(std::string in, Rng& rng, const std::vector<std::string>& corpus) {
+  const int edits = 1 + static_cast<int>(rng.below(4));
+  for (int e = 0; e < edits; ++e) {
+    const std::size_t pos = rng.below(in.size() + 1);
+    switch (rng.below(7)) {
+      case 0:  // flip a bit
+        if (!in.empty()) in[rng.below(in.size())] ^= static_cast<char>(1u << rng.below(8));
+        break;
+      case 1:  // delete a span
+        if (!in.empty()) in.erase(rng.below(in.size()), 1 + rng.below(16));
+        break;
+      case 2:  // insert a random byte
+        in.insert(pos, 1, static_cast<char>(rng.below(256)));
+        break;
+      case 3: {  // replace a number with an edge token
+        std::size_t d = in.find_first_of("0123456789", rng.below(in.size() + 1));
+        if (d == std::string::npos) d = pos;
+        std::size_t end = in.find_first_not_of("0123456789.", d);
+        if (end == std::string::npos) end = in.size();
+        in.replace(std::min(d, in.size()), end - std::min(d, in.size()), kTokens[rng.below(std::size(kTokens))]);
+        break;
+      }
+      case 4: {  // duplicate a line (duplicate keys, repeated options)
+        const std::size_t a = in.rfind('\n', pos == 0 ? 0 : pos - 1);
+        const std::size_t b = in.find('\n', pos);
+        const std::size_t from = a == std::string::npos ? 0 : a + 1;
+        const std::size_t to = b == std::string::npos ? in.size() : b + 1;
+        in.insert(from, in.substr(from, to - from));
+        break;
+      }
+      case 5: {  // splice in part of another corpus input
+        const std::string& other = corpus[rng.below(corpus.size())];
+        if (other.size() > 1) {
+          const std::size_t from = 1 + rng.below(other.size() - 1);
+          in.insert(pos, other.substr(from, 1 + rng.below(64)));
+        }
+        break;
+      }
+      case 6:  // an edge token anywhere
+        in.insert(pos, kTokens[rng.below(std::size(kTokens))]);
+        break;
+    }
+  }
+  if (in.empty()) in.push_back('\0');
+  return in;
+}
+
+int run_input(const std::string& s) {
+  return LLVMFuzzerTestOneInput(reinterpret_cast<const std::uint8_t*>(s.data()), s.size());
+}
+
+}  // namespace
+
+// usage: fuzz_inputs CORPUS_DIR [SECONDS] [SEED]
+int sc_main(int argc, char* argv[]) {
+  if (argc < 2) {
+    std::cerr << "usage: fuzz_inputs CORPUS_DIR [SECONDS (default 30)] [SEED (default 1)]\n";
+    return 2;
+  }
+  const double seconds = argc > 2 ? std::atof(argv[2]) : 30.0;
+  Rng rng{argc > 3 ? std::strtoull(argv[3], nullptr, 10) | 1 : 1};
+  std::vector<std::string> corpus;
+  for (const auto& entry : fs::directory_iterator(argv[1])) {
+    if (!entry.is_regular_file()) continue;
+    std::ifstream in(entry.path(), std::ios::binary);
+    corpus.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  if (corpus.empty()) {
+    std::cerr << "fuzz_inputs: no inputs in " << argv[1] << "\n";
+    return 2;
+  }
+  std::sort(corpus.begin(), corpus.end());
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  std::uint64_t tried = 0;
+  for (const std::string& s : corpus) {
+    run_input(s);
+    ++tried;
+  }
+  while (elapsed() < seconds) {
+    run_input(mutate(corpus[rng.below(corpus.size())], rng, corpus));
+    ++tried;
+  }
+  std::cout << "fuzz_inputs: tried " << tried << " inputs (" << corpus.size() << " from the corpus, "
+            << tried - corpus.size() << " mutated) in " << elapsed() << " s; no crash, no unexpected exception\n";
+  return 0;
+}
+#endif
