@@ -20,7 +20,8 @@ class ValidateCommand : public Command {
     app.add_option("file", file_, "measurement file (configs/calibration/measurements.json)")->required();
     app.add_option("--format", format_, "table | json | csv (default table)")->type_name("F");
     app.add_option("--plot", plot_, "write an SVG of simulated against measured")->type_name("OUT.svg");
-    app.add_option("--only", only_, "only the points whose id starts with PREFIX")->type_name("PREFIX");
+    app.add_option("--only", only_, "only the points whose id starts with one of these comma-separated prefixes")
+        ->type_name("PREFIX[,PREFIX...]");
     app.add_flag("--check", check_,
                  "exit 1 when a point with a stated tolerance is outside it (known gaps are reported, not checked)");
   }
@@ -32,9 +33,20 @@ class ValidateCommand : public Command {
     if (!plot_.empty()) plot_out.emplace("--plot", plot_);
     std::vector<MeasuredPoint> points = load_measurements(file_);
     if (!only_.empty()) {
+      std::vector<std::string> prefixes;
+      for (std::size_t at = 0; at <= only_.size();) {
+        const std::size_t comma = std::min(only_.find(',', at), only_.size());
+        if (comma > at) prefixes.push_back(only_.substr(at, comma - at));
+        at = comma + 1;
+      }
       std::vector<MeasuredPoint> kept;
       for (const MeasuredPoint& p : points) {
-        if (p.id.rfind(only_, 0) == 0) kept.push_back(p);
+        for (const std::string& prefix : prefixes) {
+          if (p.id.rfind(prefix, 0) == 0) {
+            kept.push_back(p);
+            break;
+          }
+        }
       }
       if (kept.empty()) throw InputError("option --only", "no point id starts with '" + only_ + "'");
       points = std::move(kept);
