@@ -514,36 +514,29 @@ void register_mesh_executors(std::vector<Executor>& out) {
         b.reduce_mesh();
         return b.take();
       }});
-  out.push_back(Executor{
-      "RunAlltoAllVStaged",
-      base + "impl/coll_executor/coll_all_to_all/coll_all_to_all_v_staged_executor.cc, "
-             "base/alg_template/temp_alltoallv/alltoallv_staged_mesh.cc",
-      "send buffer copied into CCL_IN once; every receiver reads its block from each peer's CCL_IN",
-      [](const CollectiveSpec& s, const ExecContext& c) {
-        const AlltoAllLayout l = alltoall_layout(s);
-        return needs(s.op == CollOp::AlltoAll && single_server(c) && l.largest_total * data_type_size(s.dtype) <= s.buffer_bytes,
-                     "runs AlltoAll inside one server when each rank's data fits the HCCL buffer");
-      },
-      [](const CollectiveSpec& s, const ExecContext&, const AlgoPlan&) {
-        AlltoAllExec b(s, std::max(0, s.ranks - 2));
-        b.staged();
-        return b.take();
-      }});
-  out.push_back(Executor{
-      "RunAlltoAllVFullMesh",
-      base + "impl/coll_executor/coll_all_to_all/coll_all_to_all_v_fullmesh_executor.cc",
-      "two ranks: each reads its block from the peer's CCL_IN (modelled with RunAlltoAllVStaged's pattern; the "
-      "executor's own template was not read)",
-      [](const CollectiveSpec& s, const ExecContext& c) {
-        const AlltoAllLayout l = alltoall_layout(s);
-        return needs(s.op == CollOp::AlltoAll && single_server(c) && l.largest_total * data_type_size(s.dtype) <= s.buffer_bytes,
-                     "runs AlltoAll inside one server when each rank's data fits the HCCL buffer");
-      },
-      [](const CollectiveSpec& s, const ExecContext&, const AlgoPlan&) {
-        AlltoAllExec b(s, std::max(0, s.ranks - 2));
-        b.staged();
-        return b.take();
-      }});
+  // RunAlltoAllVStaged's zero-copy form; the 2-rank RunAlltoAllVFullMesh
+  // (whose own template was not read) is modelled with the same pattern.
+  auto staged = [&](const std::string& name, const std::string& file, const std::string& summary) {
+    return Executor{
+        name, base + file, summary,
+        [](const CollectiveSpec& s, const ExecContext& c) {
+          const AlltoAllLayout l = alltoall_layout(s);
+          return needs(s.op == CollOp::AlltoAll && single_server(c) && l.largest_total * data_type_size(s.dtype) <= s.buffer_bytes,
+                       "runs AlltoAll inside one server when each rank's data fits the HCCL buffer");
+        },
+        [](const CollectiveSpec& s, const ExecContext&, const AlgoPlan&) {
+          AlltoAllExec b(s, std::max(0, s.ranks - 2));
+          b.staged();
+          return b.take();
+        }};
+  };
+  out.push_back(staged("RunAlltoAllVStaged",
+                       "impl/coll_executor/coll_all_to_all/coll_all_to_all_v_staged_executor.cc, "
+                       "base/alg_template/temp_alltoallv/alltoallv_staged_mesh.cc",
+                       "send buffer copied into CCL_IN once; every receiver reads its block from each peer's CCL_IN"));
+  out.push_back(staged("RunAlltoAllVFullMesh", "impl/coll_executor/coll_all_to_all/coll_all_to_all_v_fullmesh_executor.cc",
+                       "two ranks: each reads its block from the peer's CCL_IN (modelled with RunAlltoAllVStaged's "
+                       "pattern; the executor's own template was not read)"));
   out.push_back(Executor{
       "RunAlltoAllDirectFullmesh",
       base + "impl/coll_executor/coll_all_to_all/coll_all_to_all_v_direct_fullmesh_executor.cc, "

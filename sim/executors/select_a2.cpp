@@ -4,23 +4,13 @@
 // docs/executors.md tabulates the rules with their sources.
 #include <stdexcept>
 
-#include "sim/executors/executor.h"
+#include "sim/executors/selection.h"
 
 namespace hcclsim {
 
 namespace {
 
-constexpr std::uint64_t KiB = 1024;
-constexpr std::uint64_t MiB = 1024 * KiB;
-
-ExecutorChoice pick(const std::string& name, const AlgoPlan& plan, const std::string& rule) {
-  return ExecutorChoice{name, plan, rule};
-}
-
-[[noreturn]] void unmodelled(const std::string& name, const std::string& rule) {
-  throw std::invalid_argument("HCCL runs " + name + " here (" + rule +
-                              "); hcclsim does not model that executor's task structure");
-}
+using namespace selection;
 
 }  // namespace
 
