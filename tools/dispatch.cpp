@@ -23,6 +23,9 @@ usage:
                                      API and Ascend C Hccl kernels, see README)
   hcclsim sweep GRID.json [opts]     a grid of topologies, ops, sizes, dtypes, algorithms
   hcclsim check BASELINE [opts]      re-run a saved baseline and compare the times
+  hcclsim executors                  the HCCL executors hcclsim models, with their sources
+  hcclsim validate FILE [opts]       every point of a measurement file: measured, simulated, error
+  hcclsim moe dispatch|combine|both  MoE expert-parallel dispatch / combine as AIV kernels
   hcclsim help [command]             this text, or one command's options
   hcclsim --version
 
@@ -36,19 +39,26 @@ ReduceScatter, AlltoAll (n-1)/n; Broadcast, Reduce 1), check_result.
 data_size is per rank: the input of all_reduce, broadcast, reduce; the output of
 all_gather; the input of reduce_scatter; the whole send buffer of alltoall.
 
-What is modelled: per-NPU stream engines (in-order tasks, dispatch gap, launch
-cost), notify registers (record sets, wait blocks until set and clears), a pool
-of SDMA engines with a fixed cost per task, RDMA posts with in-order queue
-pairs, on-chip memory and every HCCS / SIO / UB / RoCE link direction and
-switch port as a channel shared round-robin by segments with cut-through
-forwarding, leaf/spine fabrics with ECMP and oversubscription, HCCL's loops
-over its buffer and its level-0/1/2 algorithms.
+What is modelled: HCCL's executor selection per product (A2 910B, A3 910_93:
+op-base / graph, host / AI CPU / AIV expansion, deterministic, sizes, ranks,
+servers, buffer) and each selected executor's task structure (streams, copies,
+SDMA reads and writes with inline reduce, AIV cores' loads and stores with
+flags in memory, RDMA); per-NPU stream engines (in-order tasks, dispatch gap,
+launch cost), notify registers (record sets, wait blocks until set and clears),
+a pool of SDMA engines with a fixed cost per task (reads and writes apart),
+AIV core pools, RDMA posts with in-order queue pairs, on-chip memory and every
+HCCS / SIO / UB / RoCE link direction and switch port as a channel (flow model:
+max-min fair shares; segment model: round-robin segments with cut-through),
+leaf/spine fabrics with ECMP and oversubscription; MoE dispatch / combine
+kernels (hcclsim moe). `hcclsim executors` lists the modelled executors.
 What is not: AI CPU / host expansion costs beyond the launch and dispatch
-constants, HBM contention of remote traffic, read-vs-write asymmetry of HCCS
-(all transfers are writes), flow control / PFC / drops, errors and retries,
-HCCL's AHC, Star and NHR_V1 algorithms. Timings are calibrated on
-point-to-point measurements (see README), not on collectives. The simulator is
-deterministic: one iteration of each size gives the time of every iteration.
+constants, HBM contention of remote traffic, flow control / PFC / drops,
+errors and retries, HCCL's AHC, Star and NHR_V1 algorithms, the deterministic
+and cross-server AIV executors (refused by name), zero-copy with registered
+buffers. The AIV constants are assumed (no measurement). Timings are
+calibrated on point-to-point measurements (hcclsim validate), not on
+collectives. The simulator is deterministic: one iteration of each size gives
+the time of every iteration.
 
 Exit codes: 0 success, 1 a run failed (deadlock, timeout, failed check, a
 regression found by check), 2 bad input (file, JSON path or option named on stderr).
