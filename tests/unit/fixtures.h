@@ -41,13 +41,13 @@ inline NpuParams small_npu(int sdma_engines) {
   n.aiv.copy_fixed = Time::from_ns(400);
   n.aiv.flag_write = Time::from_ns(200);
   n.aiv.flag_poll = Time::from_ns(600);
-  n.local_memory = ChannelParams{Bandwidth{10'000'000'000}, Time::from_ns(0), 4096};
+  n.local_memory = ChannelParams{Bandwidth{10'000'000'000}, Time::from_ns(0), 4096, Bandwidth{}};
   n.hccl_buffer_bytes = 1024 * 1024;
   return n;
 }
 
 // 1 GB/s, 100 ns, 4 KiB segments.
-inline const ChannelParams kLink{Bandwidth{1'000'000'000}, Time::from_ns(100), 4096};
+inline const ChannelParams kLink{Bandwidth{1'000'000'000}, Time::from_ns(100), 4096, Bandwidth{}};
 
 inline TopologySpec two_npus(const NpuParams& npu) {
   TopologySpec spec;

@@ -159,12 +159,12 @@ TEST_CASE("a graph that deadlocks only at run time fails with every blocked thre
   npu.notify.wait = Time::from_ns(20);
   npu.stream.task_dispatch = Time::from_ns(300);
   npu.stream.op_launch = Time::from_ns(2000);
-  npu.local_memory = ChannelParams{Bandwidth{10'000'000'000}, Time::from_ns(0), 4096};
+  npu.local_memory = ChannelParams{Bandwidth{10'000'000'000}, Time::from_ns(0), 4096, Bandwidth{}};
   TopologySpec spec;
   spec.name = "two-npus";
   spec.npus = 2;
   spec.npu = npu;
-  spec.links = {LinkSpec{0, 1, "hccs", ChannelParams{Bandwidth{1'000'000'000}, Time::from_ns(100), 4096}}};
+  spec.links = {LinkSpec{0, 1, "hccs", ChannelParams{Bandwidth{1'000'000'000}, Time::from_ns(100), 4096, Bandwidth{}}}};
   Platform platform(spec);
   Scheduler sched(platform);
 
