@@ -492,131 +492,81 @@ double alltoall_direct_fullmesh4(const K& c, double x) {
 
 }  // namespace
 
-TEST_CASE("AllGatherMeshOpbaseExecutor: simulated time is the closed form of its task structure",
-          "[executors][times]") {
-  constexpr int p = 4;
+namespace {
+
+// The common shape of the A2 cases: p ranks of the hand-made full mesh, the
+// executor at each size against `formula(constants, size)`; `buffer(size)`
+// sets the HCCL buffer (default: the Case's).
+template <typename Formula>
+void check_a2(int p, CollOp op, const std::string& executor, std::initializer_list<std::uint64_t> sizes,
+              Formula formula, std::uint64_t (*buffer)(std::uint64_t) = nullptr) {
   Platform platform(full_mesh(p, Product::A2));
   const K c(platform);
   Case cs;
   cs.ranks = p;
-  cs.op = CollOp::AllGather;
-  for (const std::uint64_t x : {64 * KiB, 1 * MiB}) {
-    cs.bytes = x;
-    check_time(platform, cs, "AllGatherMeshOpbaseExecutor", all_gather_opbase(c, p, static_cast<double>(x)));
+  cs.op = op;
+  for (const std::uint64_t n : sizes) {
+    cs.bytes = n;
+    if (buffer != nullptr) cs.buffer = buffer(n);
+    check_time(platform, cs, executor, formula(c, static_cast<double>(n)));
   }
+}
+
+}  // namespace
+
+TEST_CASE("AllGatherMeshOpbaseExecutor: simulated time is the closed form of its task structure",
+          "[executors][times]") {
+  check_a2(4, CollOp::AllGather, "AllGatherMeshOpbaseExecutor", {64 * KiB, 1 * MiB},
+           [](const K& c, double x) { return all_gather_opbase(c, 4, x); });
 }
 
 TEST_CASE("ReduceScatterMeshDmaEliminationExecutor: simulated time is the closed form of its task structure",
           "[executors][times]") {
-  constexpr int p = 4;
-  Platform platform(full_mesh(p, Product::A2));
-  const K c(platform);
-  Case cs;
-  cs.ranks = p;
-  cs.op = CollOp::ReduceScatter;
-  for (const std::uint64_t x : {64 * KiB, 1 * MiB}) {
-    cs.bytes = x;
-    check_time(platform, cs, "ReduceScatterMeshDmaEliminationExecutor",
-               reduce_scatter_dma_elimination(c, p, static_cast<double>(x)));
-  }
+  check_a2(4, CollOp::ReduceScatter, "ReduceScatterMeshDmaEliminationExecutor", {64 * KiB, 1 * MiB},
+           [](const K& c, double x) { return reduce_scatter_dma_elimination(c, 4, x); });
 }
 
 TEST_CASE("AllReduceMeshOpbaseLoopExecutor: simulated time is the closed form of its task structure",
           "[executors][times]") {
-  constexpr int p = 4;
-  Platform platform(full_mesh(p, Product::A2));
-  const K c(platform);
-  Case cs;
-  cs.ranks = p;
-  cs.op = CollOp::AllReduce;
-  for (const std::uint64_t n : {512 * KiB, 4 * MiB}) {
-    cs.bytes = n;
-    check_time(platform, cs, "AllReduceMeshOpbaseLoopExecutor", all_reduce_opbase_loop(c, p, static_cast<double>(n)));
-  }
+  check_a2(4, CollOp::AllReduce, "AllReduceMeshOpbaseLoopExecutor", {512 * KiB, 4 * MiB},
+           [](const K& c, double n) { return all_reduce_opbase_loop(c, 4, n); });
 }
 
 TEST_CASE("AllReduceMeshSmallCountExecutor: simulated time is the closed form of its task structure",
           "[executors][times]") {
-  constexpr int p = 4;
-  Platform platform(full_mesh(p, Product::A2));
-  const K c(platform);
-  Case cs;
-  cs.ranks = p;
-  cs.op = CollOp::AllReduce;
-  for (const std::uint64_t n : {16 * KiB, 256 * KiB}) {
-    cs.bytes = n;
-    check_time(platform, cs, "AllReduceMeshSmallCountExecutor", all_reduce_reduce_bcast(c, p, static_cast<double>(n)));
-  }
+  check_a2(4, CollOp::AllReduce, "AllReduceMeshSmallCountExecutor", {16 * KiB, 256 * KiB},
+           [](const K& c, double n) { return all_reduce_reduce_bcast(c, 4, n); });
 }
 
 TEST_CASE("BroadCastMeshExecutor: simulated time is the closed form of its task structure",
           "[executors][times]") {
-  constexpr int p = 4;
-  Platform platform(full_mesh(p, Product::A2));
-  const K c(platform);
-  Case cs;
-  cs.ranks = p;
-  cs.op = CollOp::Broadcast;
-  for (const std::uint64_t n : {64 * KiB, 2 * MiB}) {
-    cs.bytes = n;
-    check_time(platform, cs, "BroadCastMeshExecutor", broadcast_mesh(c, p, static_cast<double>(n)));
-  }
+  check_a2(4, CollOp::Broadcast, "BroadCastMeshExecutor", {64 * KiB, 2 * MiB},
+           [](const K& c, double n) { return broadcast_mesh(c, 4, n); });
 }
 
 TEST_CASE("ReduceMeshExecutor: simulated time is the closed form of its task structure",
           "[executors][times]") {
-  constexpr int p = 4;
-  Platform platform(full_mesh(p, Product::A2));
-  const K c(platform);
-  Case cs;
-  cs.ranks = p;
-  cs.op = CollOp::Reduce;
-  for (const std::uint64_t n : {64 * KiB, 2 * MiB}) {
-    cs.bytes = n;
-    check_time(platform, cs, "ReduceMeshExecutor", reduce_mesh(c, p, static_cast<double>(n)));
-  }
+  check_a2(4, CollOp::Reduce, "ReduceMeshExecutor", {64 * KiB, 2 * MiB},
+           [](const K& c, double n) { return reduce_mesh(c, 4, n); });
 }
 
 TEST_CASE("RunAlltoAllVStaged: simulated time is the closed form of its task structure",
           "[executors][times]") {
-  constexpr int p = 4;
-  Platform platform(full_mesh(p, Product::A2));
-  const K c(platform);
-  Case cs;
-  cs.ranks = p;
-  cs.op = CollOp::AlltoAll;
-  for (const std::uint64_t x : {16 * KiB, 512 * KiB}) {
-    cs.bytes = x;
-    check_time(platform, cs, "RunAlltoAllVStaged", alltoall_staged(c, p, static_cast<double>(x)));
-  }
+  check_a2(4, CollOp::AlltoAll, "RunAlltoAllVStaged", {16 * KiB, 512 * KiB},
+           [](const K& c, double x) { return alltoall_staged(c, 4, x); });
 }
 
 TEST_CASE("RunAlltoAllDirectFullmesh: simulated time is the closed form of its task structure",
           "[executors][times]") {
-  constexpr int p = 4;
-  Platform platform(full_mesh(p, Product::A2));
-  const K c(platform);
-  Case cs;
-  cs.ranks = p;
   // Send and receive data beyond the HCCL buffer, one block (a third of it) per pair.
-  cs.op = CollOp::AlltoAll;
-  for (const std::uint64_t x : {64 * KiB, 1 * MiB}) {
-    cs.bytes = x;
-    cs.buffer = 3 * x;
-    check_time(platform, cs, "RunAlltoAllDirectFullmesh", alltoall_direct_fullmesh4(c, static_cast<double>(x)));
-  }
+  check_a2(4, CollOp::AlltoAll, "RunAlltoAllDirectFullmesh", {64 * KiB, 1 * MiB},
+           [](const K& c, double x) { return alltoall_direct_fullmesh4(c, x); },
+           [](std::uint64_t x) { return 3 * x; });
 }
 
 TEST_CASE("A2 two-rank AlltoAll (RunAlltoAllVFullMesh): closed form within 3%", "[executors][times]") {
-  Platform platform(full_mesh(2, Product::A2));
-  const K c(platform);
-  Case cs;
-  cs.ranks = 2;
-  cs.op = CollOp::AlltoAll;
-  for (const std::uint64_t x : {16 * KiB, 1 * MiB}) {
-    cs.bytes = x;
-    check_time(platform, cs, "RunAlltoAllVFullMesh", alltoall_staged(c, 2, static_cast<double>(x)));
-  }
+  check_a2(2, CollOp::AlltoAll, "RunAlltoAllVFullMesh", {16 * KiB, 1 * MiB},
+           [](const K& c, double x) { return alltoall_staged(c, 2, x); });
 }
 
 namespace {
