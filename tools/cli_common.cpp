@@ -43,6 +43,11 @@ void TopologyOptions::declare(CLI::App& app) {
                  "recomputed when a flow starts or ends; segment: transfers cross every channel as 64-256 KiB "
                  "segments (the reference model: finer sharing, far more events)")
       ->type_name("M");
+  app.add_option("--flow-quantum", flow_quantum,
+                 "flow model: a group of at least 1024 flows coupled through full channels (the AIV flows of a "
+                 "large MoE kernel) is re-solved at multiples of this time instead of at every start and drain; "
+                 "a transfer may start up to one quantum late (default 1us; 0 = solve every change at once, exact)")
+      ->type_name("TIME");
 }
 
 TopologySpec TopologyOptions::load(std::string* described) const {
@@ -50,6 +55,12 @@ TopologySpec TopologyOptions::load(std::string* described) const {
   if (!model) throw InputError("option --network", "unknown network model '" + network + "'; expected flow or segment");
   TopologySpec spec = load_spec(described);
   spec.network = *model;
+  try {
+    spec.flow_batching.quantum_ps = flow_quantum == "0" ? 0 : parse_time(flow_quantum).ps;
+  } catch (const std::exception& e) {
+    throw InputError("option --flow-quantum", std::string("expected a time such as 1us or 0: ") + e.what());
+  }
+  if (spec.flow_batching.quantum_ps == 0) spec.flow_batching.large_component = 0;
   return spec;
 }
 

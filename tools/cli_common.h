@@ -32,6 +32,7 @@ struct TopologyOptions {
   std::string rank_table;
   int servers = -1;
   std::string network = "flow";
+  std::string flow_quantum = "1us";
   CLI::Option* servers_option = nullptr;
 
   void declare(CLI::App& app);

@@ -44,7 +44,7 @@ Platform::Platform(const TopologySpec& spec) : spec_(spec), clock_(std::make_uni
   adjacency_.resize(static_cast<std::size_t>(nodes));
   FlowNetwork* flows = nullptr;
   if (spec.network == NetworkModel::Flow) {
-    auto owned = std::make_unique<FlowNetwork>("flow_network");
+    auto owned = std::make_unique<FlowNetwork>("flow_network", spec.flow_batching);
     flows = owned.get();
     network_ = std::move(owned);
   } else {

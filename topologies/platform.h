@@ -53,6 +53,7 @@ struct TopologySpec {
   // How transfers share the channels (models/link/network.h): the fluid
   // flow model by default, or segments stepping every channel.
   NetworkModel network = NetworkModel::Flow;
+  FlowBatching flow_batching;               // the flow model's one approximation (network.h)
 };
 
 class Platform {

@@ -28,7 +28,9 @@ std::uint64_t drain_ps(double bytes, double rate) {
 }
 }  // namespace
 
-FlowNetwork::FlowNetwork(sc_core::sc_module_name name) : sc_core::sc_module(name), notified_at_(kNever) {
+FlowNetwork::FlowNetwork(sc_core::sc_module_name name, FlowBatching batching)
+    : sc_core::sc_module(name), batching_(batching), deferred_at_(kNever), notified_at_(kNever) {
+  if (batching_.quantum_ps == 0) batching_.large_component = 0;  // no quantum: every change solved at once
   SC_HAS_PROCESS(FlowNetwork);
   SC_METHOD(run);
   sensitive << wake_;
@@ -113,6 +115,15 @@ void FlowNetwork::run() {
   const std::uint64_t now = sc_core::sc_time_stamp().value();
   notified_at_ = kNever;
   running_ = true;
+  if (deferred_at_ <= now) {
+    // The quantum has come: the deferred components are solved with the rest.
+    for (const std::uint32_t link : deferred_) {
+      links_[link].deferred = false;
+      touch(link);
+    }
+    deferred_.clear();
+    deferred_at_ = kNever;
+  }
   for (;;) {
     bool work = false;
     // Drains and arrivals due now, in the order they were scheduled.
@@ -146,6 +157,7 @@ void FlowNetwork::run() {
   std::uint64_t next = kNever;
   if (!drains_.empty()) next = drains_.front()->fluid.drain_at;
   if (!arrivals_.empty()) next = std::min(next, arrivals_.top().at);
+  next = std::min(next, deferred_at_);
   if (next != kNever) {
     notified_at_ = next;
     wake_.notify(sc_core::sc_time::from_value(notified_at_ - now));
@@ -227,10 +239,35 @@ void FlowNetwork::recompute(std::uint64_t now) {
   for (std::size_t i = 0; i < dirty_.size(); ++i) {
     Link& seed = links_[dirty_[i]];
     seed.dirty = false;
+    if (!on_quantum(now) && seed.large_until == next_quantum(now)) {
+      // Part of a component found large since the last quantum: collecting
+      // it again on every start and drain would cost what the deferral saves.
+      if (!seed.deferred) {
+        seed.deferred = true;
+        deferred_.push_back(dirty_[i]);
+      }
+      deferred_at_ = std::min(deferred_at_, next_quantum(now));
+      continue;
+    }
     for (std::size_t m = 0; m < seed.flows.size(); ++m) {
       Flow* flow = seed.flows[m].flow;
       if (flow->fluid.mark == epoch_) continue;
       collect(*flow);
+      if (batching_.large_component != 0 && comp_flows_.size() >= batching_.large_component) {
+        // Events on its links until the next quantum are left for it too.
+        const std::uint64_t next = next_quantum(now);
+        for (const std::uint32_t index : comp_links_) links_[index].large_until = next;
+        seed.large_until = next;
+        if (!on_quantum(now)) {
+          // Left for the next quantum (the whole component stays marked).
+          if (!seed.deferred) {
+            seed.deferred = true;
+            deferred_.push_back(dirty_[i]);
+          }
+          deferred_at_ = std::min(deferred_at_, next);
+          continue;
+        }
+      }
       solve(now);
     }
   }
@@ -277,10 +314,7 @@ void FlowNetwork::freeze(Flow& flow, double rate) {
     if (!link.can_fill()) continue;
     const std::uint32_t k = link.local;
     left_[k] = std::max(0.0, left_[k] - rate);
-    if (--unfrozen_[k] > 0 && use_heap_) {
-      shares_.push_back(Share{left_[k] / unfrozen_[k], k});
-      std::push_heap(shares_.begin(), shares_.end(), std::greater<Share>());
-    }
+    --unfrozen_[k];
   }
 }
 
@@ -302,14 +336,25 @@ bool FlowNetwork::lowest_share(std::uint32_t* link) {
     }
     return found;
   }
+  // Freezing a flow at the lowest level (or at a limit below it) never
+  // lowers another link's share, so a heap entry is at most its link's
+  // share now: a stale top is brought up to date and pushed back down, and
+  // a current top is the lowest.
   while (!shares_.empty()) {
-    const Share& top = shares_.front();
-    if (unfrozen_[top.link] > 0 && top.level == left_[top.link] / unfrozen_[top.link]) {
-      *link = top.link;
+    std::pop_heap(shares_.begin(), shares_.end(), std::greater<Share>());
+    Share& top = shares_.back();
+    if (unfrozen_[top.link] == 0) {
+      shares_.pop_back();
+      continue;
+    }
+    const double level = left_[top.link] / unfrozen_[top.link];
+    if (top.level == level) {
+      std::push_heap(shares_.begin(), shares_.end(), std::greater<Share>());
+      *link = shares_.front().link;
       return true;
     }
-    std::pop_heap(shares_.begin(), shares_.end(), std::greater<Share>());
-    shares_.pop_back();
+    top.level = level;
+    std::push_heap(shares_.begin(), shares_.end(), std::greater<Share>());
   }
   return false;
 }

@@ -23,6 +23,8 @@
 //   left and rate are whole numbers; so a run is repeatable bit for bit;
 // - starts are collected and solved once per delta cycle, so flows starting
 //   at the same instant cost one computation.
+// - a component of at least FlowBatching::large_component flows is solved
+//   at the next multiple of the quantum instead of at once (network.h);
 // Left out, compared with the segment model: interleaving at segment
 // granularity (shares are exact fractions at every instant) and the time a
 // byte spends reaching the next hop (a flow occupies all its channels at
@@ -41,7 +43,7 @@ namespace hcclsim {
 
 class FlowNetwork final : public sc_core::sc_module, public Network {
  public:
-  explicit FlowNetwork(sc_core::sc_module_name name);
+  explicit FlowNetwork(sc_core::sc_module_name name, FlowBatching batching = {});
 
   // Every channel a flow may cross, before the first flow starts.
   void add_channel(Channel& channel);
@@ -67,6 +69,8 @@ class FlowNetwork final : public sc_core::sc_module, public Network {
     std::uint32_t mark = 0;         // component search epoch
     std::uint32_t local = 0;        // its index in the component being solved
     bool dirty = false;
+    bool deferred = false;
+    std::uint64_t large_until = 0;  // in a component found large: its changes wait for this quantum
     bool can_fill() const { return bound_sum > capacity; }
   };
   struct Arrival {
@@ -91,6 +95,10 @@ class FlowNetwork final : public sc_core::sc_module, public Network {
   void drained(Flow& flow, std::uint64_t now);
   void touch(std::uint32_t link);
   void recompute(std::uint64_t now);
+  std::uint64_t next_quantum(std::uint64_t now) const { return (now / batching_.quantum_ps + 1) * batching_.quantum_ps; }
+  bool on_quantum(std::uint64_t now) const {
+    return batching_.large_component == 0 || batching_.quantum_ps == 0 || now % batching_.quantum_ps == 0;
+  }
   void collect(Flow& seed);
   void solve(std::uint64_t now);
   void freeze(Flow& flow, double rate);
@@ -107,7 +115,10 @@ class FlowNetwork final : public sc_core::sc_module, public Network {
   void remove_drain(Flow& flow);
   bool lowest_share(std::uint32_t* link);
 
+  FlowBatching batching_;
   std::vector<Link> links_;
+  std::vector<std::uint32_t> deferred_;  // seeds of components left for the next quantum
+  std::uint64_t deferred_at_;
   std::vector<Flow*> starting_;      // started since the last run, in start order
   std::vector<std::uint32_t> dirty_; // links whose flows changed, in order
   std::vector<Flow*> drains_;

@@ -22,6 +22,20 @@ struct Flow;
 
 enum class NetworkModel : std::uint8_t { Segment, Flow };
 
+// The flow model's one approximation, for very large coupled components
+// (thousands of AIV flows of a MoE kernel sharing every die's port): a
+// component of at least `large_component` flows is not solved again on
+// every start and drain but at the next multiple of `quantum` (every
+// component is solved at those instants). Until then flows that started
+// wait at rate 0 and bandwidth a drained flow frees stays idle, so a
+// transfer can start up to one quantum late and finish no earlier than
+// exactly; deterministic (the instants depend on simulated time only).
+// `large_component` 0 solves every change at once (exact).
+struct FlowBatching {
+  std::uint32_t large_component = 1024;
+  std::uint64_t quantum_ps = 1'000'000;  // 1 us
+};
+
 inline const char* network_model_name(NetworkModel m) { return m == NetworkModel::Segment ? "segment" : "flow"; }
 inline std::optional<NetworkModel> parse_network_model(const std::string& text) {
   if (text == "segment") return NetworkModel::Segment;

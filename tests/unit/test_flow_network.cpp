@@ -184,6 +184,62 @@ TEST_CASE("flow model: a flow joining mid-way halves the first one's rate at exa
   CHECK(r.timings[second].end == first_flow + at_1gbps(2 * bytes) + kLink.latency);
 }
 
+// The one approximation (FlowBatching): a component of at least
+// large_component flows is solved at the next multiple of the quantum. Here
+// two flows are "large", so the second waits at rate 0 until the quantum
+// while the first keeps the whole channel; once the second drains, the
+// first (alone again, a small component) gets the channel back at once.
+TEST_CASE("flow model: a large component is solved at the next quantum, then at once when small again",
+          "[flow][sharing][batching]") {
+  const NpuParams npu = small_npu();
+  TopologySpec spec = two_npus(npu);
+  spec.flow_batching = FlowBatching{2, 1'000'000};  // 1 us
+  Platform platform(spec);
+  Scheduler sched(platform);
+
+  const std::uint64_t bytes_a = 10000;
+  const std::uint64_t bytes_b = 2100;
+  TaskGraph g;
+  const TaskId a = g.copy(g.add_thread(0, "A"), in(0, 0), out(1, 0), bytes_a);
+  const ThreadId late = g.add_thread(0, "B");
+  delay(g, late, Time::from_ns(2300));
+  const TaskId b = g.copy(late, in(0, bytes_a), out(1, bytes_a), bytes_b);
+  const RunResult r = sched.run(g);
+  REQUIRE(r.failure.empty());
+
+  const std::uint64_t a0 = (r.timings[a].start + npu.sdma.task_fixed).ps;
+  const std::uint64_t b0 = (r.timings[b].start + npu.sdma.task_fixed).ps;
+  const std::uint64_t q = (b0 / 1'000'000 + 1) * 1'000'000;  // the quantum after the second flow starts
+  REQUIRE(b0 % 1'000'000 != 0);
+  REQUIRE((q - a0) % 1000 == 0);
+  // The second flow: 2100 bytes at 0.5 GB/s from the quantum on.
+  const std::uint64_t b_drained = q + bytes_b * 2000;
+  CHECK(r.timings[b].end.ps == b_drained + kLink.latency.ps);
+  // The first: alone at 1 GB/s until the quantum, at 0.5 GB/s with the
+  // second, alone again the moment the second drains (not a quantum).
+  REQUIRE(b_drained % 1'000'000 != 0);
+  const std::uint64_t left = bytes_a - (q - a0) / 1000 - bytes_b;
+  CHECK(r.timings[a].end.ps == b_drained + left * 1000 + kLink.latency.ps);
+}
+
+TEST_CASE("flow model: with no quantum a large component is solved at once (exact)", "[flow][sharing][batching]") {
+  const NpuParams npu = small_npu();
+  TopologySpec spec = two_npus(npu);
+  spec.flow_batching = FlowBatching{2, 0};
+  Platform platform(spec);
+  Scheduler sched(platform);
+  TaskGraph g;
+  const TaskId a = g.copy(g.add_thread(0, "A"), in(0, 0), out(1, 0), 10000);
+  const ThreadId late = g.add_thread(0, "B");
+  delay(g, late, Time::from_ns(2300));
+  const TaskId b = g.copy(late, in(0, 10000), out(1, 10000), 2100);
+  const RunResult r = sched.run(g);
+  REQUIRE(r.failure.empty());
+  const Time b0 = r.timings[b].start + npu.sdma.task_fixed;
+  CHECK(r.timings[b].end == b0 + Time::from_ps(2100 * 2000) + kLink.latency);
+  CHECK(r.timings[a].end == r.timings[a].start + npu.sdma.task_fixed + at_1gbps(12100) + kLink.latency);
+}
+
 TEST_CASE("flow model: over three hops a transfer is cut through, at the slowest hop's rate", "[flow][pipeline]") {
   const NpuParams npu = small_npu();
   // npu0 -> switch2 -> switch3 -> npu1; the middle hop equal to the others, or at half their rate.
