@@ -118,6 +118,34 @@ MoeRouting make_routing(const MoeParams& p) {
     throw InputError("option --routing", "unknown routing '" + r + "'; expected uniform, balanced, zipf:S or file:F");
   }
   Lcg rng(p.seed);
+  if (r == "uniform") {
+    // Equal weights: the same draws as the weighted walk below (x = u x the
+    // number of experts left picks the floor(x)-th of them, in id order), in
+    // O(K) per token instead of O(K x experts).
+    std::vector<int> taken;
+    for (int rank = 0; rank < p.ep; ++rank) {
+      for (int t = 0; t < p.tokens; ++t) {
+        taken.clear();
+        for (int k = 0; k < p.topk; ++k) {
+          const int left = p.experts - k;
+          const double x = rng.uniform() * static_cast<double>(left);
+          int pick = 0;
+          if (x < static_cast<double>(left)) {
+            pick = static_cast<int>(x);  // the pick-th expert not yet taken
+            for (const int e : taken) pick += e <= pick ? 1 : 0;
+          } else {
+            // u x left rounded up to left: the walk falls through to the
+            // last expert, then on to the next one not taken.
+            pick = p.experts - 1;
+            while (std::find(taken.begin(), taken.end(), pick) != taken.end()) pick = (pick + 1) % p.experts;
+          }
+          out[rank][t][k] = pick;
+          taken.insert(std::upper_bound(taken.begin(), taken.end(), pick), pick);
+        }
+      }
+    }
+    return out;
+  }
   for (int rank = 0; rank < p.ep; ++rank) {
     for (int t = 0; t < p.tokens; ++t) {
       std::vector<double> w = weight;
