@@ -48,7 +48,10 @@ launch cost), notify registers (record sets, wait blocks until set and clears),
 a pool of SDMA engines with a fixed cost per task (reads and writes apart),
 AIV core pools, RDMA posts with in-order queue pairs, on-chip memory and every
 HCCS / SIO / UB / RoCE link direction and switch port as a channel (flow model:
-max-min fair shares; segment model: round-robin segments with cut-through),
+max-min fair shares, re-solved once per --flow-quantum, default 1 us, for
+groups of 1024 or more coupled flows such as a large MoE kernel's, so a
+transfer there may start up to one quantum late; segment model: round-robin
+segments with cut-through),
 leaf/spine fabrics with ECMP and oversubscription; MoE dispatch / combine
 kernels (hcclsim moe). `hcclsim executors` lists the modelled executors.
 What is not: AI CPU / host expansion costs beyond the launch and dispatch
