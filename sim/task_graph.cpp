@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/strong_components.hpp>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -199,6 +200,10 @@ std::string TaskGraph::describe(TaskId id) const {
   return os.str();
 }
 
+namespace {
+constexpr TaskId kNoTask = std::numeric_limits<TaskId>::max();
+}  // namespace
+
 void TaskGraph::validate(int ranks) const {
   for (ThreadId th = 0; th < threads_.size(); ++th) {
     if (threads_[th].rank < 0 || threads_[th].rank >= ranks) {
@@ -206,12 +211,14 @@ void TaskGraph::validate(int ranks) const {
                        ", outside 0.." + std::to_string(ranks - 1));
     }
   }
-  // Records and waits per notify (rank, index).
-  struct NotifyUse {
-    std::vector<TaskId> records;
-    std::vector<TaskId> waits;
+  // Records and waits per notify (rank, index): collected flat and sorted
+  // by (rank, index, task), which is cheap at millions of tasks.
+  struct NotifyTask {
+    std::uint64_t key;  // rank << 32 | index
+    TaskId id;
+    bool operator<(const NotifyTask& o) const { return key != o.key ? key < o.key : id < o.id; }
   };
-  std::map<std::pair<int, int>, NotifyUse> uses;
+  std::vector<NotifyTask> notify_tasks;
   struct FlagUse {
     std::uint64_t sets = 0;
     std::uint64_t asked = 0;   // the largest value any wait polls for
@@ -234,8 +241,8 @@ void TaskGraph::validate(int ranks) const {
       }
     }
     if (notify) {
-      auto& use = uses[{owner_of(t, rank), t.notify}];
-      (t.kind == TaskKind::NotifyRecord ? use.records : use.waits).push_back(id);
+      const auto owner = static_cast<std::uint64_t>(owner_of(t, rank));
+      notify_tasks.push_back(NotifyTask{owner << 32 | static_cast<std::uint32_t>(t.notify), id});
     }
     if (flag) {
       FlagUse& use = flags[{owner_of(t, rank), t.notify}];
@@ -263,13 +270,6 @@ void TaskGraph::validate(int ranks) const {
     if (before >= tasks_.size() || after >= tasks_.size()) throw GraphError("a dependency names a task that does not exist");
   }
 
-  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
-  Graph g(tasks_.size());
-  for (const Thread& th : threads_) {
-    for (std::size_t i = 1; i < th.tasks.size(); ++i) boost::add_edge(th.tasks[i - 1], th.tasks[i], g);
-  }
-  for (const auto& [before, after] : dependencies_) boost::add_edge(before, after, g);
-
   for (const auto& [key, use] : flags) {
     if (use.asked > use.sets) {
       throw GraphError(describe(use.first_wait) + " polls flag " + std::to_string(key.second) + " of rank " +
@@ -277,33 +277,92 @@ void TaskGraph::validate(int ranks) const {
                        std::to_string(use.sets) + " flag set(s) ever add to it");
     }
   }
-  for (const auto& [key, use] : uses) {
-    const auto& [owner, notify] = key;
-    if (!use.waits.empty() && use.records.empty()) {
-      throw GraphError(describe(use.waits.front()) + " waits on notify " + std::to_string(notify) + " of rank " +
+  // Edges beyond each thread's order: explicit dependencies, and each
+  // notify's k-th record -> k-th wait where one thread records it (with one
+  // recording thread that pairing is static and joins the cycle check).
+  std::vector<std::pair<TaskId, TaskId>> edges = dependencies_;
+  std::sort(notify_tasks.begin(), notify_tasks.end());
+  std::vector<TaskId> records;
+  std::vector<TaskId> waits;
+  for (std::size_t begin = 0; begin < notify_tasks.size();) {
+    std::size_t end = begin;
+    records.clear();
+    waits.clear();
+    for (; end < notify_tasks.size() && notify_tasks[end].key == notify_tasks[begin].key; ++end) {
+      const TaskId id = notify_tasks[end].id;
+      (tasks_[id].kind == TaskKind::NotifyRecord ? records : waits).push_back(id);
+    }
+    const auto owner = static_cast<int>(notify_tasks[begin].key >> 32);
+    const auto notify = static_cast<int>(notify_tasks[begin].key & 0xffffffffU);
+    begin = end;
+    if (!waits.empty() && records.empty()) {
+      throw GraphError(describe(waits.front()) + " waits on notify " + std::to_string(notify) + " of rank " +
                        std::to_string(owner) + ", but no task records it");
     }
-    for (TaskId w : use.waits) {
-      if (tasks_[w].thread != tasks_[use.waits.front()].thread) {
-        throw GraphError(describe(use.waits.front()) + " and " + describe(w) +
+    for (TaskId w : waits) {
+      if (tasks_[w].thread != tasks_[waits.front()].thread) {
+        throw GraphError(describe(waits.front()) + " and " + describe(w) +
                          " wait on the same notify from two threads; a notify belongs to one thread");
       }
     }
-    // With one recording thread the k-th record releases the k-th wait; that
-    // pairing is static and joins the cycle check.
     bool one_recorder = true;
-    for (TaskId r : use.records) one_recorder = one_recorder && tasks_[r].thread == tasks_[use.records.front()].thread;
-    if (one_recorder && use.waits.size() > use.records.size()) {
-      throw GraphError(describe(use.waits[use.records.size()]) + " has no record to release it: notify " +
+    for (TaskId r : records) one_recorder = one_recorder && tasks_[r].thread == tasks_[records.front()].thread;
+    if (one_recorder && waits.size() > records.size()) {
+      throw GraphError(describe(waits[records.size()]) + " has no record to release it: notify " +
                        std::to_string(notify) + " of rank " + std::to_string(owner) + " is waited on " +
-                       std::to_string(use.waits.size()) + " times but recorded " +
-                       std::to_string(use.records.size()) + " times");
+                       std::to_string(waits.size()) + " times but recorded " + std::to_string(records.size()) +
+                       " times");
     }
     if (one_recorder) {
-      for (std::size_t k = 0; k < use.waits.size(); ++k) boost::add_edge(use.records[k], use.waits[k], g);
+      for (std::size_t k = 0; k < waits.size(); ++k) edges.emplace_back(records[k], waits[k]);
     }
   }
 
+  // Cycle check: Kahn's topological order over the threads' order and the
+  // edges (flat arrays, linear time); only a graph that has a cycle pays
+  // for Boost's strongly connected components, which name its tasks.
+  const std::size_t n = tasks_.size();
+  std::vector<TaskId> next_in_thread(n, kNoTask);
+  std::vector<std::uint32_t> indegree(n, 0);
+  for (const Thread& th : threads_) {
+    for (std::size_t i = 1; i < th.tasks.size(); ++i) {
+      next_in_thread[th.tasks[i - 1]] = th.tasks[i];
+      ++indegree[th.tasks[i]];
+    }
+  }
+  std::vector<std::uint32_t> first_edge(n + 1, 0);
+  for (const auto& e : edges) {
+    ++first_edge[e.first + 1];
+    ++indegree[e.second];
+  }
+  for (std::size_t i = 0; i < n; ++i) first_edge[i + 1] += first_edge[i];
+  std::vector<TaskId> targets(edges.size());
+  {
+    std::vector<std::uint32_t> fill(first_edge.begin(), first_edge.end() - 1);
+    for (const auto& e : edges) targets[fill[e.first]++] = e.second;
+  }
+  std::vector<TaskId> ready;
+  for (TaskId id = 0; id < n; ++id) {
+    if (indegree[id] == 0) ready.push_back(id);
+  }
+  std::size_t ordered = 0;
+  while (!ready.empty()) {
+    const TaskId id = ready.back();
+    ready.pop_back();
+    ++ordered;
+    if (next_in_thread[id] != kNoTask && --indegree[next_in_thread[id]] == 0) ready.push_back(next_in_thread[id]);
+    for (std::uint32_t k = first_edge[id]; k < first_edge[id + 1]; ++k) {
+      if (--indegree[targets[k]] == 0) ready.push_back(targets[k]);
+    }
+  }
+  if (ordered == n) return;
+
+  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
+  Graph g(n);
+  for (const Thread& th : threads_) {
+    for (std::size_t i = 1; i < th.tasks.size(); ++i) boost::add_edge(th.tasks[i - 1], th.tasks[i], g);
+  }
+  for (const auto& [before, after] : edges) boost::add_edge(before, after, g);
   std::vector<std::size_t> component(tasks_.size());
   const std::size_t count = boost::strong_components(g, component.data());
   if (count == tasks_.size()) return;
