@@ -20,7 +20,7 @@ usage:
   hcclsim perf <op> [options]        hccl_test-style sweep of one collective
                                      (<op> also as hccl_test's binaries: all_reduce_test, ...)
   hcclsim run --program FILE [opts]  run a communication program (HCCL thread/notify
-                                     API and Ascend C Hccl kernels, see README)
+                                     API, Ascend C Hccl kernels, MoE calls, see README)
   hcclsim sweep GRID.json [opts]     a grid of topologies, ops, sizes, dtypes, algorithms
   hcclsim check BASELINE [opts]      re-run a saved baseline and compare the times
   hcclsim executors                  the HCCL executors hcclsim models, with their sources
@@ -50,7 +50,7 @@ AIV core pools, RDMA posts with in-order queue pairs, on-chip memory and every
 HCCS / SIO / UB / RoCE link direction and switch port as a channel (flow model:
 max-min fair shares; segment model: round-robin segments with cut-through),
 leaf/spine fabrics with ECMP and oversubscription; MoE dispatch / combine
-kernels (hcclsim moe). `hcclsim executors` lists the modelled executors.
+kernels (hcclsim moe, and called from program kernels). `hcclsim executors` lists the modelled executors.
 What is not: AI CPU / host expansion costs beyond the launch and dispatch
 constants, HBM contention of remote traffic, flow control / PFC / drops,
 errors and retries, HCCL's AHC, Star and NHR_V1 algorithms, the deterministic
