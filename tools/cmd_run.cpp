@@ -56,11 +56,17 @@ class RunCommand : public Command {
  public:
   std::string name() const override { return "run"; }
   std::string summary() const override {
-    return "run a communication program (HCCL thread/notify API, Ascend C Hccl kernels): total time, each "
-           "handle's start, end and duration, Query results and the critical path";
+    return "run a communication program (HCCL thread/notify API, Ascend C Hccl kernels with AIC / AIV compute and "
+           "MoE dispatch / combine calls): total time, each handle's and MoE call's start, end and duration, Query "
+           "results and the critical path";
   }
   void declare(CLI::App& app) override {
-    app.add_option("--program", program_file_, "program JSON (configs/programs/)")->type_name("FILE")->required();
+    app.add_option("--program", program_file_,
+                   "program JSON (configs/programs/); kernel steps: init, set_tiling, prepare, commit, wait, query, "
+                   "inter_group_sync, iterate, finalize, matmul, vector, moe_dispatch, moe_combine (AIV list), "
+                   "cross_core_set, cross_core_wait (README, Programs)")
+        ->type_name("FILE")
+        ->required();
     topology_.declare(app);
     app.add_option("--format", format_, "table | json (default table)")->type_name("F");
     app.add_option("--trace", trace_file_,
@@ -105,6 +111,7 @@ int RunCommand::run(CommandContext& ctx) {
   if (!too_large.empty()) throw InputError(topology_file, too_large);
   Program program(arch_of(spec.npu, topology_file), spec.npus, spec.npu);
   program.set_npus_per_server(spec.npus_per_server);
+  program.set_sdma_domains(spec.sdma_domain_of);
   const LoadedProgram loaded = load_program(program_file, program);
   Program::Built built;
   try {
@@ -182,6 +189,25 @@ int RunCommand::run(CommandContext& ctx) {
     }
     return done;
   };
+  // MoE calls: the name given in the file, else the op (numbered by call
+  // when a program makes several of one op).
+  auto moe_name = [&](std::size_t call) {
+    const auto found = loaded.moe_names.find(call);
+    if (found != loaded.moe_names.end()) return found->second;
+    const std::string& op = built.moe_calls[call].op;
+    int same = 0;
+    for (const Program::MoeCallInfo& c : built.moe_calls) same += c.op == op ? 1 : 0;
+    return same > 1 ? op + "#" + std::to_string(call) : op;
+  };
+  auto moe_ranks = [&](const Program::MoeCallInfo& c) {
+    std::map<int, std::vector<std::vector<TaskId>>> by_rank;
+    for (TaskId id : c.tasks) {
+      auto& per = by_rank[built.graph.rank_of(id)];
+      if (per.empty()) per.emplace_back();
+      per.front().push_back(id);
+    }
+    return by_rank;
+  };
   const std::vector<PathStep> path = critical_path(built.graph, result);
   std::ostream& out = *ctx.out;
   RunRecord record{"run", {}};
@@ -220,6 +246,26 @@ int RunCommand::run(CommandContext& ctx) {
       }
       doc["handles"].push_back(item);
     }
+    doc["moe"] = nlohmann::json::array();
+    for (std::size_t i = 0; i < built.moe_calls.size(); ++i) {
+      const Program::MoeCallInfo& c = built.moe_calls[i];
+      const Span s = span_of({c.tasks});
+      nlohmann::json item{{"call", i}, {"name", moe_name(i)}, {"op", c.op}, {"kernel", c.kernel},
+                          {"mode", c.params.mode == MoeMode::Normal ? "normal" : "low_latency"},
+                          {"ep", c.params.ep}, {"tokens", c.params.tokens}, {"hidden", c.params.hidden},
+                          {"topk", c.params.topk}, {"experts", c.params.experts},
+                          {"dtype", c.op == "moe_dispatch" && c.params.int8 ? "int8" : "bf16"},
+                          {"routing", c.params.routing}, {"seed", c.params.seed},
+                          {"start_us", std::stod(format_us(s.start, 6))}, {"end_us", std::stod(format_us(s.end, 6))},
+                          {"duration_us", std::stod(format_us(s.end - s.start, 6))}};
+      item["ranks"] = nlohmann::json::array();
+      for (const auto& [rank, ids] : moe_ranks(c)) {
+        const Span rs = span_of(ids);
+        item["ranks"].push_back({{"rank", rank}, {"start_us", std::stod(format_us(rs.start, 6))},
+                                 {"end_us", std::stod(format_us(rs.end, 6))}});
+      }
+      doc["moe"].push_back(item);
+    }
     doc["queries"] = nlohmann::json::array();
     for (const auto& q : built.queries) {
       doc["queries"].push_back({{"rank", q.rank}, {"domain", q.domain}, {"handle", q.handle},
@@ -246,6 +292,13 @@ int RunCommand::run(CommandContext& ctx) {
       out << line("%-12s %6d %-12s %7d %14s %14s %14s\n", handle_name(h.domain, h.handle).c_str(), h.domain,
                   h.op.c_str(), h.repeat, format_us(s.start).c_str(), format_us(s.end).c_str(),
                   format_us(s.end - s.start).c_str());
+    }
+    for (std::size_t i = 0; i < built.moe_calls.size(); ++i) {
+      const Program::MoeCallInfo& c = built.moe_calls[i];
+      const Span s = span_of({c.tasks});
+      out << line("%-12s %6s %-12s %7s %14s %14s %14s  %s on %d ranks\n", moe_name(i).c_str(), "-", c.op.c_str(), "-",
+                  format_us(s.start).c_str(), format_us(s.end).c_str(), format_us(s.end - s.start).c_str(),
+                  c.kernel.c_str(), c.params.ep);
     }
     for (const auto& q : built.queries) {
       out << "query: rank " << q.rank << " domain " << q.domain << " handle " << handle_name(q.domain, q.handle)

@@ -20,7 +20,7 @@ usage:
   hcclsim perf <op> [options]        hccl_test-style sweep of one collective
                                      (<op> also as hccl_test's binaries: all_reduce_test, ...)
   hcclsim run --program FILE [opts]  run a communication program (HCCL thread/notify
-                                     API and Ascend C Hccl kernels, see README)
+                                     API, Ascend C Hccl kernels, MoE calls, see README)
   hcclsim sweep GRID.json [opts]     a grid of topologies, ops, sizes, dtypes, algorithms
   hcclsim check BASELINE [opts]      re-run a saved baseline and compare the times
   hcclsim executors                  the HCCL executors hcclsim models, with their sources
@@ -53,7 +53,7 @@ groups of 1024 or more coupled flows such as a large MoE kernel's, so a
 transfer there may start up to one quantum late; segment model: round-robin
 segments with cut-through),
 leaf/spine fabrics with ECMP and oversubscription; MoE dispatch / combine
-kernels (hcclsim moe). `hcclsim executors` lists the modelled executors.
+kernels (hcclsim moe, and called from program kernels). `hcclsim executors` lists the modelled executors.
 What is not: AI CPU / host expansion costs beyond the launch and dispatch
 constants, HBM contention of remote traffic, flow control / PFC / drops,
 errors and retries, HCCL's AHC, Star and NHR_V1 algorithms, the deterministic

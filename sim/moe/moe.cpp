@@ -33,17 +33,89 @@ struct Lcg {
 
 }  // namespace
 
+bool operator==(const MoeParams& a, const MoeParams& b) {
+  return a.ep == b.ep && a.tokens == b.tokens && a.hidden == b.hidden && a.topk == b.topk && a.experts == b.experts &&
+         a.mode == b.mode && a.int8 == b.int8 && a.routing == b.routing && a.seed == b.seed;
+}
+
+namespace {
+
+// Why a routing spec is refused, or empty (a routing file is read later).
+std::string routing_problem(const std::string& r) {
+  if (r == "uniform" || r == "balanced") return {};
+  if (r.rfind("file:", 0) == 0) return r.size() > 5 ? std::string() : "file:F needs a file name";
+  if (r.rfind("zipf:", 0) == 0) {
+    const std::string arg = r.substr(5);
+    double s = -1;
+    try {
+      std::size_t used = 0;
+      s = std::stod(arg, &used);
+      if (used != arg.size()) s = -1;
+    } catch (const std::exception&) {
+      s = -1;
+    }
+    if (!std::isfinite(s) || s < 0 || s > 10) return "zipf:S needs a finite exponent S in [0, 10]";
+    return {};
+  }
+  return "unknown routing '" + r + "'; expected uniform, balanced, zipf:S or file:F";
+}
+
+}  // namespace
+
+std::optional<MoeParamProblem> moe_params_problem(const MoeParams& p, int npus) {
+  auto bad = [](const std::string& param, const std::string& why) { return MoeParamProblem{param, why}; };
+  if (p.ep < 2 || p.ep > npus) return bad("ep", "expected 2 to " + std::to_string(npus) + " ranks (the topology has " + std::to_string(npus) + " NPUs)");
+  if (p.tokens < 1 || p.tokens > 131072) return bad("tokens", "expected 1 to 131072 tokens per rank");
+  if (p.hidden < 128 || p.hidden > 16384) return bad("hidden", "expected a hidden size from 128 to 16384");
+  if (p.hidden % 128 != 0) return bad("hidden", "must be a multiple of 128 (the quantisation group)");
+  if (p.experts < 1 || p.experts > 1024) return bad("experts", "expected 1 to 1024 experts");
+  if (p.topk < 1 || p.topk > 16) return bad("topk", "expected 1 to 16 experts per token");
+  if (p.topk > p.experts) return bad("topk", "top-" + std::to_string(p.topk) + " needs at least that many experts, not " + std::to_string(p.experts));
+  if (p.experts % p.ep != 0) return bad("experts", std::to_string(p.experts) + " experts do not divide over " + std::to_string(p.ep) + " ranks");
+  if (p.mode == MoeMode::LowLatency && p.tokens > 512) return bad("tokens", "low-latency mode takes at most 512 tokens per rank (BS_UPPER_BOUND)");
+  if (const std::string routing = routing_problem(p.routing); !routing.empty()) return bad("routing", routing);
+  return std::nullopt;
+}
+
 void check_moe_params(const MoeParams& p, int npus) {
-  auto bad = [](const std::string& option, const std::string& why) { throw InputError("option " + option, why); };
-  if (p.ep < 2 || p.ep > npus) bad("--ep", "expected 2 to " + std::to_string(npus) + " ranks (the topology has " + std::to_string(npus) + " NPUs)");
-  if (p.tokens < 1 || p.tokens > 131072) bad("--tokens", "expected 1 to 131072 tokens per rank");
-  if (p.hidden < 128 || p.hidden > 16384) bad("--hidden", "expected a hidden size from 128 to 16384");
-  if (p.hidden % 128 != 0) bad("--hidden", "must be a multiple of 128 (the quantisation group)");
-  if (p.experts < 1 || p.experts > 1024) bad("--experts", "expected 1 to 1024 experts");
-  if (p.topk < 1 || p.topk > 16) bad("--topk", "expected 1 to 16 experts per token");
-  if (p.topk > p.experts) bad("--topk", "top-" + std::to_string(p.topk) + " needs at least that many experts, not " + std::to_string(p.experts));
-  if (p.experts % p.ep != 0) bad("--experts", std::to_string(p.experts) + " experts do not divide over " + std::to_string(p.ep) + " ranks");
-  if (p.mode == MoeMode::LowLatency && p.tokens > 512) bad("--tokens", "low-latency mode takes at most 512 tokens per rank (BS_UPPER_BOUND)");
+  if (const auto problem = moe_params_problem(p, npus)) throw InputError("option --" + problem->param, problem->why);
+}
+
+MoeFabric moe_fabric(const NpuParams& npu, const std::vector<int>& sdma_domain_of, const std::vector<int>& ranks) {
+  MoeFabric f;
+  f.npu = npu;
+  if (!sdma_domain_of.empty()) {
+    for (const int r : ranks) f.domain.push_back(sdma_domain_of.at(static_cast<std::size_t>(r)));
+  }
+  return f;
+}
+
+std::string moe_fabric_problem(const MoeFabric& fabric) {
+  // Runs of consecutive ranks in one domain.
+  std::vector<std::pair<int, int>> runs;   // (domain, ranks)
+  for (const int d : fabric.domain) {
+    if (!runs.empty() && runs.back().first == d) {
+      ++runs.back().second;
+    } else {
+      runs.push_back({d, 1});
+    }
+  }
+  if (runs.size() < 2) return {};
+  std::set<int> seen;
+  for (const auto& run : runs) {
+    if (!seen.insert(run.first).second) {
+      return "the ranks of SDMA domain " + std::to_string(run.first) + " (a server or supernode) are not consecutive "
+             "in the call's rank order; list each domain's ranks together";
+    }
+  }
+  for (const auto& run : runs) {
+    if (run.second != runs.front().second) {
+      return "the call spans SDMA domains with " + std::to_string(runs.front().second) + " and " +
+             std::to_string(run.second) + " of its ranks; across domains every domain needs the same number (a row "
+             "for another domain goes to the rank of the same local index there)";
+    }
+  }
+  return {};
 }
 
 std::uint64_t dispatch_slot_bytes(const MoeParams& p) {
@@ -102,20 +174,10 @@ MoeRouting make_routing(const MoeParams& p) {
   // uniform (each token's top-k distinct experts uniformly at random, as
   // DeepEP's tests draw them), or zipf:S (expert e chosen with weight 1/(e+1)^S).
   std::vector<double> weight(static_cast<std::size_t>(p.experts), 1.0);
+  if (const std::string problem = routing_problem(r); !problem.empty()) throw InputError("option --routing", problem);
   if (r.rfind("zipf:", 0) == 0) {
-    const std::string arg = r.substr(5);
-    double s = -1;
-    try {
-      std::size_t used = 0;
-      s = std::stod(arg, &used);
-      if (used != arg.size()) s = -1;
-    } catch (const std::exception&) {
-      s = -1;
-    }
-    if (!std::isfinite(s) || s < 0 || s > 10) throw InputError("option --routing", "zipf:S needs a finite exponent S in [0, 10]");
+    const double s = std::stod(r.substr(5));
     for (int e = 0; e < p.experts; ++e) weight[static_cast<std::size_t>(e)] = 1.0 / std::pow(e + 1.0, s);
-  } else if (r != "uniform") {
-    throw InputError("option --routing", "unknown routing '" + r + "'; expected uniform, balanced, zipf:S or file:F");
   }
   Lcg rng(p.seed);
   if (r == "uniform") {
@@ -182,8 +244,8 @@ constexpr int kCombinePieces = 4;   // combine's per-token pipelining, in quarte
 
 class MoeBuilder {
  public:
-  MoeBuilder(const MoeParams& p, const MoeRouting& routing, const Platform& platform)
-      : p_(p), routing_(routing), platform_(platform), npu_(platform.spec().npu),
+  MoeBuilder(const MoeParams& p, const MoeRouting& routing, const MoeFabric& fabric)
+      : p_(p), routing_(routing), fabric_(fabric), npu_(fabric.npu),
         cores_(lanes_for(npu_.cores.aiv)), per_lane_(std::max(1, std::min(48, npu_.cores.aiv)) / cores_),
         per_rank_(p.experts / p.ep) {
     for (int r = 0; r < p_.ep; ++r) {
@@ -194,8 +256,7 @@ class MoeBuilder {
     barrier_ = flags_.take(1);
     rounds_.assign(static_cast<std::size_t>(p_.ep), 0);
     // Which ranks share an SDMA/UB domain (a server on A2, a supernode on A3).
-    for (int r = 0; r < p_.ep; ++r) server_.push_back(platform_.rdma_between(0, r) ? -1 : 0);
-    for (int r = 0; r < p_.ep; ++r) server_[static_cast<std::size_t>(r)] = domain_of(r);
+    for (int r = 0; r < p_.ep; ++r) server_.push_back(domain_of(r));
     per_server_ = 0;
     for (int r = 0; r < p_.ep; ++r) per_server_ += server_[static_cast<std::size_t>(r)] == server_[0] ? 1 : 0;
     layered_ = per_server_ < p_.ep;
@@ -227,7 +288,7 @@ class MoeBuilder {
     // Ranks of one SDMA domain are numbered contiguously: the first rank
     // reaching r without RDMA starts r's domain.
     int first = r;
-    while (first > 0 && !platform_.rdma_between(first - 1, r)) --first;
+    while (first > 0 && !fabric_.rdma_between(first - 1, r)) --first;
     return first;
   }
   bool same_domain(int a, int b) const { return server_[static_cast<std::size_t>(a)] == server_[static_cast<std::size_t>(b)]; }
@@ -243,7 +304,7 @@ class MoeBuilder {
     if (bytes == 0) return;
     const BufferRef src{from, BufferKind::Scratch, 0};
     const BufferRef dst{to, BufferKind::Output, 0};
-    if (platform_.rdma_between(from, to)) {
+    if (fabric_.rdma_between(from, to)) {
       graph_.copy(t, src, dst, bytes, label + " (RDMA)");
     } else {
       graph_.aiv_move(t, src, dst, bytes, false, label, per_lane_);
@@ -337,14 +398,14 @@ class MoeBuilder {
   // A flag from `from` into `to`'s memory (a 4-byte RDMA notify across RDMA
   // domains, which lands after the writes posted before it to that peer).
   void signal(ThreadId t, int from, int to, int flag, const std::string& label) {
-    if (platform_.rdma_between(from, to)) {
+    if (fabric_.rdma_between(from, to)) {
       graph_.record(t, to, rdma_notify(from, to), label + " (RDMA)");
     } else {
       graph_.flag_set(t, to, flag, label);
     }
   }
   void await(ThreadId t, int from, int me, int flag, const std::string& label) {
-    if (platform_.rdma_between(from, me)) {
+    if (fabric_.rdma_between(from, me)) {
       graph_.wait(t, rdma_notify(from, me), label + " (RDMA)");
     } else {
       graph_.flag_wait(t, me, flag, 1, label);
@@ -610,7 +671,7 @@ class MoeBuilder {
 
   MoeParams p_;
   const MoeRouting& routing_;
-  const Platform& platform_;
+  const MoeFabric& fabric_;
   const NpuParams& npu_;
   int cores_;      // lanes (threads "AIV<i>")
   int per_lane_;   // vector cores per lane
@@ -636,9 +697,14 @@ std::string link_kind(const std::string& label) {
 
 }  // namespace
 
-TaskGraph build_moe(const MoeParams& p, MoePhase phase, const MoeRouting& routing, const Platform& platform,
+TaskGraph build_moe(const MoeParams& p, MoePhase phase, const MoeRouting& routing, const MoeFabric& fabric,
                     std::string* kernel) {
-  MoeBuilder b(p, routing, platform);
+  if (routing.size() != static_cast<std::size_t>(p.ep)) throw std::invalid_argument("build_moe: the routing is not of ep ranks");
+  if (!fabric.domain.empty() && fabric.domain.size() != static_cast<std::size_t>(p.ep)) {
+    throw std::invalid_argument("build_moe: the fabric does not give one domain per rank");
+  }
+  if (const std::string problem = moe_fabric_problem(fabric); !problem.empty()) throw std::invalid_argument(problem);
+  MoeBuilder b(p, routing, fabric);
   const bool normal = p.mode == MoeMode::Normal;
   if (phase == MoePhase::Dispatch) {
     if (kernel) *kernel = normal ? "notify_dispatch + cam_moe_dispatch_normal" : "moe_distribute_dispatch_v2";
@@ -679,12 +745,16 @@ std::vector<MoeRun> run_moe(Platform& platform, const MoeParams& p, const std::v
       }
     }
   }
+  std::vector<int> ranks(static_cast<std::size_t>(p.ep));
+  std::iota(ranks.begin(), ranks.end(), 0);
+  const MoeFabric fabric = moe_fabric(platform.spec().npu, platform.spec().sdma_domain_of, ranks);
+  if (const std::string problem = moe_fabric_problem(fabric); !problem.empty()) throw InputError("option --ep", problem);
   Scheduler sched(platform);
   std::vector<MoeRun> out;
   for (const MoePhase phase : phases) {
     MoeRun run;
     run.phase = phase;
-    const TaskGraph graph = build_moe(p, phase, routing, platform, &run.kernel);
+    const TaskGraph graph = build_moe(p, phase, routing, fabric, &run.kernel);
     std::vector<std::uint64_t> before;
     for (const auto& ch : platform.channels()) before.push_back(ch->bytes_carried());
     std::vector<std::uint64_t> local_before;

@@ -3,8 +3,10 @@
 // MoeDistributeDispatch / MoeDistributeCombine): AIV kernels on every vector
 // core of every rank that write token rows into peers' memory windows (or
 // read them from there) and signal with flags in memory. No SystemC here:
-// this builds task graphs (AIV copies, flags, vector compute, RDMA writes
-// between A2 servers) that the scheduler runs on the platform.
+// build_moe makes the task graph of one call (AIV copies, flags, vector
+// compute, RDMA writes between A2 servers) from typed parameters and a
+// MoeFabric; `hcclsim moe` (run_moe) and the MoE calls of programs
+// (sim/program) both run the graphs it builds.
 //
 // Normal mode (A3, DeepEP `dispatch` / `combine`):
 //   dispatch = layout (counts per rank and expert), a count exchange kernel
@@ -31,9 +33,11 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "models/params.h"
 #include "sim/collectives/hierarchy.h"
 #include "sim/task_graph.h"
 #include "topologies/platform.h"
@@ -57,8 +61,17 @@ struct MoeParams {
   std::uint64_t seed = 1;
 };
 
-// Checks the parameters as the kernels' tilings do; throws InputError naming
-// the option ("--topk", ...) and what was expected.
+bool operator==(const MoeParams& a, const MoeParams& b);
+inline bool operator!=(const MoeParams& a, const MoeParams& b) { return !(a == b); }
+
+// The first parameter that the kernels' tilings would refuse: its name as
+// in MoeParams ("ep", "topk", "routing", ...) and what was expected.
+struct MoeParamProblem {
+  std::string param;
+  std::string why;
+};
+std::optional<MoeParamProblem> moe_params_problem(const MoeParams& p, int npus);
+// The same as an InputError naming the command-line option ("option --topk").
 void check_moe_params(const MoeParams& p, int npus);
 
 // Expert ids per token, [rank][token][k]; -1 = no expert (dropped).
@@ -86,8 +99,28 @@ struct MoeRun {
   std::string kernel;          // e.g. "cam_moe_dispatch_normal"
 };
 
-// Builds the graph of one phase on ranks 0..ep-1 of the platform.
-TaskGraph build_moe(const MoeParams& p, MoePhase phase, const MoeRouting& routing, const Platform& platform,
+// What build_moe needs of the machine, for the call's ranks 0..ep-1: the
+// NPU's parameters (vector cores, their rate, the host synchronisation) and
+// each rank's SDMA domain (a server on A2, a supernode on A3). Ranks of
+// different domains reach each other only by RDMA writes.
+struct MoeFabric {
+  NpuParams npu;
+  std::vector<int> domain;   // per call rank; empty: every rank in one domain
+  bool rdma_between(int a, int b) const {
+    return !domain.empty() && domain[static_cast<std::size_t>(a)] != domain[static_cast<std::size_t>(b)];
+  }
+};
+// The fabric of a call on `ranks` (NPUs in EP rank order) of a topology whose
+// NPU n is in SDMA domain sdma_domain_of[n] (TopologySpec; empty: one domain).
+MoeFabric moe_fabric(const NpuParams& npu, const std::vector<int>& sdma_domain_of, const std::vector<int>& ranks);
+// Why the builder cannot lay the call out on the fabric, or empty: across
+// domains each domain's ranks must be consecutive and every domain the same
+// size (a row to another domain goes to the rank of the same local index there).
+std::string moe_fabric_problem(const MoeFabric& fabric);
+
+// Builds the graph of one phase on ranks 0..ep-1 (threads "AIV<i>" and
+// "Host" per rank; flags and notifies numbered from 0).
+TaskGraph build_moe(const MoeParams& p, MoePhase phase, const MoeRouting& routing, const MoeFabric& fabric,
                     std::string* kernel);
 
 // Runs the phases in turn on the platform (each from its own start).

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <sstream>
 
+#include "sim/error.h"
+
 namespace hcclsim {
 
 const char* hccl_result_name(HcclResult r) {
@@ -557,6 +559,99 @@ HcclResult Program::kernel_vector(int rank, std::uint64_t bytes, int cores) {
     return fail(HCCL_E_PARA, "a vector op over " + std::to_string(bytes) + " bytes would take more than 10^6 s");
   }
   kernel(rank, CoreKind::Aiv).steps.push_back(step);
+  return HCCL_SUCCESS;
+}
+
+HcclResult Program::kernel_moe(int rank, const std::vector<int>& ranks, MoePhase phase, const MoeParams& params,
+                               std::size_t* call) {
+  const char* op = phase == MoePhase::Dispatch ? "moe_dispatch" : "moe_combine";
+  const auto pos = std::find(ranks.begin(), ranks.end(), rank);
+  if (pos == ranks.end()) return fail(HCCL_E_PARA, std::string(op) + " on rank " + std::to_string(rank) + ", which is not one of its ranks");
+  if (static_cast<int>(ranks.size()) != params.ep) {
+    return fail(HCCL_E_PARA, std::string(op) + " with ep " + std::to_string(params.ep) + " on " +
+                                 std::to_string(ranks.size()) + " ranks; ep is the number of ranks taking part");
+  }
+  std::vector<int> sorted = ranks;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) return fail(HCCL_E_PARA, std::string(op) + " lists a rank twice");
+  if (sorted.front() < 0 || sorted.back() >= ranks_) {
+    return fail(HCCL_E_PARA, std::string(op) + " names rank " + std::to_string(sorted.front() < 0 ? sorted.front() : sorted.back()) +
+                                 " but the topology has ranks 0.." + std::to_string(ranks_ - 1));
+  }
+  if (const auto problem = moe_params_problem(params, ranks_)) {
+    return fail(HCCL_E_PARA, std::string(op) + " parameter " + problem->param + ": " + problem->why);
+  }
+  const std::string layout = moe_fabric_problem(moe_fabric(npu_, sdma_domains_, ranks));
+  if (!layout.empty()) return fail(HCCL_E_PARA, std::string(op) + " on these ranks: " + layout);
+  if (npu_.cores.aiv < 1) return fail(HCCL_E_NOT_SUPPORT, "the profile gives the NPU no AIV cores");
+
+  std::vector<std::size_t>& group = moe_groups_[ranks];
+  std::size_t& made = moe_joined_[{rank, ranks}];
+  const std::size_t ep_rank = static_cast<std::size_t>(pos - ranks.begin());
+  std::size_t index;
+  if (made < group.size()) {
+    index = group[made];
+    const MoeCall& first = moe_calls_[index];
+    if (first.phase != phase || first.params != params) {
+      int other = 0;
+      for (std::size_t r = 0; r < first.joined.size(); ++r) {
+        if (first.joined[r]) {
+          other = first.ranks[r];
+          break;
+        }
+      }
+      return fail(HCCL_E_PARA, "rank " + std::to_string(rank) + "'s MoE call " + std::to_string(made + 1) +
+                                   " on these ranks differs from rank " + std::to_string(other) + "'s (" +
+                                   (first.phase == MoePhase::Dispatch ? "moe_dispatch" : "moe_combine") +
+                                   "): every rank of the call must give the same op and parameters");
+    }
+  } else {
+    // The routing is drawn here, once per set of routing inputs.
+    std::ostringstream key;
+    key << params.ep << "/" << params.tokens << "/" << params.topk << "/" << params.experts << "/" << params.seed << "/"
+        << params.routing;
+    std::shared_ptr<const MoeRouting>& routing = routings_[key.str()];
+    if (!routing) {
+      try {
+        routing = std::make_shared<const MoeRouting>(make_routing(params));
+      } catch (const InputError& e) {
+        routings_.erase(key.str());
+        return fail(HCCL_E_PARA, std::string(op) + " routing: " + e.what());
+      }
+    }
+    MoeCall c{phase, params, ranks, std::vector<bool>(ranks.size(), false), routing};
+    moe_calls_.push_back(std::move(c));
+    index = moe_calls_.size() - 1;
+    group.push_back(index);
+  }
+  moe_calls_[index].joined[ep_rank] = true;
+  ++made;
+  KernelStep step = make_step(StepKind::Moe);
+  step.moe = index;
+  kernel(rank, CoreKind::Aiv).steps.push_back(step);
+  if (call) *call = index;
+  return HCCL_SUCCESS;
+}
+
+HcclResult Program::kernel_cross_core_set(int rank, CoreKind core, int flag) {
+  if (rank < 0 || rank >= ranks_) return fail(HCCL_E_PARA, "rank " + std::to_string(rank) + " does not exist");
+  if (flag < 0 || flag >= kCrossCoreFlags) {
+    return fail(HCCL_E_PARA, "CrossCoreSetFlag takes a flag id from 0 to " + std::to_string(kCrossCoreFlags - 1) + ", not " + std::to_string(flag));
+  }
+  KernelStep step = make_step(StepKind::CrossSet);
+  step.flag = flag;
+  kernel(rank, core).steps.push_back(step);
+  return HCCL_SUCCESS;
+}
+
+HcclResult Program::kernel_cross_core_wait(int rank, CoreKind core, int flag) {
+  if (rank < 0 || rank >= ranks_) return fail(HCCL_E_PARA, "rank " + std::to_string(rank) + " does not exist");
+  if (flag < 0 || flag >= kCrossCoreFlags) {
+    return fail(HCCL_E_PARA, "CrossCoreWaitFlag takes a flag id from 0 to " + std::to_string(kCrossCoreFlags - 1) + ", not " + std::to_string(flag));
+  }
+  KernelStep step = make_step(StepKind::CrossWait);
+  step.flag = flag;
+  kernel(rank, core).steps.push_back(step);
   return HCCL_SUCCESS;
 }
 

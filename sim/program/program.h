@@ -7,7 +7,9 @@
 //   a collective (expanded by the level-0 algorithms), Commit releases one
 //   repeat, Wait returns when that repeat has finished on this rank, Query
 //   reports finished repeats, InterHcclGroupSync makes every later task of a
-//   domain wait for a handle of another domain; plus compute on AIC / AIV.
+//   domain wait for a handle of another domain; plus compute on AIC / AIV,
+//   MoE dispatch / combine kernels on the AIV cores (sim/moe), and the
+//   CrossCoreSetFlag / CrossCoreWaitFlag pairs that order AIC and AIV work.
 // Each call checks HCCL's limits and returns the HcclResult HCCL would; the
 // message of the last failure says why. hccl_api.h wraps this in the
 // functions' own names; the JSON reader calls the same methods.
@@ -15,12 +17,14 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "models/params.h"
 #include "sim/collectives/collective.h"
+#include "sim/moe/moe.h"
 #include "sim/scheduler.h"
 #include "sim/task_graph.h"
 
@@ -80,10 +84,15 @@ class Program {
   Program(Arch arch, int ranks, const NpuParams& npu);
 
   Arch arch() const { return arch_; }
+  int ranks() const { return ranks_; }
   // NPUs per server of the topology (default: all in one). A domain across
   // servers then runs its collectives hierarchically and must consist of
   // whole servers in rank order.
   void set_npus_per_server(int npus) { npus_per_server_ = npus; }
+  // The SDMA domain of each NPU (TopologySpec::sdma_domain_of; default
+  // empty: one domain). MoE calls across domains send by RDMA. Set before
+  // recording MoE calls.
+  void set_sdma_domains(std::vector<int> domain_of) { sdma_domains_ = std::move(domain_of); }
   // The message of the last call that did not return HCCL_SUCCESS.
   const std::string& last_error() const { return last_error_; }
 
@@ -144,6 +153,23 @@ class Program {
   // or a vector pass over `bytes` on AIV.
   HcclResult kernel_matmul(int rank, std::uint64_t m, std::uint64_t n, std::uint64_t k, int cores);
   HcclResult kernel_vector(int rank, std::uint64_t bytes, int cores);
+  // An MoE dispatch or combine (sim/moe: the kernel on every AIV core of
+  // each rank) over `ranks` (global ranks in EP rank order, params.ep of
+  // them), called from `rank`'s AIV list. Every rank of `ranks` makes the
+  // same calls in the same order: the i-th call on `ranks` of each rank is
+  // one kernel, and its parameters must agree. On each rank the call's
+  // tasks start after the AIV list's earlier steps, and its later steps
+  // start once the call's tasks on that rank have finished. `call`, if
+  // given, receives the call's index in Built::moe_calls.
+  HcclResult kernel_moe(int rank, const std::vector<int>& ranks, MoePhase phase, const MoeParams& params,
+                        std::size_t* call = nullptr);
+  // Ascend C CrossCoreSetFlag / CrossCoreWaitFlag (mode 2) between the AIC
+  // and the AIV list of one rank's kernel: flag ids 0 to 10; each flag
+  // counts, so the n-th wait on `core` for `flag` returns once the other
+  // list has made its n-th set of `flag`.
+  HcclResult kernel_cross_core_set(int rank, CoreKind core, int flag);
+  HcclResult kernel_cross_core_wait(int rank, CoreKind core, int flag);
+  static constexpr int kCrossCoreFlags = 11;
 
   // ---- the result ----
   struct HandleInfo {
@@ -160,10 +186,18 @@ class Program {
     HcclHandle handle;
     TaskId task;
   };
+  struct MoeCallInfo {
+    std::string op;              // "moe_dispatch" / "moe_combine"
+    std::string kernel;          // the kernel it models (build_moe)
+    MoeParams params;
+    std::vector<int> ranks;      // global, EP rank order
+    std::vector<TaskId> tasks;   // every task of the call
+  };
   struct Built {
     TaskGraph graph;
     std::vector<HandleInfo> handles;
     std::vector<QueryInfo> queries;
+    std::vector<MoeCallInfo> moe_calls;   // in the order they were first called
   };
   // Expands everything recorded. Throws InputError-like std::runtime_error
   // (ProgramError) when ranks disagree or a Wait could never return.
@@ -184,6 +218,7 @@ class Program {
   Arch arch_;
   int ranks_;
   int npus_per_server_ = 0;  // 0: one server
+  std::vector<int> sdma_domains_;  // per NPU; empty: one domain
   NpuParams npu_;
   std::string last_error_;
   std::map<int, std::vector<int>> domains_;
@@ -217,7 +252,9 @@ class Program {
   std::map<std::pair<int, int>, std::size_t> threads_per_comm_;
   std::map<std::pair<int, int>, std::size_t> notifies_per_comm_;
 
-  enum class StepKind : std::uint8_t { Prepare, Commit, Wait, Query, InterSync, Finalize, Matmul, Vector, Init };
+  enum class StepKind : std::uint8_t {
+    Prepare, Commit, Wait, Query, InterSync, Finalize, Matmul, Vector, Init, Moe, CrossSet, CrossWait
+  };
   struct KernelStep {
     StepKind kind;
     int context = 0;
@@ -227,6 +264,8 @@ class Program {
     HcclHandle src_handle = -1;
     Time duration;
     int cores = 0;
+    std::size_t moe = 0;     // Moe: index into moe_calls_
+    int flag = 0;            // CrossSet / CrossWait
   };
   static KernelStep make_step(StepKind kind, int context = 0, int domain = 0, HcclHandle handle = -1);
   struct Prepared {
@@ -249,6 +288,20 @@ class Program {
   };
   std::map<std::pair<int, int>, KernelRec> kernels_;       // (rank, core kind)
   std::map<std::pair<int, int>, ContextState> contexts_;   // (rank, context index)
+
+  // MoE calls; a call's routing is drawn once and shared by calls with the
+  // same routing inputs (a dispatch and its combine).
+  struct MoeCall {
+    MoePhase phase;
+    MoeParams params;
+    std::vector<int> ranks;
+    std::vector<bool> joined;   // per EP rank: its kernel has made the call
+    std::shared_ptr<const MoeRouting> routing;
+  };
+  std::vector<MoeCall> moe_calls_;
+  std::map<std::vector<int>, std::vector<std::size_t>> moe_groups_;     // ranks -> calls on them, in order
+  std::map<std::pair<int, std::vector<int>>, std::size_t> moe_joined_;  // (rank, ranks) -> calls made
+  std::map<std::string, std::shared_ptr<const MoeRouting>> routings_;    // by routing inputs
 };
 
 // A program that is well-formed call by call but cannot be built or run as a whole.

@@ -10,7 +10,17 @@
 // for the handles named by earlier InterHcclGroupSync calls. A zero-length
 // marker on "d<domain>/done" closes each repeat on each rank: Wait and later
 // syncs depend on it.
+//
+// An MoE call (sim/moe) is built once by build_moe on the call's ranks and
+// appended on streams "moe<call>/AIV<i>" and "moe<call>/Host" with a notify
+// and flag region of its own (flags only grow, so calls never share one). On
+// each rank its first tasks wait for the AIV list's previous step, and a
+// marker on the AIV list, which the list's next step follows, waits for its
+// last tasks. A CrossCoreWaitFlag step waits for the matching
+// CrossCoreSetFlag step of the other list of its rank.
+#include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "sim/collectives/hierarchy.h"
@@ -111,6 +121,16 @@ Program::Built Program::build() const {
   };
   // Gates for each prepared (rank, domain, handle): earlier InterHcclGroupSync.
   std::map<HandleKey, std::vector<Gate>> gates;
+  // MoE calls: per (call, global rank), the AIV list's previous task and the marker.
+  struct MoeAnchor {
+    std::optional<TaskId> before;
+    TaskId marker = 0;
+  };
+  std::map<std::pair<std::size_t, int>, MoeAnchor> moe_anchor;
+  // Cross-core flags: per (rank, core kind, flag), the sets / waits in list order.
+  using FlagKey = std::tuple<int, int, int>;
+  std::map<FlagKey, std::vector<TaskId>> cross_sets;
+  std::map<FlagKey, std::vector<TaskId>> cross_waits;
   for (const auto& [key, rec] : kernels_) {
     const int rank = key.first;
     const CoreKind core = static_cast<CoreKind>(key.second);
@@ -148,12 +168,46 @@ Program::Built Program::build() const {
           t.duration = step.duration;
           t.label = step.kind == StepKind::Matmul ? "matmul" : "vector";
           break;
+        case StepKind::Moe:
+          // The list waits here until the call's tasks on this rank are done.
+          t.label = std::string(moe_calls_[step.moe].phase == MoePhase::Dispatch ? "moe_dispatch" : "moe_combine") +
+                    " (call " + std::to_string(step.moe) + ") returns";
+          t.started_while_blocked = true;
+          break;
+        case StepKind::CrossSet: t.label = "CrossCoreSetFlag " + std::to_string(step.flag); break;
+        case StepKind::CrossWait:
+          t.label = "CrossCoreWaitFlag " + std::to_string(step.flag);
+          t.started_while_blocked = true;
+          break;
       }
+      const auto& so_far = g.thread(th).tasks;
+      const std::optional<TaskId> previous_step = so_far.empty() ? std::nullopt : std::optional<TaskId>(so_far.back());
       const TaskId id = g.add(std::move(t));
+      if (step.kind == StepKind::Moe) moe_anchor[{step.moe, rank}] = MoeAnchor{previous_step, id};
+      if (step.kind == StepKind::CrossSet) cross_sets[{rank, key.second, step.flag}].push_back(id);
+      if (step.kind == StepKind::CrossWait) cross_waits[{rank, key.second, step.flag}].push_back(id);
       if (step.kind == StepKind::Commit) commits[hk].push_back(id);
       if (step.kind == StepKind::Wait) waits[hk].push_back(id);
       if (step.kind == StepKind::Query) out.queries.push_back(QueryInfo{rank, step.domain, step.handle, id});
     }
+  }
+
+  // The n-th CrossCoreWaitFlag of a flag on one list returns after the n-th
+  // CrossCoreSetFlag of that flag on the rank's other list.
+  for (const auto& [fk, wait_ids] : cross_waits) {
+    const auto& [rank, core, flag] = fk;
+    const int other = core == static_cast<int>(CoreKind::Aic) ? static_cast<int>(CoreKind::Aiv) : static_cast<int>(CoreKind::Aic);
+    const auto sets = cross_sets.find({rank, other, flag});
+    const std::size_t available = sets == cross_sets.end() ? 0 : sets->second.size();
+    const char* me = core == static_cast<int>(CoreKind::Aic) ? "AIC" : "AIV";
+    const char* them = core == static_cast<int>(CoreKind::Aic) ? "AIV" : "AIC";
+    if (wait_ids.size() > available) {
+      auto times = [](std::size_t n) { return n == 1 ? std::string("once") : std::to_string(n) + " times"; };
+      throw ProgramError("rank " + std::to_string(rank) + ": the " + me + " list waits " + times(wait_ids.size()) +
+                         " for cross-core flag " + std::to_string(flag) + " but the " + them + " list sets it " +
+                         times(available) + "; wait number " + std::to_string(available + 1) + " would block forever");
+    }
+    for (std::size_t i = 0; i < wait_ids.size(); ++i) g.add_dependency(sets->second[i], wait_ids[i]);
   }
 
   // The prepared handles of each domain, in order, checked to agree across ranks.
@@ -322,6 +376,45 @@ Program::Built Program::build() const {
     for (std::size_t i = 0; i < ids.size(); ++i) {
       g.add_dependency(marker.at({domain, handle, static_cast<int>(i), rank}), ids[i]);
     }
+  }
+
+  // MoE calls, each with its own notify and flag region.
+  for (std::size_t i = 0; i < moe_calls_.size(); ++i) {
+    const MoeCall& call = moe_calls_[i];
+    MoeCallInfo info;
+    info.op = call.phase == MoePhase::Dispatch ? "moe_dispatch" : "moe_combine";
+    info.params = call.params;
+    info.ranks = call.ranks;
+    for (std::size_t r = 0; r < call.joined.size(); ++r) {
+      if (call.joined[r]) continue;
+      throw ProgramError("rank " + std::to_string(call.ranks[r]) + " never makes MoE call " + std::to_string(i) + " (" +
+                         info.op + " on " + std::to_string(call.ranks.size()) + " ranks from rank " +
+                         std::to_string(call.ranks.front()) + "): the other ranks would wait for it forever");
+    }
+    const TaskGraph part = build_moe(call.params, call.phase, *call.routing, moe_fabric(npu_, sdma_domains_, call.ranks), &info.kernel);
+    const int base = next_region;
+    next_region += std::max(part.notifies_used(), part.flags_used());
+    info.tasks = g.append(part, call.ranks, base, "moe" + std::to_string(i) + "/");
+    std::map<int, PartInfo> per_rank;   // global rank
+    for (const Thread& th : part.threads()) {
+      if (th.tasks.empty()) continue;
+      PartInfo& pi = per_rank[call.ranks[static_cast<std::size_t>(th.rank)]];
+      pi.first.push_back(info.tasks[th.tasks.front()]);
+      pi.last.push_back(info.tasks[th.tasks.back()]);
+    }
+    for (const int member : call.ranks) {
+      const MoeAnchor& anchor = moe_anchor.at({i, member});
+      const auto pi = per_rank.find(member);
+      if (pi == per_rank.end()) {
+        if (anchor.before) g.add_dependency(*anchor.before, anchor.marker);
+        continue;
+      }
+      if (anchor.before) {
+        for (const TaskId f : pi->second.first) g.add_dependency(*anchor.before, f);
+      }
+      for (const TaskId l : pi->second.last) g.add_dependency(l, anchor.marker);
+    }
+    out.moe_calls.push_back(std::move(info));
   }
   return out;
 }

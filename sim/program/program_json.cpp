@@ -1,6 +1,8 @@
 #include "sim/program/program_json.h"
 
 #include <climits>
+#include <filesystem>
+#include <limits>
 #include <regex>
 
 #include "sim/json_reader.h"
@@ -57,6 +59,38 @@ ThreadHandle resolve_thread(const ThreadNames& names, int domain, int rank, cons
 }
 
 CoreKind core_of(const std::string& key) { return key == "aic" ? CoreKind::Aic : CoreKind::Aiv; }
+
+// The parameters of a moe_dispatch / moe_combine step, with the defaults of
+// `hcclsim moe`; `ep` defaults to the kernel's rank count and must equal it.
+// A routing file is found relative to the program file.
+MoeParams read_moe_params(ObjectReader& step, const std::vector<int>& ranks, const JsonLocation& ranks_loc,
+                          const std::string& program_file, int npus) {
+  MoeParams p;
+  p.ep = static_cast<int>(ranks.size());
+  if (step.has("ep")) {
+    const int ep = step.required_int32("ep");
+    if (ep != p.ep) {
+      step.location_of("ep").fail("ep " + std::to_string(ep) + " but the kernel runs on " + std::to_string(p.ep) +
+                                  " ranks (" + ranks_loc.path + "); an MoE call runs on the kernel's ranks, so ep must "
+                                  "equal their count");
+    }
+  }
+  p.tokens = step.required_int32("tokens");
+  p.hidden = step.required_int32("hidden");
+  p.topk = step.required_int32("topk");
+  p.experts = step.required_int32("experts");
+  p.mode = step.choice_or("mode", {"normal", "low_latency"}, "normal") == "normal" ? MoeMode::Normal : MoeMode::LowLatency;
+  p.int8 = step.choice_or("dtype", {"int8", "bf16"}, "int8") == "int8";
+  p.routing = step.string_or("routing", "uniform");
+  p.seed = static_cast<std::uint64_t>(step.int_in_or("seed", 0, std::numeric_limits<std::int64_t>::max(), 1));
+  if (const auto problem = moe_params_problem(p, npus)) step.location_of(problem->param).fail(problem->why);
+  if (p.routing.rfind("file:", 0) == 0) {
+    const std::filesystem::path routing_file(p.routing.substr(5));
+    const std::filesystem::path dir = std::filesystem::path(program_file).parent_path();
+    if (routing_file.is_relative() && !dir.empty()) p.routing = "file:" + (dir / routing_file).string();
+  }
+  return p;
+}
 
 }  // namespace
 
@@ -219,7 +253,8 @@ LoadedProgram load_program(const std::string& file, Program& program) {
             ObjectReader step((*steps)[i], sloc);
             const std::string op = step.required_choice(
                 "op", {"init", "set_tiling", "prepare", "commit", "wait", "query", "inter_group_sync", "iterate",
-                       "finalize", "matmul", "vector"});
+                       "finalize", "matmul", "vector", "moe_dispatch", "moe_combine", "cross_core_set",
+                       "cross_core_wait"});
             auto context = [&] { return step.required_int32("context"); };
             auto handle = [&](int ctx, const std::string& key) {
               const std::string name = step.required_string(key);
@@ -294,6 +329,19 @@ LoadedProgram load_program(const std::string& file, Program& program) {
                                         static_cast<std::uint64_t>(step.required_int_in("n", 1, kMaxProgramDimension)),
                                         static_cast<std::uint64_t>(step.required_int_in("k", 1, kMaxProgramDimension)),
                                         step.required_int32("cores"));
+            } else if (op == "moe_dispatch" || op == "moe_combine") {
+              if (core != CoreKind::Aiv) {
+                step.location_of("op").fail("an MoE call runs on the AIV cores: put it in the \"aiv\" list");
+              }
+              const MoeParams p = read_moe_params(step, ranks, loc.key("ranks"), file, program.ranks());
+              const auto name = step.optional_string("name");
+              std::size_t call = 0;
+              r = program.kernel_moe(rank, ranks, op == "moe_dispatch" ? MoePhase::Dispatch : MoePhase::Combine, p, &call);
+              if (r == HCCL_SUCCESS && name) loaded.moe_names.emplace(call, printable(*name));
+            } else if (op == "cross_core_set" || op == "cross_core_wait") {
+              const int flag = static_cast<int>(step.required_int_in("flag", 0, Program::kCrossCoreFlags - 1));
+              r = op == "cross_core_set" ? program.kernel_cross_core_set(rank, core, flag)
+                                         : program.kernel_cross_core_wait(rank, core, flag);
             } else {
               if (core != CoreKind::Aiv) step.location_of("op").fail("a vector op runs on AIV cores: put it in the \"aiv\" list");
               r = program.kernel_vector(rank, step.required_size("bytes"), step.required_int32("cores"));

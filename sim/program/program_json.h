@@ -13,6 +13,7 @@ namespace hcclsim {
 struct LoadedProgram {
   std::string name;
   std::map<std::pair<int, int>, std::string> handle_names;  // (domain, handle) -> name in the file
+  std::map<std::size_t, std::string> moe_names;             // MoE call index -> "name" in the file
 };
 
 LoadedProgram load_program(const std::string& file, Program& program);

@@ -14,7 +14,7 @@ name=$3
 CASES=(moe_topk_over_experts moe_experts_not_divisible moe_zero_tokens moe_hidden_not_multiple moe_bad_routing
        moe_zipf_nan moe_routing_file_bad moe_good_a3_normal moe_good_a2_one_server moe_good_a2_two_servers
        moe_routing_deterministic moe_routing_file moe_trace validate_bad_file validate_p2p_within_tolerance
-       validate_json_plot)
+       validate_json_plot moe_ep_uneven_servers)
 if [ "$name" = list ]; then
   printf '%s\n' "${CASES[@]}"
   exit 0
@@ -52,6 +52,11 @@ case "$name" in
   moe_good_a2_two_servers)
     args=(moe both --ep 16 --tokens 64 --hidden 1024 --topk 4 --experts 32 --topology "$a2c" --servers 2 --format json)
     expect_rc=0 ;;
+  moe_ep_uneven_servers)
+    # 12 ranks over two A2 servers (8 + 4): a row to the other server goes to
+    # the rank of the same local index there, which the 4-rank half lacks.
+    args=(moe dispatch --ep 12 --tokens 64 --hidden 1024 --topk 4 --experts 48 --topology "$a2c" --servers 2)
+    expect=("--ep" "SDMA domains" "8 and 4") ;;
   moe_routing_deterministic|moe_routing_file|moe_trace|validate_bad_file|validate_p2p_within_tolerance|validate_json_plot) ;;
   *) echo "unknown case '$name'; cases: ${CASES[*]}" >&2; exit 2 ;;
 esac

@@ -19,7 +19,8 @@ a3="$src/configs/topologies/a3-server.json"
 CASES=(malformed_json unknown_key unknown_collective inter_group_sync_on_a2 timeout_without_unit undefined_handle
        never_commits deadlock_lost_record cycle missing_program
        run_seed_alltoall_allgather run_seed_thread_notify run_fused_matmul_allgather sync_order_in_json
-       seed_without_sync_on_a2)
+       seed_without_sync_on_a2 run_moe_layer_a3 run_moe_layer_a2 moe_layer_deterministic bad_moe_topk bad_moe_ep
+       bad_moe_on_aic moe_matmul_never_released)
 if [ "$name" = list ]; then
   printf '%s\n' "${CASES[@]}"
   exit 0
@@ -117,12 +118,71 @@ for r in range(4):
     expect_rc=0
     json_check='
 assert sorted(h["op"] for h in d["handles"]) == ["all_gather", "alltoall"], d["handles"]' ;;
+  run_moe_layer_a3)
+    # The shipped fused MoE layer: dispatch, grouped matmul, combine. On every
+    # rank combine starts no earlier than the two matmuls after that rank's
+    # dispatch could have run (their time from the flops and the profile's AIC rate).
+    args=(run --program "$src/configs/programs/moe-layer-a3.json" --topology "$a3" --format json)
+    expect_rc=0
+    json_check='
+m = {x["name"]: x for x in d["moe"]}
+assert sorted(m) == ["combine", "dispatch"], m
+assert m["dispatch"]["op"] == "moe_dispatch" and m["combine"]["op"] == "moe_combine", m
+assert m["dispatch"]["ep"] == 16 and m["dispatch"]["mode"] == "normal" and m["dispatch"]["dtype"] == "int8"
+dr = {r["rank"]: r for r in m["dispatch"]["ranks"]}
+cr = {r["rank"]: r for r in m["combine"]["ranks"]}
+assert sorted(dr) == list(range(16)) and sorted(cr) == list(range(16))
+rate = 24 * 15.6e12
+matmuls_us = (2 * 32768 * 4096 * 7168 + 2 * 32768 * 7168 * 2048) / rate * 1e6
+for r in range(16):
+    assert cr[r]["start_us"] - dr[r]["end_us"] >= matmuls_us - 1e-3, (r, dr[r], cr[r], matmuls_us)
+assert any(s["label"] == "matmul" for s in d["critical_path"]), d["critical_path"]
+assert d["total_us"] >= m["combine"]["end_us"]' ;;
+  run_moe_layer_a2)
+    args=(run --program "$src/configs/programs/moe-layer-a2.json" --format json)
+    expect_rc=0
+    json_check='
+m = {x["name"]: x for x in d["moe"]}
+assert m["dispatch"]["ep"] == 8 and len(m["combine"]["ranks"]) == 8, m
+dr = {r["rank"]: r for r in m["dispatch"]["ranks"]}
+for r in m["combine"]["ranks"]:
+    assert r["start_us"] > dr[r["rank"]]["end_us"], (r, dr[r["rank"]])' ;;
+  moe_layer_deterministic)
+    # Same inputs, same output bit for bit (table and JSON).
+    args=(run --program "$src/configs/programs/moe-layer-a2.json" --format json)
+    expect_rc=0
+    json_check='assert len(d["moe"]) == 2' ;;
+  bad_moe_topk)
+    file="$here/bad-moe-topk.json"
+    args=(run --program "$file")
+    expect=("$file" '$.kernels[0].aiv[0].topk' "at least that many experts") ;;
+  bad_moe_ep)
+    file="$here/bad-moe-ep.json"
+    args=(run --program "$file")
+    expect=("$file" '$.kernels[0].aiv[1].ep' "8 ranks" '$.kernels[0].ranks') ;;
+  bad_moe_on_aic)
+    file="$here/bad-moe-on-aic.json"
+    args=(run --program "$file")
+    expect=("$file" '$.kernels[0].aic[0].op' '"aiv" list') ;;
+  moe_matmul_never_released)
+    file="$here/moe-matmul-never-released.json"
+    args=(run --program "$file")
+    expect_rc=1
+    expect=("moe-matmul-never-released" "cannot finish" "cross-core flag 1" "AIC list") ;;
   *)
     echo "unknown case '$name'; known: ${CASES[*]}" >&2
     exit 2 ;;
 esac
 
 run_case
+if [ "$name" = moe_layer_deterministic ] && [ $fail -eq 0 ]; then
+  for f in json table; do
+    "$hcclsim" run --program "$src/configs/programs/moe-layer-a2.json" --format $f >"$tmp/a.$f" 2>&1 || fail=1
+    "$hcclsim" run --program "$src/configs/programs/moe-layer-a2.json" --format $f >"$tmp/b.$f" 2>&1 || fail=1
+    cmp -s "$tmp/a.$f" "$tmp/b.$f" || { echo "FAIL: two runs gave different --format $f output" >&2; fail=1; }
+  done
+  cmp -s "$tmp/a.json" "$tmp/out.txt" || { echo "FAIL: the first run differs from a later one" >&2; fail=1; }
+fi
 if [ $expect_rc -eq 0 ]; then
   if command -v python3 >/dev/null 2>&1; then
     if ! python3 -c 'import json, sys
