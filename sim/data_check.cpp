@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <stdexcept>
 
 namespace hcclsim {
 
@@ -21,6 +22,11 @@ void RankSet::add(int rank) {
   const std::size_t word = static_cast<std::size_t>(rank) / 64;
   if (words_.size() <= word) words_.resize(word + 1, 0);
   words_[word] |= 1ULL << (rank % 64);
+}
+
+bool RankSet::contains(int rank) const {
+  const std::size_t word = static_cast<std::size_t>(rank) / 64;
+  return rank >= 0 && word < words_.size() && (words_[word] >> (rank % 64) & 1);
 }
 
 bool RankSet::empty() const {
@@ -92,13 +98,168 @@ std::string Piece::to_string() const {
   return os.str();
 }
 
+// ---- RankSetTable ----
+
 namespace {
 
-Piece clip(const Piece& p, std::uint64_t skip, std::uint64_t length) {
-  Piece out = p;
+constexpr std::size_t kMaxUnionsRemembered = std::size_t{1} << 22;
+
+std::uint64_t mix(std::uint64_t x) {  // splitmix64's finaliser
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+RankSetTable::RankSetTable(int ranks)
+    : ranks_(ranks), width_(ranks > 0 ? (static_cast<std::size_t>(ranks) + 63) / 64 : 1) {
+  std::size_t slots = 64;
+  while (slots < 4 * static_cast<std::size_t>(std::max(ranks, 1))) slots *= 2;
+  index_.assign(slots, kNone);
+  words_.reserve(static_cast<std::size_t>(std::max(ranks, 1)) * width_);
+  scratch_.assign(width_, 0);
+  for (int r = 0; r < ranks; ++r) {  // id r is {r}
+    std::fill(scratch_.begin(), scratch_.end(), 0);
+    scratch_[static_cast<std::size_t>(r) / 64] = 1ULL << (r % 64);
+    insert(scratch_.data(), hash(scratch_.data()));
+  }
+}
+
+std::uint64_t RankSetTable::hash(const std::uint64_t* w) const {
+  std::uint64_t h = 0x6a09e667f3bcc909ULL;
+  for (std::size_t i = 0; i < width_; ++i) h = mix(h ^ w[i]);
+  return h;
+}
+
+RankSetTable::Id RankSetTable::lookup(const std::uint64_t* w, std::uint64_t h) const {
+  const std::size_t mask = index_.size() - 1;
+  for (std::size_t slot = h & mask;; slot = (slot + 1) & mask) {
+    const Id id = index_[slot];
+    if (id == kNone) return kNone;
+    if (std::equal(w, w + width_, words(id))) return id;
+  }
+}
+
+void RankSetTable::grow_index() {
+  std::vector<Id> old(index_.size() * 2, kNone);
+  old.swap(index_);
+  const std::size_t mask = index_.size() - 1;
+  for (Id id = 0; id < count_; ++id) {
+    std::size_t slot = hash(words(id)) & mask;
+    while (index_[slot] != kNone) slot = (slot + 1) & mask;
+    index_[slot] = id;
+  }
+}
+
+RankSetTable::Id RankSetTable::insert(const std::uint64_t* w, std::uint64_t h) {
+  if (count_ >= (std::size_t{1} << 31)) throw std::length_error("data check: more than 2^31 distinct rank sets");
+  words_.insert(words_.end(), w, w + width_);
+  const Id id = static_cast<Id>(count_++);
+  if (2 * count_ > index_.size()) {
+    grow_index();
+    return id;
+  }
+  const std::size_t mask = index_.size() - 1;
+  std::size_t slot = h & mask;
+  while (index_[slot] != kNone) slot = (slot + 1) & mask;
+  index_[slot] = id;
+  return id;
+}
+
+void RankSetTable::widen(const RankSet& set, std::vector<std::uint64_t>& out) const {
+  out.assign(width_, 0);
+  for (std::size_t i = 0; i < set.words_.size(); ++i) {
+    if (i < width_) {
+      out[i] = set.words_[i];
+    } else if (set.words_[i] != 0) {
+      throw std::out_of_range("data check: rank set " + set.to_string() + " names a rank beyond " +
+                              std::to_string(ranks_ - 1));
+    }
+  }
+  const int spare = static_cast<int>(width_ * 64) - ranks_;
+  if (spare > 0 && ranks_ > 0 && (out[width_ - 1] >> (64 - spare)) != 0) {
+    throw std::out_of_range("data check: rank set " + set.to_string() + " names a rank beyond " +
+                            std::to_string(ranks_ - 1));
+  }
+}
+
+RankSetTable::Id RankSetTable::intern(const RankSet& set) {
+  widen(set, scratch_);
+  const std::uint64_t h = hash(scratch_.data());
+  const Id found = lookup(scratch_.data(), h);
+  return found != kNone ? found : insert(scratch_.data(), h);
+}
+
+RankSetTable::Id RankSetTable::find(const RankSet& set) const {
+  try {
+    widen(set, scratch_);
+  } catch (const std::out_of_range&) {
+    return kNone;
+  }
+  return lookup(scratch_.data(), hash(scratch_.data()));
+}
+
+RankSet RankSetTable::get(Id id) const {
+  RankSet s;
+  const std::uint64_t* w = words(id);
+  std::size_t used = width_;
+  while (used > 0 && w[used - 1] == 0) --used;
+  s.words_.assign(w, w + used);
+  return s;
+}
+
+RankSetTable::Id RankSetTable::unite(Id a, Id b, bool& overlap) {
+  if (a > b) std::swap(a, b);
+  const std::uint64_t key = static_cast<std::uint64_t>(a) << 32 | b;
+  const auto found = unions_.find(key);
+  if (found != unions_.end()) {
+    overlap = (found->second >> 31) != 0;
+    return found->second & 0x7fffffffu;
+  }
+  const std::uint64_t* x = words(a);
+  const std::uint64_t* y = words(b);
+  overlap = false;
+  for (std::size_t i = 0; i < width_; ++i) {
+    overlap = overlap || (x[i] & y[i]) != 0;
+    scratch_[i] = x[i] | y[i];
+  }
+  const std::uint64_t h = hash(scratch_.data());
+  Id id = lookup(scratch_.data(), h);
+  if (id == kNone) id = insert(scratch_.data(), h);
+  // Only a cache: forgetting it changes no result.
+  if (unions_.size() >= kMaxUnionsRemembered) unions_.clear();
+  unions_.emplace(key, id | (overlap ? 0x80000000u : 0u));
+  return id;
+}
+
+// ---- BufferContents ----
+
+namespace {
+
+DataSpan clip(const DataSpan& s, std::uint64_t skip, std::uint64_t length) {
+  DataSpan out = s;
   out.length = length;
-  if (p.state == Piece::State::Value) out.origin = p.origin + skip;
+  if (s.state == Piece::State::Value) out.origin = s.origin + skip;
   return out;
+}
+
+bool continues(const DataSpan& a, const DataSpan& b) {
+  if (a.state != b.state) return false;
+  if (a.state != Piece::State::Value) return true;
+  return a.from == b.from && a.origin + a.length == b.origin;
+}
+
+// Appends `s` to `out`, extending the last span when `s` continues it.
+void push_merged(std::vector<DataSpan>& out, const DataSpan& s) {
+  if (s.length == 0) return;
+  if (!out.empty() && continues(out.back(), s)) {
+    out.back().length += s.length;
+  } else {
+    out.push_back(s);
+  }
 }
 
 bool continues(const Piece& a, const Piece& b) {
@@ -115,109 +276,171 @@ void append_merged(std::vector<Piece>& out, const Piece& p) {
   }
 }
 
+DataSpan corrupt(std::uint64_t length) {
+  DataSpan s;
+  s.length = length;
+  s.state = Piece::State::Corrupt;
+  return s;
+}
+
+// The spans replacing a range, built by write and reduce (one run at a time).
+thread_local std::vector<DataSpan> replacement;
+
 }  // namespace
 
-BufferContents::BufferContents(std::uint64_t size) : size_(size) {
+BufferContents::BufferContents(const RankSetTable* sets, std::uint64_t size) : sets_(sets), size_(size) {
   if (size > 0) {
-    Piece p;
-    p.length = size;
-    pieces_.emplace(0, p);
+    DataSpan s;
+    s.length = size;
+    entries_.push_back(Entry{0, s});
   }
 }
 
-void BufferContents::split_at(std::uint64_t pos) {
-  if (pos == 0 || pos >= size_) return;
-  auto it = pieces_.upper_bound(pos);
-  --it;
-  if (it->first == pos) return;
-  const std::uint64_t start = it->first;
-  Piece whole = it->second;
-  it->second = clip(whole, 0, pos - start);
-  pieces_.emplace_hint(std::next(it), pos, clip(whole, pos - start, whole.length - (pos - start)));
+std::size_t BufferContents::locate(std::uint64_t pos) const {
+  const auto it = std::upper_bound(entries_.begin(), entries_.end(), pos,
+                                   [](std::uint64_t p, const Entry& e) { return p < e.begin; });
+  return static_cast<std::size_t>(it - entries_.begin()) - 1;
 }
 
-void BufferContents::merge_around(std::uint64_t begin, std::uint64_t end) {
-  auto it = pieces_.upper_bound(begin);
-  if (it != pieces_.begin()) --it;
-  if (it != pieces_.begin()) --it;
-  while (it != pieces_.end()) {
-    auto next = std::next(it);
-    if (next == pieces_.end() || it->first > end) break;
-    if (continues(it->second, next->second)) {
-      it->second.length += next->second.length;
-      pieces_.erase(next);
-    } else {
-      it = next;
-    }
-  }
-}
-
-std::vector<Piece> BufferContents::read(std::uint64_t offset, std::uint64_t length) const {
-  std::vector<Piece> out;
-  if (length == 0) return out;
-  auto it = pieces_.upper_bound(offset);
-  --it;
-  const std::uint64_t end = offset + length;
-  for (; it != pieces_.end() && it->first < end; ++it) {
-    const std::uint64_t p_begin = std::max(it->first, offset);
-    const std::uint64_t p_end = std::min(it->first + it->second.length, end);
-    out.push_back(clip(it->second, p_begin - it->first, p_end - p_begin));
-  }
-  return out;
-}
-
-void BufferContents::write(std::uint64_t offset, const std::vector<Piece>& pieces) {
-  std::uint64_t length = 0;
-  for (const Piece& p : pieces) length += p.length;
+void BufferContents::read(std::uint64_t offset, std::uint64_t length, std::vector<DataSpan>& out) const {
   if (length == 0) return;
-  split_at(offset);
-  split_at(offset + length);
-  pieces_.erase(pieces_.lower_bound(offset), pieces_.lower_bound(offset + length));
-  std::uint64_t at = offset;
-  for (const Piece& p : pieces) {
-    pieces_.emplace(at, p);
-    at += p.length;
+  const std::uint64_t end = offset + length;
+  for (std::size_t i = locate(offset); i < entries_.size() && entries_[i].begin < end; ++i) {
+    const Entry& e = entries_[i];
+    const std::uint64_t p_begin = std::max(e.begin, offset);
+    const std::uint64_t p_end = std::min(e.begin + e.span.length, end);
+    out.push_back(clip(e.span, p_begin - e.begin, p_end - p_begin));
   }
-  merge_around(offset, offset + length);
 }
 
-void BufferContents::reduce(std::uint64_t offset, const std::vector<Piece>& pieces, bool overlap_ok) {
-  std::uint64_t at = offset;
-  for (const Piece& src : pieces) {
-    split_at(at);
-    split_at(at + src.length);
-    for (auto it = pieces_.find(at); it != pieces_.end() && it->first < at + src.length; ++it) {
-      Piece& dst = it->second;
-      const Piece part = clip(src, it->first - at, dst.length);
-      if (dst.state == Piece::State::Uninitialized || part.state != Piece::State::Value ||
-          dst.state == Piece::State::Corrupt || dst.origin != part.origin ||
-          (!overlap_ok && dst.from.intersects(part.from))) {
-        dst.state = Piece::State::Corrupt;
+void BufferContents::splice(std::size_t first, std::size_t last, const std::vector<DataSpan>& spans) {
+  std::uint64_t at = entries_[first].begin;
+  const std::size_t old_count = last - first;
+  if (spans.size() < old_count) {
+    entries_.erase(entries_.begin() + static_cast<std::ptrdiff_t>(first + spans.size()),
+                   entries_.begin() + static_cast<std::ptrdiff_t>(last));
+  } else if (spans.size() > old_count) {
+    entries_.insert(entries_.begin() + static_cast<std::ptrdiff_t>(last), spans.size() - old_count, Entry{});
+  }
+  for (std::size_t i = 0; i < spans.size(); ++i) {
+    entries_[first + i] = Entry{at, spans[i]};
+    at += spans[i].length;
+  }
+}
+
+void BufferContents::write(std::uint64_t offset, const std::vector<DataSpan>& spans) {
+  std::uint64_t length = 0;
+  for (const DataSpan& s : spans) length += s.length;
+  if (length == 0) return;
+  const std::uint64_t end = offset + length;
+  const std::size_t first = locate(offset);
+  const std::size_t last = locate(end - 1) + 1;
+  // The range rebuilt: the entries written over and one neighbour each side.
+  const std::size_t lo = first > 0 ? first - 1 : first;
+  const std::size_t hi = last < entries_.size() ? last + 1 : last;
+  std::vector<DataSpan>& out = replacement;
+  out.clear();
+  if (lo < first) push_merged(out, entries_[lo].span);
+  const Entry& head = entries_[first];
+  push_merged(out, clip(head.span, 0, offset - head.begin));
+  for (const DataSpan& s : spans) push_merged(out, s);
+  const Entry& tail = entries_[last - 1];
+  const std::uint64_t tail_end = tail.begin + tail.span.length;
+  push_merged(out, clip(tail.span, end - tail.begin, tail_end - end));
+  if (last < hi) push_merged(out, entries_[last].span);
+  splice(lo, hi, out);
+}
+
+void BufferContents::reduce(std::uint64_t offset, const std::vector<DataSpan>& spans, bool overlap_ok,
+                            RankSetTable& sets) {
+  std::uint64_t length = 0;
+  for (const DataSpan& s : spans) length += s.length;
+  if (length == 0) return;
+  const std::uint64_t end = offset + length;
+  const std::size_t first = locate(offset);
+  const std::size_t last = locate(end - 1) + 1;
+  const std::size_t lo = first > 0 ? first - 1 : first;
+  const std::size_t hi = last < entries_.size() ? last + 1 : last;
+  std::vector<DataSpan>& out = replacement;
+  out.clear();
+  if (lo < first) push_merged(out, entries_[lo].span);
+  const Entry& head = entries_[first];
+  push_merged(out, clip(head.span, 0, offset - head.begin));
+  // Walk the destination's entries and the source's spans together, one
+  // part per stretch where neither changes.
+  std::uint64_t pos = offset;
+  std::size_t di = first;
+  std::size_t si = 0;
+  std::uint64_t src_skip = 0;
+  while (pos < end) {
+    while (spans[si].length == src_skip) {
+      ++si;
+      src_skip = 0;
+    }
+    const Entry& d = entries_[di];
+    const std::uint64_t d_end = d.begin + d.span.length;
+    const std::uint64_t n = std::min(d_end - pos, spans[si].length - src_skip);
+    const DataSpan dst = clip(d.span, pos - d.begin, n);
+    const DataSpan src = clip(spans[si], src_skip, n);
+    if (dst.state != Piece::State::Value || src.state != Piece::State::Value || dst.origin != src.origin) {
+      push_merged(out, corrupt(n));
+    } else {
+      bool overlap = false;
+      const RankSetTable::Id id = sets.unite(dst.from, src.from, overlap);
+      if (overlap && !overlap_ok) {
+        push_merged(out, corrupt(n));
       } else {
-        dst.from.unite(part.from);
+        DataSpan s = dst;
+        s.from = id;
+        push_merged(out, s);
       }
     }
-    at += src.length;
+    pos += n;
+    src_skip += n;
+    if (pos == d_end) ++di;
   }
-  merge_around(offset, at);
+  const Entry& tail = entries_[last - 1];
+  const std::uint64_t tail_end = tail.begin + tail.span.length;
+  push_merged(out, clip(tail.span, end - tail.begin, tail_end - end));
+  if (last < hi) push_merged(out, entries_[last].span);
+  splice(lo, hi, out);
 }
 
 std::vector<Piece> BufferContents::normalized(std::uint64_t offset, std::uint64_t length) const {
+  std::vector<DataSpan> spans;
+  read(offset, length, spans);
   std::vector<Piece> out;
-  for (const Piece& p : read(offset, length)) append_merged(out, p);
+  for (const DataSpan& s : spans) {
+    Piece p;
+    p.length = s.length;
+    p.state = s.state;
+    if (s.state == Piece::State::Value) {
+      p.origin = s.origin;
+      p.from = sets_->get(s.from);
+    }
+    append_merged(out, p);
+  }
   return out;
 }
 
+// ---- DataTracker ----
+
 DataTracker::DataTracker(int ranks, std::uint64_t input_bytes, std::uint64_t output_bytes,
                          std::uint64_t scratch_bytes, bool idempotent_reduction)
-    : idempotent_(idempotent_reduction) {
+    : sets_(std::make_unique<RankSetTable>(ranks)), idempotent_(idempotent_reduction) {
   buffers_.reserve(static_cast<std::size_t>(ranks) * 3);
   for (int r = 0; r < ranks; ++r) {
-    BufferContents input(input_bytes);
-    if (input_bytes > 0) input.write(0, {Piece::value(input_bytes, 0, RankSet::single(r))});
+    BufferContents input(sets_.get(), input_bytes);
+    if (input_bytes > 0) {
+      DataSpan own;
+      own.length = input_bytes;
+      own.state = Piece::State::Value;
+      own.from = sets_->single(r);
+      input.write(0, {own});
+    }
     buffers_.push_back(std::move(input));
-    buffers_.emplace_back(output_bytes);
-    buffers_.emplace_back(scratch_bytes);
+    buffers_.emplace_back(sets_.get(), output_bytes);
+    buffers_.emplace_back(sets_.get(), scratch_bytes);
   }
 }
 
@@ -231,23 +454,50 @@ BufferContents& DataTracker::mutable_buffer(int rank, BufferKind kind) {
 
 std::string DataTracker::bounds_error(const BufferRef& ref, std::uint64_t bytes) const {
   const std::uint64_t size = buffer(ref.rank, ref.buffer).size();
-  if (ref.offset + bytes <= size) return {};
+  if (ref.offset <= size && bytes <= size - ref.offset) return {};
   std::ostringstream os;
   os << "rank " << ref.rank << " " << buffer_kind_name(ref.buffer) << " [" << ref.offset << ", "
      << ref.offset + bytes << ") overruns the buffer of " << size << " bytes";
   return os.str();
 }
 
-std::vector<Piece> DataTracker::read(const BufferRef& ref, std::uint64_t bytes) const {
-  return buffer(ref.rank, ref.buffer).read(ref.offset, bytes);
+void DataTracker::read(const BufferRef& ref, std::uint64_t bytes, std::vector<DataSpan>& out) const {
+  buffer(ref.rank, ref.buffer).read(ref.offset, bytes, out);
 }
 
-void DataTracker::write(const BufferRef& ref, const std::vector<Piece>& pieces) {
-  mutable_buffer(ref.rank, ref.buffer).write(ref.offset, pieces);
+void DataTracker::write(const BufferRef& ref, const std::vector<DataSpan>& spans) {
+  mutable_buffer(ref.rank, ref.buffer).write(ref.offset, spans);
 }
 
-void DataTracker::reduce(const BufferRef& ref, const std::vector<Piece>& pieces) {
-  mutable_buffer(ref.rank, ref.buffer).reduce(ref.offset, pieces, idempotent_);
+void DataTracker::reduce(const BufferRef& ref, const std::vector<DataSpan>& spans) {
+  mutable_buffer(ref.rank, ref.buffer).reduce(ref.offset, spans, idempotent_, *sets_);
+}
+
+std::string DataTracker::compare(int rank, BufferKind kind, std::uint64_t offset,
+                                 const std::vector<Piece>& expected) {
+  std::vector<Piece> want;
+  std::uint64_t length = 0;
+  for (const Piece& p : expected) {
+    append_merged(want, p);
+    length += p.length;
+  }
+  const BufferContents& buf = buffer(rank, kind);
+  bool same = offset <= buf.size() && length <= buf.size() - offset;
+  if (same) {
+    std::vector<DataSpan> spans;
+    buf.read(offset, length, spans);
+    std::vector<DataSpan> got;
+    for (const DataSpan& s : spans) push_merged(got, s);
+    same = got.size() == want.size();
+    for (std::size_t i = 0; same && i < got.size(); ++i) {
+      const DataSpan& g = got[i];
+      const Piece& w = want[i];
+      same = g.length == w.length && g.state == w.state &&
+             (g.state != Piece::State::Value || (g.origin == w.origin && g.from == sets_->find(w.from)));
+    }
+  }
+  if (same) return {};
+  return compare_pieces(buf.normalized(offset, length), expected);  // the difference in words
 }
 
 std::string compare_pieces(const std::vector<Piece>& got, const std::vector<Piece>& expected) {
