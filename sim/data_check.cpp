@@ -283,6 +283,12 @@ DataSpan corrupt(std::uint64_t length) {
   return s;
 }
 
+// A block of BufferContents holds at most 2 * kBlock entries (split in two
+// beyond); one left with fewer than kBlock / 4 joins a neighbour when together
+// they fit in kBlock. 32 entries (1 KiB) measured fastest on a 1024-NPU
+// AllGather (16 and 64 were 2-8% slower).
+constexpr std::size_t kBlock = 32;
+
 // The spans replacing a range, built by write and reduce (one run at a time).
 thread_local std::vector<DataSpan> replacement;
 
@@ -292,40 +298,141 @@ BufferContents::BufferContents(const RankSetTable* sets, std::uint64_t size) : s
   if (size > 0) {
     DataSpan s;
     s.length = size;
-    entries_.push_back(Entry{0, s});
+    blocks_.push_back({Entry{0, s}});
+    starts_.push_back(0);
+    count_ = 1;
   }
 }
 
-std::size_t BufferContents::locate(std::uint64_t pos) const {
-  const auto it = std::upper_bound(entries_.begin(), entries_.end(), pos,
-                                   [](std::uint64_t p, const Entry& e) { return p < e.begin; });
-  return static_cast<std::size_t>(it - entries_.begin()) - 1;
+BufferContents::Pos BufferContents::locate(std::uint64_t pos) const {
+  if (finger_.block < blocks_.size() && finger_.index < blocks_[finger_.block].size()) {
+    Pos p = finger_;
+    auto holds = [&](Pos q) { return at(q).begin <= pos && pos - at(q).begin < at(q).span.length; };
+    if (holds(p)) return p;
+    if (pos >= at(p).begin) {
+      if (step_forward(p) && holds(p)) return finger_ = p;
+    } else if (step_back(p) && holds(p)) {
+      return finger_ = p;
+    }
+  }
+  const std::size_t b = static_cast<std::size_t>(std::upper_bound(starts_.begin(), starts_.end(), pos) - starts_.begin()) - 1;
+  const std::vector<Entry>& blk = blocks_[b];
+  const auto it =
+      std::upper_bound(blk.begin(), blk.end(), pos, [](std::uint64_t p, const Entry& e) { return p < e.begin; });
+  finger_ = Pos{b, static_cast<std::size_t>(it - blk.begin()) - 1};
+  return finger_;
+}
+
+bool BufferContents::step_back(Pos& p) const {
+  if (p.index > 0) {
+    --p.index;
+    return true;
+  }
+  if (p.block == 0) return false;
+  --p.block;
+  p.index = blocks_[p.block].size() - 1;
+  return true;
+}
+
+bool BufferContents::step_forward(Pos& p) const {
+  if (p.index + 1 < blocks_[p.block].size()) {
+    ++p.index;
+    return true;
+  }
+  if (p.block + 1 == blocks_.size()) return false;
+  ++p.block;
+  p.index = 0;
+  return true;
 }
 
 void BufferContents::read(std::uint64_t offset, std::uint64_t length, std::vector<DataSpan>& out) const {
   if (length == 0) return;
   const std::uint64_t end = offset + length;
-  for (std::size_t i = locate(offset); i < entries_.size() && entries_[i].begin < end; ++i) {
-    const Entry& e = entries_[i];
+  Pos p = locate(offset);
+  do {
+    const Entry& e = at(p);
+    if (e.begin >= end) break;
     const std::uint64_t p_begin = std::max(e.begin, offset);
     const std::uint64_t p_end = std::min(e.begin + e.span.length, end);
     out.push_back(clip(e.span, p_begin - e.begin, p_end - p_begin));
-  }
+  } while (step_forward(p));
 }
 
-void BufferContents::splice(std::size_t first, std::size_t last, const std::vector<DataSpan>& spans) {
-  std::uint64_t at = entries_[first].begin;
-  const std::size_t old_count = last - first;
-  if (spans.size() < old_count) {
-    entries_.erase(entries_.begin() + static_cast<std::ptrdiff_t>(first + spans.size()),
-                   entries_.begin() + static_cast<std::ptrdiff_t>(last));
-  } else if (spans.size() > old_count) {
-    entries_.insert(entries_.begin() + static_cast<std::ptrdiff_t>(last), spans.size() - old_count, Entry{});
+BufferContents::Range BufferContents::range(std::uint64_t offset, std::uint64_t end) const {
+  Range r;
+  r.first = locate(offset);
+  r.last = r.first;  // most writes cover few entries: walk to the last rather than search
+  while (at(r.last).begin + at(r.last).span.length < end) step_forward(r.last);
+  r.lo = r.first;
+  r.has_lo = step_back(r.lo);
+  if (!r.has_lo) r.lo = r.first;
+  r.hi = r.last;
+  r.has_hi = step_forward(r.hi);
+  if (!r.has_hi) r.hi = r.last;
+  return r;
+}
+
+void BufferContents::replace(Pos first, Pos last, const std::vector<DataSpan>& spans) {
+  std::uint64_t at_byte = at(first).begin;
+  if (first.block == last.block) {
+    std::vector<Entry>& blk = blocks_[first.block];
+    const std::size_t old_count = last.index - first.index + 1;
+    if (spans.size() < old_count) {
+      blk.erase(blk.begin() + static_cast<std::ptrdiff_t>(first.index + spans.size()),
+                blk.begin() + static_cast<std::ptrdiff_t>(last.index + 1));
+    } else if (spans.size() > old_count) {
+      blk.insert(blk.begin() + static_cast<std::ptrdiff_t>(last.index + 1), spans.size() - old_count, Entry{});
+    }
+    for (std::size_t i = 0; i < spans.size(); ++i) {
+      blk[first.index + i] = Entry{at_byte, spans[i]};
+      at_byte += spans[i].length;
+    }
+    count_ = count_ - old_count + spans.size();
+    const std::size_t b = first.block;
+    if (blk.size() > 2 * kBlock) {  // split in two
+      std::vector<Entry> upper(blk.begin() + static_cast<std::ptrdiff_t>(blk.size() / 2), blk.end());
+      blk.resize(blk.size() / 2);
+      starts_.insert(starts_.begin() + static_cast<std::ptrdiff_t>(b + 1), upper.front().begin);
+      blocks_.insert(blocks_.begin() + static_cast<std::ptrdiff_t>(b + 1), std::move(upper));
+    } else if (blk.size() < kBlock / 4 && blocks_.size() > 1) {  // join a small neighbour
+      const std::size_t left = b + 1 < blocks_.size() ? b : b - 1;
+      std::vector<Entry>& a = blocks_[left];
+      std::vector<Entry>& c = blocks_[left + 1];
+      if (a.size() + c.size() <= kBlock) {
+        a.insert(a.end(), c.begin(), c.end());
+        blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(left + 1));
+        starts_.erase(starts_.begin() + static_cast<std::ptrdiff_t>(left + 1));
+      }
+    }
+    return;
   }
-  for (std::size_t i = 0; i < spans.size(); ++i) {
-    entries_[first + i] = Entry{at, spans[i]};
-    at += spans[i].length;
+  // Across blocks: gather what stays of the first and last blocks around the
+  // new entries, then cut it into blocks of kBlock again.
+  std::vector<Entry> merged(blocks_[first.block].begin(),
+                            blocks_[first.block].begin() + static_cast<std::ptrdiff_t>(first.index));
+  for (const DataSpan& s : spans) {
+    merged.push_back(Entry{at_byte, s});
+    at_byte += s.length;
   }
+  const std::vector<Entry>& tail = blocks_[last.block];
+  merged.insert(merged.end(), tail.begin() + static_cast<std::ptrdiff_t>(last.index + 1), tail.end());
+  for (std::size_t b = first.block; b <= last.block; ++b) count_ -= blocks_[b].size();
+  count_ += merged.size();
+  const std::size_t pieces = std::max<std::size_t>(1, (merged.size() + kBlock - 1) / kBlock);
+  std::vector<std::vector<Entry>> cut(pieces);
+  std::vector<std::uint64_t> cut_starts(pieces);
+  for (std::size_t k = 0; k < pieces; ++k) {
+    const std::size_t from = merged.size() * k / pieces;
+    const std::size_t to = merged.size() * (k + 1) / pieces;
+    cut[k].assign(merged.begin() + static_cast<std::ptrdiff_t>(from), merged.begin() + static_cast<std::ptrdiff_t>(to));
+    cut_starts[k] = cut[k].front().begin;
+  }
+  const auto b0 = static_cast<std::ptrdiff_t>(first.block);
+  const auto b1 = static_cast<std::ptrdiff_t>(last.block) + 1;
+  blocks_.erase(blocks_.begin() + b0, blocks_.begin() + b1);
+  blocks_.insert(blocks_.begin() + b0, std::make_move_iterator(cut.begin()), std::make_move_iterator(cut.end()));
+  starts_.erase(starts_.begin() + b0, starts_.begin() + b1);
+  starts_.insert(starts_.begin() + b0, cut_starts.begin(), cut_starts.end());
 }
 
 void BufferContents::write(std::uint64_t offset, const std::vector<DataSpan>& spans) {
@@ -333,22 +440,17 @@ void BufferContents::write(std::uint64_t offset, const std::vector<DataSpan>& sp
   for (const DataSpan& s : spans) length += s.length;
   if (length == 0) return;
   const std::uint64_t end = offset + length;
-  const std::size_t first = locate(offset);
-  const std::size_t last = locate(end - 1) + 1;
-  // The range rebuilt: the entries written over and one neighbour each side.
-  const std::size_t lo = first > 0 ? first - 1 : first;
-  const std::size_t hi = last < entries_.size() ? last + 1 : last;
+  const Range r = range(offset, end);
   std::vector<DataSpan>& out = replacement;
   out.clear();
-  if (lo < first) push_merged(out, entries_[lo].span);
-  const Entry& head = entries_[first];
+  if (r.has_lo) push_merged(out, at(r.lo).span);
+  const Entry& head = at(r.first);
   push_merged(out, clip(head.span, 0, offset - head.begin));
   for (const DataSpan& s : spans) push_merged(out, s);
-  const Entry& tail = entries_[last - 1];
-  const std::uint64_t tail_end = tail.begin + tail.span.length;
-  push_merged(out, clip(tail.span, end - tail.begin, tail_end - end));
-  if (last < hi) push_merged(out, entries_[last].span);
-  splice(lo, hi, out);
+  const Entry& tail = at(r.last);
+  push_merged(out, clip(tail.span, end - tail.begin, tail.begin + tail.span.length - end));
+  if (r.has_hi) push_merged(out, at(r.hi).span);
+  replace(r.lo, r.hi, out);
 }
 
 void BufferContents::reduce(std::uint64_t offset, const std::vector<DataSpan>& spans, bool overlap_ok,
@@ -357,19 +459,16 @@ void BufferContents::reduce(std::uint64_t offset, const std::vector<DataSpan>& s
   for (const DataSpan& s : spans) length += s.length;
   if (length == 0) return;
   const std::uint64_t end = offset + length;
-  const std::size_t first = locate(offset);
-  const std::size_t last = locate(end - 1) + 1;
-  const std::size_t lo = first > 0 ? first - 1 : first;
-  const std::size_t hi = last < entries_.size() ? last + 1 : last;
+  const Range r = range(offset, end);
   std::vector<DataSpan>& out = replacement;
   out.clear();
-  if (lo < first) push_merged(out, entries_[lo].span);
-  const Entry& head = entries_[first];
+  if (r.has_lo) push_merged(out, at(r.lo).span);
+  const Entry& head = at(r.first);
   push_merged(out, clip(head.span, 0, offset - head.begin));
   // Walk the destination's entries and the source's spans together, one
   // part per stretch where neither changes.
   std::uint64_t pos = offset;
-  std::size_t di = first;
+  Pos d_pos = r.first;
   std::size_t si = 0;
   std::uint64_t src_skip = 0;
   while (pos < end) {
@@ -377,7 +476,7 @@ void BufferContents::reduce(std::uint64_t offset, const std::vector<DataSpan>& s
       ++si;
       src_skip = 0;
     }
-    const Entry& d = entries_[di];
+    const Entry& d = at(d_pos);
     const std::uint64_t d_end = d.begin + d.span.length;
     const std::uint64_t n = std::min(d_end - pos, spans[si].length - src_skip);
     const DataSpan dst = clip(d.span, pos - d.begin, n);
@@ -397,13 +496,12 @@ void BufferContents::reduce(std::uint64_t offset, const std::vector<DataSpan>& s
     }
     pos += n;
     src_skip += n;
-    if (pos == d_end) ++di;
+    if (pos == d_end) step_forward(d_pos);
   }
-  const Entry& tail = entries_[last - 1];
-  const std::uint64_t tail_end = tail.begin + tail.span.length;
-  push_merged(out, clip(tail.span, end - tail.begin, tail_end - end));
-  if (last < hi) push_merged(out, entries_[last].span);
-  splice(lo, hi, out);
+  const Entry& tail = at(r.last);
+  push_merged(out, clip(tail.span, end - tail.begin, tail.begin + tail.span.length - end));
+  if (r.has_hi) push_merged(out, at(r.hi).span);
+  replace(r.lo, r.hi, out);
 }
 
 std::vector<Piece> BufferContents::normalized(std::uint64_t offset, std::uint64_t length) const {

@@ -108,20 +108,44 @@ class BufferContents {
   void reduce(std::uint64_t offset, const std::vector<DataSpan>& spans, bool overlap_ok, RankSetTable& sets);
   // Pieces in order, neighbours merged where they continue each other.
   std::vector<Piece> normalized(std::uint64_t offset, std::uint64_t length) const;
-  std::size_t span_count() const { return entries_.size(); }
+  std::size_t span_count() const { return count_; }
 
  private:
+  // Entries live in blocks of a few dozen (data_check.cpp), so that a write
+  // into a buffer of thousands of pieces (an AllGather's or AlltoAll's
+  // output) moves a block's tail, not the whole buffer's.
   struct Entry {
     std::uint64_t begin;
     DataSpan span;
   };
-  std::size_t locate(std::uint64_t pos) const;  // index of the entry holding pos < size_
-  // Replaces entries [first, last) with `spans` (already merged with each other).
-  void splice(std::size_t first, std::size_t last, const std::vector<DataSpan>& spans);
+  struct Pos {
+    std::size_t block;
+    std::size_t index;
+  };
+  Pos locate(std::uint64_t pos) const;  // the entry holding pos < size_
+  const Entry& at(Pos p) const { return blocks_[p.block][p.index]; }
+  bool step_back(Pos& p) const;     // to the previous entry; false at the first
+  bool step_forward(Pos& p) const;  // to the next entry; false at the last
+  // Replaces entries first..last (inclusive) with `spans`, which cover the same bytes.
+  void replace(Pos first, Pos last, const std::vector<DataSpan>& spans);
+  // The range of a write or reduction: its first and last entries, widened by
+  // one neighbour each side when there is one (so that `spans` merge with them).
+  struct Range {
+    Pos first, last, lo, hi;
+    bool has_lo, has_hi;
+  };
+  Range range(std::uint64_t offset, std::uint64_t end) const;
 
   const RankSetTable* sets_;
   std::uint64_t size_;
-  std::vector<Entry> entries_;  // sorted by begin, covering [0, size_), neighbours never continuing each other
+  // Sorted by begin, covering [0, size_), neighbours never continuing each other.
+  std::vector<std::vector<Entry>> blocks_;  // none empty
+  std::vector<std::uint64_t> starts_;       // begin of each block's first entry
+  std::size_t count_ = 0;                   // entries in all blocks
+  // Where the last search ended: collectives often touch a buffer next to
+  // where they last did (a ring's blocks arrive one after the other), so
+  // locate tries it and its neighbours before searching.
+  mutable Pos finger_{0, 0};
 };
 
 class DataTracker {

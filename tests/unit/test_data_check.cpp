@@ -227,61 +227,123 @@ TEST_CASE("RankSet prints ranges and answers membership", "[data_check]") {
   CHECK_FALSE(s.contains(4000));
 }
 
+namespace {
+
+struct Walk {
+  int ranks;
+  bool idempotent;
+  std::uint64_t input, output, scratch;
+  std::uint64_t small;   // most copies move at most this many bytes,
+  std::uint64_t big_every;  // one in big_every up to a whole buffer
+  int steps;
+};
+
+struct WalkSeen {
+  std::size_t corrupt = 0, reduced = 0, most_spans = 0;
+};
+
+// Random copies and reductions between the buffers of ranks 0..3 (sources
+// from any rank), the same on a tracker and on the reference; every 50 steps
+// and at the end every buffer of ranks 0..3 must hold the same pieces.
+WalkSeen random_walk(const Walk& w, std::uint64_t seed) {
+  DataTracker tracker(w.ranks, w.input, w.output, w.scratch, w.idempotent);
+  Reference ref(w.ranks, w.input, w.output, w.scratch, w.idempotent);
+  std::mt19937_64 rng(seed);
+  auto pick = [&](std::uint64_t n) { return static_cast<std::uint64_t>(rng() % n); };
+  const BufferKind kinds[] = {BufferKind::Input, BufferKind::Output, BufferKind::Scratch};
+  auto size_of = [&](BufferKind k) { return k == BufferKind::Input ? w.input : k == BufferKind::Output ? w.output : w.scratch; };
+  WalkSeen seen;
+  for (int step = 0; step < w.steps; ++step) {
+    // Offsets mostly multiples of 4, so that reductions often line up (and sometimes do not).
+    const BufferKind sk = kinds[pick(3)];
+    const BufferKind dk = pick(4) == 0 ? BufferKind::Scratch : BufferKind::Output;
+    const std::uint64_t most = std::min(size_of(sk), size_of(dk));
+    const std::uint64_t bytes = 1 + pick(pick(w.big_every) == 0 ? most : std::min(most, w.small));
+    const std::uint64_t align = pick(8) == 0 ? 1 : 4;
+    const std::uint64_t so = pick(size_of(sk) - bytes + 1) / align * align;
+    const std::uint64_t dof = pick(size_of(dk) - bytes + 1) / align * align;
+    const int sr = static_cast<int>(pick(static_cast<std::uint64_t>(w.ranks)));
+    const int dr = static_cast<int>(pick(std::min<std::uint64_t>(4, static_cast<std::uint64_t>(w.ranks))));
+    const std::vector<DataSpan> spans = read(tracker, sr, sk, so, bytes);
+    const std::vector<RefByte> bytes_read = ref.read(sr, sk, so, bytes);
+    if (pick(3) == 0) {
+      tracker.reduce(BufferRef{dr, dk, dof}, spans);
+      ref.reduce(dr, dk, dof, bytes_read);
+    } else {
+      tracker.write(BufferRef{dr, dk, dof}, spans);
+      ref.write(dr, dk, dof, bytes_read);
+    }
+    if (step % 50 != 0 && step != w.steps - 1) continue;
+    INFO("ranks " << w.ranks << " idempotent " << w.idempotent << " step " << step);
+    for (int r = 0; r < std::min(4, w.ranks); ++r) {
+      for (const BufferKind k : kinds) {
+        const std::vector<Piece> want = ref.pieces(r, k);
+        const std::vector<Piece> got = tracker.buffer(r, k).normalized(0, size_of(k));
+        REQUIRE(compare_pieces(got, want) == "");
+        // The stored list is already merged: one entry per piece.
+        CHECK(tracker.buffer(r, k).span_count() == want.size());
+        seen.most_spans = std::max(seen.most_spans, want.size());
+        for (const Piece& p : want) {
+          seen.corrupt += p.state == Piece::State::Corrupt ? 1 : 0;
+          const std::string set = p.from.to_string();
+          seen.reduced += p.state == Piece::State::Value &&
+                          (set.find(',') != std::string::npos || set.find('-') != std::string::npos);
+        }
+        // Reading any range gives the reference's bytes.
+        const std::uint64_t o = pick(size_of(k) + 1);
+        const std::uint64_t n = pick(size_of(k) - o + 1);
+        std::vector<Piece> part;
+        for (const DataSpan& d : read(tracker, r, k, o, n)) {
+          Piece p;
+          p.length = d.length;
+          p.state = d.state;
+          if (d.state == Piece::State::Value) {
+            p.origin = d.origin;
+            p.from = tracker.sets().get(d.from);
+          }
+          part.push_back(p);
+        }
+        std::vector<Piece> want_part;
+        std::uint64_t at_byte = 0;
+        for (const Piece& p : want) {
+          const std::uint64_t b = std::max(at_byte, o), e = std::min(at_byte + p.length, o + n);
+          if (b < e) {
+            Piece q = p;
+            q.length = e - b;
+            if (q.state == Piece::State::Value) q.origin += b - at_byte;
+            want_part.push_back(q);
+          }
+          at_byte += p.length;
+        }
+        REQUIRE(compare_pieces(part, want_part) == "");
+      }
+    }
+  }
+  return seen;
+}
+
+}  // namespace
+
 TEST_CASE("span lists match a byte-by-byte reference under random copies and reductions", "[data_check]") {
   for (const bool idempotent : {false, true}) {
     for (const int ranks : {3, 70, 130}) {
-      const std::uint64_t input = 48, output = 96, scratch = 64;
-      DataTracker tracker(ranks, input, output, scratch, idempotent);
-      Reference ref(ranks, input, output, scratch, idempotent);
-      std::mt19937_64 rng(static_cast<std::uint64_t>(ranks) * 2 + (idempotent ? 1 : 0));
-      auto pick = [&](std::uint64_t n) { return static_cast<std::uint64_t>(rng() % n); };
-      const BufferKind kinds[] = {BufferKind::Input, BufferKind::Output, BufferKind::Scratch};
-      auto size_of = [&](BufferKind k) {
-        return k == BufferKind::Input ? input : k == BufferKind::Output ? output : scratch;
-      };
-      std::size_t corrupt_seen = 0, reduced_seen = 0;
-      for (int step = 0; step < 3000; ++step) {
-        // Sources mostly from inputs and outputs, with small aligned-ish offsets,
-        // so reductions often line up (and sometimes do not).
-        const BufferKind sk = kinds[pick(3)];
-        const BufferKind dk = pick(4) == 0 ? BufferKind::Scratch : BufferKind::Output;
-        const std::uint64_t bytes = 1 + pick(std::min(size_of(sk), size_of(dk)));
-        const std::uint64_t so = pick(size_of(sk) - bytes + 1) / 4 * 4;
-        const std::uint64_t dof = pick(size_of(dk) - bytes + 1) / 4 * 4;
-        const int sr = static_cast<int>(pick(static_cast<std::uint64_t>(ranks)));
-        const int dr = static_cast<int>(pick(std::min<std::uint64_t>(4, static_cast<std::uint64_t>(ranks))));
-        const std::vector<DataSpan> spans = read(tracker, sr, sk, so, bytes);
-        const std::vector<RefByte> bytes_read = ref.read(sr, sk, so, bytes);
-        if (pick(3) == 0) {
-          tracker.write(BufferRef{dr, dk, dof}, spans);
-          ref.write(dr, dk, dof, bytes_read);
-        } else {
-          tracker.reduce(BufferRef{dr, dk, dof}, spans);
-          ref.reduce(dr, dk, dof, bytes_read);
-        }
-        if (step % 50 == 0 || step > 2990) {
-          INFO("ranks " << ranks << " idempotent " << idempotent << " step " << step);
-          for (int r = 0; r < std::min(4, ranks); ++r) {
-            for (const BufferKind k : kinds) {
-              const std::vector<Piece> want = ref.pieces(r, k);
-              const std::vector<Piece> got = tracker.buffer(r, k).normalized(0, size_of(k));
-              REQUIRE(compare_pieces(got, want) == "");
-              // The stored list is already merged: one entry per piece.
-              CHECK(tracker.buffer(r, k).span_count() == want.size());
-              for (const Piece& p : want) {
-                corrupt_seen += p.state == Piece::State::Corrupt ? 1 : 0;
-                const std::string set = p.from.to_string();
-                reduced_seen += p.state == Piece::State::Value &&
-                                (set.find(',') != std::string::npos || set.find('-') != std::string::npos);
-              }
-            }
-          }
-        }
-      }
+      const WalkSeen seen = random_walk(Walk{ranks, idempotent, 48, 96, 64, 96, 16, 3000},
+                                        static_cast<std::uint64_t>(ranks) * 2 + (idempotent ? 1 : 0));
       // The walk reached both kinds of outcome it is meant to compare.
-      CHECK(corrupt_seen > 0);
-      CHECK(reduced_seen > 0);
+      CHECK(seen.corrupt > 0);
+      CHECK(seen.reduced > 0);
     }
+  }
+}
+
+TEST_CASE("span lists of thousands of pieces (several blocks) match the reference", "[data_check]") {
+  // Small copies from 200 ranks into a 3000-byte output: hundreds of pieces
+  // that do not merge, split and joined again by the occasional large copy.
+  for (const bool idempotent : {false, true}) {
+    const WalkSeen seen = random_walk(Walk{200, idempotent, 64, 3000, 700, 12, 300, 6000}, idempotent ? 7 : 8);
+    CHECK(seen.most_spans > 4 * 64);  // several blocks of BufferContents
+    CHECK(seen.corrupt > 0);
+    CHECK(seen.reduced > 0);
   }
 }
 
