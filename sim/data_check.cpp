@@ -239,26 +239,112 @@ RankSetTable::Id RankSetTable::unite(Id a, Id b, bool& overlap) {
 
 namespace {
 
-DataSpan clip(const DataSpan& s, std::uint64_t skip, std::uint64_t length) {
-  DataSpan out = s;
-  out.length = length;
-  if (s.state == Piece::State::Value) out.origin = s.origin + skip;
-  return out;
+using State = Piece::State;
+
+// The set of element k of a value run.
+RankSetTable::Id set_of(const DataSpan& s, std::uint64_t k) {
+  return static_cast<RankSetTable::Id>(static_cast<std::int64_t>(s.from) +
+                                       static_cast<std::int64_t>(k) * static_cast<std::int64_t>(s.step));
 }
 
-bool continues(const DataSpan& a, const DataSpan& b) {
+// Bytes [skip, skip + n) of element k of `s`, as a span of one element (n
+// within the element).
+DataSpan part_of(const DataSpan& s, std::uint64_t k, std::uint64_t skip, std::uint64_t n) {
+  DataSpan e = s;
+  e.unit = n;
+  e.count = 1;
+  e.step = 0;
+  if (s.state == State::Value) {
+    e.from = set_of(s, k);
+    e.origin = s.origin + skip;
+  }
+  return e;
+}
+
+// Merges `b` into `a` when the bytes of b follow a's as one span can say:
+// uninitialized or corrupt after the same; one element continuing another
+// of the same set (the next input offsets); or elements of one unit and
+// origin whose sets step evenly (a run). False when they cannot.
+bool merge(DataSpan& a, const DataSpan& b) {
   if (a.state != b.state) return false;
-  if (a.state != Piece::State::Value) return true;
-  return a.from == b.from && a.origin + a.length == b.origin;
+  if (a.state != State::Value) {
+    a.unit += b.unit;
+    return true;
+  }
+  if (a.count == 1 && b.count == 1 && a.from == b.from && a.origin + a.unit == b.origin) {
+    a.unit += b.unit;
+    return true;
+  }
+  if (a.unit != b.unit || a.origin != b.origin) return false;
+  const std::int64_t step = a.count > 1   ? a.step
+                            : b.count > 1 ? b.step
+                                          : static_cast<std::int64_t>(b.from) - static_cast<std::int64_t>(a.from);
+  if (b.count > 1 && b.step != step) return false;
+  if (step < INT32_MIN || step > INT32_MAX) return false;
+  if (static_cast<std::int64_t>(a.from) + static_cast<std::int64_t>(a.count) * step !=
+      static_cast<std::int64_t>(b.from)) {
+    return false;
+  }
+  if (static_cast<std::uint64_t>(a.count) + b.count > UINT32_MAX) return false;
+  a.step = static_cast<std::int32_t>(step);
+  a.count += b.count;
+  return true;
 }
 
-// Appends `s` to `out`, extending the last span when `s` continues it.
+// Appends `s` to `out`, merged with the last span where it can be (and that
+// one with the one before, when the merge made them fit).
 void push_merged(std::vector<DataSpan>& out, const DataSpan& s) {
-  if (s.length == 0) return;
-  if (!out.empty() && continues(out.back(), s)) {
-    out.back().length += s.length;
-  } else {
+  if (s.bytes() == 0) return;
+  if (out.empty() || !merge(out.back(), s)) {
     out.push_back(s);
+    return;
+  }
+  while (out.size() >= 2 && merge(out[out.size() - 2], out.back())) out.pop_back();
+}
+
+// Appends bytes [skip, skip + n) of `s` to `out`: a partial first element,
+// the whole elements as a run, a partial last element.
+void clip_into(std::vector<DataSpan>& out, const DataSpan& s, std::uint64_t skip, std::uint64_t n) {
+  if (n == 0) return;
+  if (s.state != State::Value) {
+    DataSpan c = s;
+    c.unit = n;
+    push_merged(out, c);
+    return;
+  }
+  std::uint64_t k = skip / s.unit;
+  const std::uint64_t inside = skip % s.unit;
+  if (inside > 0) {
+    const std::uint64_t m = std::min(s.unit - inside, n);
+    push_merged(out, part_of(s, k, inside, m));
+    n -= m;
+    ++k;
+  }
+  const std::uint64_t whole = n / s.unit;
+  if (whole > 0) {
+    DataSpan run = s;
+    run.from = set_of(s, k);
+    run.count = static_cast<std::uint32_t>(whole);
+    if (whole == 1) run.step = 0;
+    push_merged(out, run);
+    k += whole;
+    n -= whole * s.unit;
+  }
+  if (n > 0) push_merged(out, part_of(s, k, 0, n));
+}
+
+// One element per span, merged only where one continues another (the form
+// pieces are compared in).
+void expand_into(std::vector<DataSpan>& out, const DataSpan& s) {
+  for (std::uint64_t k = 0; k < s.count; ++k) {
+    const DataSpan e = part_of(s, k, 0, s.unit);
+    DataSpan* last = out.empty() ? nullptr : &out.back();
+    if (last != nullptr && last->state == e.state &&
+        (e.state != State::Value || (last->from == e.from && last->origin + last->unit == e.origin))) {
+      last->unit += e.unit;
+    } else {
+      out.push_back(e);
+    }
   }
 }
 
@@ -278,8 +364,8 @@ void append_merged(std::vector<Piece>& out, const Piece& p) {
 
 DataSpan corrupt(std::uint64_t length) {
   DataSpan s;
-  s.length = length;
-  s.state = Piece::State::Corrupt;
+  s.unit = length;
+  s.state = State::Corrupt;
   return s;
 }
 
@@ -297,7 +383,7 @@ thread_local std::vector<DataSpan> replacement;
 BufferContents::BufferContents(const RankSetTable* sets, std::uint64_t size) : sets_(sets), size_(size) {
   if (size > 0) {
     DataSpan s;
-    s.length = size;
+    s.unit = size;
     blocks_.push_back({Entry{0, s}});
     starts_.push_back(0);
     count_ = 1;
@@ -307,7 +393,7 @@ BufferContents::BufferContents(const RankSetTable* sets, std::uint64_t size) : s
 BufferContents::Pos BufferContents::locate(std::uint64_t pos) const {
   if (finger_.block < blocks_.size() && finger_.index < blocks_[finger_.block].size()) {
     Pos p = finger_;
-    auto holds = [&](Pos q) { return at(q).begin <= pos && pos - at(q).begin < at(q).span.length; };
+    auto holds = [&](Pos q) { return at(q).begin <= pos && pos - at(q).begin < at(q).span.bytes(); };
     if (holds(p)) return p;
     if (pos >= at(p).begin) {
       if (step_forward(p) && holds(p)) return finger_ = p;
@@ -346,6 +432,7 @@ bool BufferContents::step_forward(Pos& p) const {
 }
 
 void BufferContents::read(std::uint64_t offset, std::uint64_t length, std::vector<DataSpan>& out) const {
+  out.clear();
   if (length == 0) return;
   const std::uint64_t end = offset + length;
   Pos p = locate(offset);
@@ -353,8 +440,8 @@ void BufferContents::read(std::uint64_t offset, std::uint64_t length, std::vecto
     const Entry& e = at(p);
     if (e.begin >= end) break;
     const std::uint64_t p_begin = std::max(e.begin, offset);
-    const std::uint64_t p_end = std::min(e.begin + e.span.length, end);
-    out.push_back(clip(e.span, p_begin - e.begin, p_end - p_begin));
+    const std::uint64_t p_end = std::min(e.begin + e.span.bytes(), end);
+    clip_into(out, e.span, p_begin - e.begin, p_end - p_begin);
   } while (step_forward(p));
 }
 
@@ -362,13 +449,13 @@ BufferContents::Range BufferContents::range(std::uint64_t offset, std::uint64_t 
   Range r;
   r.first = locate(offset);
   r.last = r.first;  // most writes cover few entries: walk to the last rather than search
-  while (at(r.last).begin + at(r.last).span.length < end) step_forward(r.last);
+  while (at(r.last).begin + at(r.last).span.bytes() < end) step_forward(r.last);
   r.lo = r.first;
-  r.has_lo = step_back(r.lo);
-  if (!r.has_lo) r.lo = r.first;
+  for (r.before = 0; r.before < 2 && step_back(r.lo); ++r.before) {
+  }
   r.hi = r.last;
-  r.has_hi = step_forward(r.hi);
-  if (!r.has_hi) r.hi = r.last;
+  for (r.after = 0; r.after < 2 && step_forward(r.hi); ++r.after) {
+  }
   return r;
 }
 
@@ -385,7 +472,7 @@ void BufferContents::replace(Pos first, Pos last, const std::vector<DataSpan>& s
     }
     for (std::size_t i = 0; i < spans.size(); ++i) {
       blk[first.index + i] = Entry{at_byte, spans[i]};
-      at_byte += spans[i].length;
+      at_byte += spans[i].bytes();
     }
     count_ = count_ - old_count + spans.size();
     const std::size_t b = first.block;
@@ -412,7 +499,7 @@ void BufferContents::replace(Pos first, Pos last, const std::vector<DataSpan>& s
                             blocks_[first.block].begin() + static_cast<std::ptrdiff_t>(first.index));
   for (const DataSpan& s : spans) {
     merged.push_back(Entry{at_byte, s});
-    at_byte += s.length;
+    at_byte += s.bytes();
   }
   const std::vector<Entry>& tail = blocks_[last.block];
   merged.insert(merged.end(), tail.begin() + static_cast<std::ptrdiff_t>(last.index + 1), tail.end());
@@ -437,51 +524,60 @@ void BufferContents::replace(Pos first, Pos last, const std::vector<DataSpan>& s
 
 void BufferContents::write(std::uint64_t offset, const std::vector<DataSpan>& spans) {
   std::uint64_t length = 0;
-  for (const DataSpan& s : spans) length += s.length;
+  for (const DataSpan& s : spans) length += s.bytes();
   if (length == 0) return;
   const std::uint64_t end = offset + length;
   const Range r = range(offset, end);
   std::vector<DataSpan>& out = replacement;
   out.clear();
-  if (r.has_lo) push_merged(out, at(r.lo).span);
+  Pos p = r.lo;
+  for (int i = 0; i < r.before; ++i, step_forward(p)) push_merged(out, at(p).span);
   const Entry& head = at(r.first);
-  push_merged(out, clip(head.span, 0, offset - head.begin));
+  clip_into(out, head.span, 0, offset - head.begin);
   for (const DataSpan& s : spans) push_merged(out, s);
   const Entry& tail = at(r.last);
-  push_merged(out, clip(tail.span, end - tail.begin, tail.begin + tail.span.length - end));
-  if (r.has_hi) push_merged(out, at(r.hi).span);
+  clip_into(out, tail.span, end - tail.begin, tail.begin + tail.span.bytes() - end);
+  p = r.last;
+  for (int i = 0; i < r.after; ++i) {
+    step_forward(p);
+    push_merged(out, at(p).span);
+  }
   replace(r.lo, r.hi, out);
 }
 
 void BufferContents::reduce(std::uint64_t offset, const std::vector<DataSpan>& spans, bool overlap_ok,
                             RankSetTable& sets) {
   std::uint64_t length = 0;
-  for (const DataSpan& s : spans) length += s.length;
+  for (const DataSpan& s : spans) length += s.bytes();
   if (length == 0) return;
   const std::uint64_t end = offset + length;
   const Range r = range(offset, end);
   std::vector<DataSpan>& out = replacement;
   out.clear();
-  if (r.has_lo) push_merged(out, at(r.lo).span);
+  Pos p = r.lo;
+  for (int i = 0; i < r.before; ++i, step_forward(p)) push_merged(out, at(p).span);
   const Entry& head = at(r.first);
-  push_merged(out, clip(head.span, 0, offset - head.begin));
-  // Walk the destination's entries and the source's spans together, one
-  // part per stretch where neither changes.
+  clip_into(out, head.span, 0, offset - head.begin);
+  // Walk the destination's elements and the source's together, one part
+  // per stretch where neither changes.
   std::uint64_t pos = offset;
   Pos d_pos = r.first;
   std::size_t si = 0;
   std::uint64_t src_skip = 0;
   while (pos < end) {
-    while (spans[si].length == src_skip) {
+    while (spans[si].bytes() == src_skip) {
       ++si;
       src_skip = 0;
     }
     const Entry& d = at(d_pos);
-    const std::uint64_t d_end = d.begin + d.span.length;
-    const std::uint64_t n = std::min(d_end - pos, spans[si].length - src_skip);
-    const DataSpan dst = clip(d.span, pos - d.begin, n);
-    const DataSpan src = clip(spans[si], src_skip, n);
-    if (dst.state != Piece::State::Value || src.state != Piece::State::Value || dst.origin != src.origin) {
+    const DataSpan& s = spans[si];
+    const std::uint64_t d_off = pos - d.begin;
+    const std::uint64_t d_inside = d_off % d.span.unit;
+    const std::uint64_t s_inside = src_skip % s.unit;
+    const std::uint64_t n = std::min(d.span.unit - d_inside, s.unit - s_inside);
+    const DataSpan dst = part_of(d.span, d_off / d.span.unit, d_inside, n);
+    const DataSpan src = part_of(s, src_skip / s.unit, s_inside, n);
+    if (dst.state != State::Value || src.state != State::Value || dst.origin != src.origin) {
       push_merged(out, corrupt(n));
     } else {
       bool overlap = false;
@@ -489,18 +585,22 @@ void BufferContents::reduce(std::uint64_t offset, const std::vector<DataSpan>& s
       if (overlap && !overlap_ok) {
         push_merged(out, corrupt(n));
       } else {
-        DataSpan s = dst;
-        s.from = id;
-        push_merged(out, s);
+        DataSpan sum = dst;
+        sum.from = id;
+        push_merged(out, sum);
       }
     }
     pos += n;
     src_skip += n;
-    if (pos == d_end) step_forward(d_pos);
+    if (pos == d.begin + d.span.bytes()) step_forward(d_pos);
   }
   const Entry& tail = at(r.last);
-  push_merged(out, clip(tail.span, end - tail.begin, tail.begin + tail.span.length - end));
-  if (r.has_hi) push_merged(out, at(r.hi).span);
+  clip_into(out, tail.span, end - tail.begin, tail.begin + tail.span.bytes() - end);
+  p = r.last;
+  for (int i = 0; i < r.after; ++i) {
+    step_forward(p);
+    push_merged(out, at(p).span);
+  }
   replace(r.lo, r.hi, out);
 }
 
@@ -509,14 +609,16 @@ std::vector<Piece> BufferContents::normalized(std::uint64_t offset, std::uint64_
   read(offset, length, spans);
   std::vector<Piece> out;
   for (const DataSpan& s : spans) {
-    Piece p;
-    p.length = s.length;
-    p.state = s.state;
-    if (s.state == Piece::State::Value) {
-      p.origin = s.origin;
-      p.from = sets_->get(s.from);
+    for (std::uint64_t k = 0; k < s.count; ++k) {
+      Piece p;
+      p.length = s.unit;
+      p.state = s.state;
+      if (s.state == State::Value) {
+        p.origin = s.origin;
+        p.from = sets_->get(set_of(s, k));
+      }
+      append_merged(out, p);
     }
-    append_merged(out, p);
   }
   return out;
 }
@@ -531,7 +633,7 @@ DataTracker::DataTracker(int ranks, std::uint64_t input_bytes, std::uint64_t out
     BufferContents input(sets_.get(), input_bytes);
     if (input_bytes > 0) {
       DataSpan own;
-      own.length = input_bytes;
+      own.unit = input_bytes;
       own.state = Piece::State::Value;
       own.from = sets_->single(r);
       input.write(0, {own});
@@ -585,12 +687,12 @@ std::string DataTracker::compare(int rank, BufferKind kind, std::uint64_t offset
     std::vector<DataSpan> spans;
     buf.read(offset, length, spans);
     std::vector<DataSpan> got;
-    for (const DataSpan& s : spans) push_merged(got, s);
+    for (const DataSpan& s : spans) expand_into(got, s);
     same = got.size() == want.size();
     for (std::size_t i = 0; same && i < got.size(); ++i) {
       const DataSpan& g = got[i];
       const Piece& w = want[i];
-      same = g.length == w.length && g.state == w.state &&
+      same = g.unit == w.length && g.state == w.state &&
              (g.state != Piece::State::Value || (g.origin == w.origin && g.from == sets_->find(w.from)));
     }
   }

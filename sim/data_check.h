@@ -88,19 +88,26 @@ class RankSetTable {
   mutable std::vector<std::uint64_t> scratch_;
 };
 
-// A run of bytes inside a tracker: like a Piece, with its set by id.
+// A run of `count` elements of `unit` bytes inside a tracker: element k
+// holds the input of set `from + k * step` from input offset `origin` (count
+// 1: an ordinary piece of `unit` bytes, its set by id). So an AllGather's or
+// AlltoAll's output, rank j's block in j's place, is one run however many
+// ranks there are. Uninitialized and corrupt runs have count 1.
 struct DataSpan {
-  std::uint64_t length = 0;
+  std::uint64_t unit = 0;
   std::uint64_t origin = 0;
   RankSetTable::Id from = 0;
+  std::int32_t step = 0;
+  std::uint32_t count = 1;
   Piece::State state = Piece::State::Uninitialized;
+  std::uint64_t bytes() const { return unit * count; }
 };
 
 class BufferContents {
  public:
   BufferContents(const RankSetTable* sets, std::uint64_t size);
   std::uint64_t size() const { return size_; }
-  // Appends the spans of [offset, offset + length) to `out`.
+  // Sets `out` to the spans of [offset, offset + length).
   void read(std::uint64_t offset, std::uint64_t length, std::vector<DataSpan>& out) const;
   void write(std::uint64_t offset, const std::vector<DataSpan>& spans);
   // Element-wise reduction into this buffer. `overlap_ok`: the reduction is
@@ -128,11 +135,12 @@ class BufferContents {
   bool step_forward(Pos& p) const;  // to the next entry; false at the last
   // Replaces entries first..last (inclusive) with `spans`, which cover the same bytes.
   void replace(Pos first, Pos last, const std::vector<DataSpan>& spans);
-  // The range of a write or reduction: its first and last entries, widened by
-  // one neighbour each side when there is one (so that `spans` merge with them).
+  // The range of a write or reduction: its first and last entries, widened
+  // by up to two neighbours each side (so that the new spans merge with them:
+  // a half block completed by the other half may then join the run before it).
   struct Range {
     Pos first, last, lo, hi;
-    bool has_lo, has_hi;
+    int before, after;  // neighbours taken in: lo is `before` entries before first
   };
   Range range(std::uint64_t offset, std::uint64_t end) const;
 
@@ -153,7 +161,7 @@ class DataTracker {
   DataTracker(int ranks, std::uint64_t input_bytes, std::uint64_t output_bytes, std::uint64_t scratch_bytes,
               bool idempotent_reduction);
   // Rank r's input holds its own data; everything else is uninitialized.
-  // Appends what [ref, ref + bytes) holds now to `out`.
+  // Sets `out` to what [ref, ref + bytes) holds now.
   void read(const BufferRef& ref, std::uint64_t bytes, std::vector<DataSpan>& out) const;
   void write(const BufferRef& ref, const std::vector<DataSpan>& spans);
   void reduce(const BufferRef& ref, const std::vector<DataSpan>& spans);
