@@ -3,11 +3,18 @@
 // which input offset. Copies move pieces, reductions merge them; after the run
 // each rank's output is compared with what the collective must produce. A
 // missing or misplaced synchronisation shows as stale or mixed pieces.
+//
+// Cost (issue 9): a tracker interns every set of contributors once
+// (RankSetTable) and its buffers hold 32-byte spans naming a set by a 32-bit
+// id, in one sorted flat vector per buffer; a union of two sets is computed
+// once per pair and remembered. Set equality is id equality. Nothing is
+// approximated: an id stands for exactly one set of ranks.
 #pragma once
 
 #include <cstdint>
-#include <map>
+#include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/task_graph.h"
@@ -21,6 +28,7 @@ class RankSet {
   static RankSet single(int rank);
   static RankSet all(int ranks);
   void add(int rank);
+  bool contains(int rank) const;
   bool empty() const;
   bool intersects(const RankSet& o) const;
   void unite(const RankSet& o);
@@ -29,6 +37,7 @@ class RankSet {
   friend bool operator!=(const RankSet& a, const RankSet& b) { return !(a == b); }
 
  private:
+  friend class RankSetTable;
   std::vector<std::uint64_t> words_;
 };
 
@@ -43,23 +52,108 @@ struct Piece {
   std::string to_string() const;
 };
 
-class BufferContents {
+// Interned rank sets of one tracker: id r < ranks is {r}; every other set is
+// stored once, as `ranks` bits. Ids are given in order of first appearance,
+// so a deterministic run numbers them the same way every time.
+class RankSetTable {
  public:
-  explicit BufferContents(std::uint64_t size = 0);
-  std::uint64_t size() const { return size_; }
-  std::vector<Piece> read(std::uint64_t offset, std::uint64_t length) const;
-  void write(std::uint64_t offset, const std::vector<Piece>& pieces);
-  // Element-wise reduction into this buffer. `overlap_ok`: the reduction is
-  // idempotent (max, min), so a rank counted twice is not an error.
-  void reduce(std::uint64_t offset, const std::vector<Piece>& pieces, bool overlap_ok);
-  // Pieces in order, neighbours merged where they continue each other.
-  std::vector<Piece> normalized(std::uint64_t offset, std::uint64_t length) const;
+  using Id = std::uint32_t;
+  explicit RankSetTable(int ranks);
+  int ranks() const { return ranks_; }
+  Id single(int rank) const { return static_cast<Id>(rank); }
+  // The id of `set` (added when new). Ranks outside [0, ranks) are refused.
+  Id intern(const RankSet& set);
+  // The id of `set` if it is interned, else `kNone`.
+  Id find(const RankSet& set) const;
+  RankSet get(Id id) const;
+  // The union of a and b; `overlap` tells whether they share a rank.
+  Id unite(Id a, Id b, bool& overlap);
+  std::size_t size() const { return count_; }
+  static constexpr Id kNone = 0xffffffffu;
 
  private:
-  void split_at(std::uint64_t pos);
-  void merge_around(std::uint64_t begin, std::uint64_t end);
+  const std::uint64_t* words(Id id) const { return &words_[static_cast<std::size_t>(id) * width_]; }
+  std::uint64_t hash(const std::uint64_t* w) const;
+  Id lookup(const std::uint64_t* w, std::uint64_t h) const;
+  Id insert(const std::uint64_t* w, std::uint64_t h);
+  void grow_index();
+  void widen(const RankSet& set, std::vector<std::uint64_t>& out) const;
+
+  int ranks_;
+  std::size_t width_;                  // words per set
+  std::size_t count_ = 0;              // sets stored
+  std::vector<std::uint64_t> words_;   // set i at [i * width_, (i + 1) * width_)
+  std::vector<Id> index_;              // open addressing on the words' hash; kNone = empty slot
+  std::unordered_map<std::uint64_t, std::uint32_t> unions_;  // (a << 32 | b), a < b -> id | overlap << 31
+  mutable std::vector<std::uint64_t> scratch_;
+};
+
+// A run of `count` elements of `unit` bytes inside a tracker: element k
+// holds the input of set `from + k * step` from input offset `origin` (count
+// 1: an ordinary piece of `unit` bytes, its set by id). So an AllGather's or
+// AlltoAll's output, rank j's block in j's place, is one run however many
+// ranks there are. Uninitialized and corrupt runs have count 1.
+struct DataSpan {
+  std::uint64_t unit = 0;
+  std::uint64_t origin = 0;
+  RankSetTable::Id from = 0;
+  std::int32_t step = 0;
+  std::uint32_t count = 1;
+  Piece::State state = Piece::State::Uninitialized;
+  std::uint64_t bytes() const { return unit * count; }
+};
+
+class BufferContents {
+ public:
+  BufferContents(const RankSetTable* sets, std::uint64_t size);
+  std::uint64_t size() const { return size_; }
+  // Sets `out` to the spans of [offset, offset + length).
+  void read(std::uint64_t offset, std::uint64_t length, std::vector<DataSpan>& out) const;
+  void write(std::uint64_t offset, const std::vector<DataSpan>& spans);
+  // Element-wise reduction into this buffer. `overlap_ok`: the reduction is
+  // idempotent (max, min), so a rank counted twice is not an error.
+  void reduce(std::uint64_t offset, const std::vector<DataSpan>& spans, bool overlap_ok, RankSetTable& sets);
+  // Pieces in order, neighbours merged where they continue each other.
+  std::vector<Piece> normalized(std::uint64_t offset, std::uint64_t length) const;
+  std::size_t span_count() const { return count_; }
+
+ private:
+  // Entries live in blocks of a few dozen (data_check.cpp), so that a write
+  // into a buffer of thousands of pieces (an AllGather's or AlltoAll's
+  // output) moves a block's tail, not the whole buffer's.
+  struct Entry {
+    std::uint64_t begin;
+    DataSpan span;
+  };
+  struct Pos {
+    std::size_t block;
+    std::size_t index;
+  };
+  Pos locate(std::uint64_t pos) const;  // the entry holding pos < size_
+  const Entry& at(Pos p) const { return blocks_[p.block][p.index]; }
+  bool step_back(Pos& p) const;     // to the previous entry; false at the first
+  bool step_forward(Pos& p) const;  // to the next entry; false at the last
+  // Replaces entries first..last (inclusive) with `spans`, which cover the same bytes.
+  void replace(Pos first, Pos last, const std::vector<DataSpan>& spans);
+  // The range of a write or reduction: its first and last entries, widened
+  // by up to two neighbours each side (so that the new spans merge with them:
+  // a half block completed by the other half may then join the run before it).
+  struct Range {
+    Pos first, last, lo, hi;
+    int before, after;  // neighbours taken in: lo is `before` entries before first
+  };
+  Range range(std::uint64_t offset, std::uint64_t end) const;
+
+  const RankSetTable* sets_;
   std::uint64_t size_;
-  std::map<std::uint64_t, Piece> pieces_;  // keyed by offset; covers [0, size)
+  // Sorted by begin, covering [0, size_), neighbours never continuing each other.
+  std::vector<std::vector<Entry>> blocks_;  // none empty
+  std::vector<std::uint64_t> starts_;       // begin of each block's first entry
+  std::size_t count_ = 0;                   // entries in all blocks
+  // Where the last search ended: collectives often touch a buffer next to
+  // where they last did (a ring's blocks arrive one after the other), so
+  // locate tries it and its neighbours before searching.
+  mutable Pos finger_{0, 0};
 };
 
 class DataTracker {
@@ -67,15 +161,21 @@ class DataTracker {
   DataTracker(int ranks, std::uint64_t input_bytes, std::uint64_t output_bytes, std::uint64_t scratch_bytes,
               bool idempotent_reduction);
   // Rank r's input holds its own data; everything else is uninitialized.
-  std::vector<Piece> read(const BufferRef& ref, std::uint64_t bytes) const;
-  void write(const BufferRef& ref, const std::vector<Piece>& pieces);
-  void reduce(const BufferRef& ref, const std::vector<Piece>& pieces);
+  // Sets `out` to what [ref, ref + bytes) holds now.
+  void read(const BufferRef& ref, std::uint64_t bytes, std::vector<DataSpan>& out) const;
+  void write(const BufferRef& ref, const std::vector<DataSpan>& spans);
+  void reduce(const BufferRef& ref, const std::vector<DataSpan>& spans);
   const BufferContents& buffer(int rank, BufferKind kind) const;
   // "" when the access is within the buffer, else a description of the overrun.
   std::string bounds_error(const BufferRef& ref, std::uint64_t bytes) const;
+  // compare_pieces(buffer(rank, kind).normalized(offset, length of expected), expected),
+  // without building the pieces of the buffer unless they differ.
+  std::string compare(int rank, BufferKind kind, std::uint64_t offset, const std::vector<Piece>& expected);
+  const RankSetTable& sets() const { return *sets_; }
 
  private:
   BufferContents& mutable_buffer(int rank, BufferKind kind);
+  std::unique_ptr<RankSetTable> sets_;   // the buffers point at it: stays put when the tracker moves
   std::vector<BufferContents> buffers_;  // rank * 3 + kind
   bool idempotent_;
 };

@@ -122,6 +122,9 @@ RunResult Scheduler::run(const TaskGraph& graph, DataTracker* tracker) {
   graph_ = &graph;
   tracker_ = tracker;
   in_flight_.clear();
+  slots_.clear();
+  free_slots_.clear();
+  if (tracker_) in_flight_.assign(graph.tasks().size(), kNoSlot);
   compile(graph);
 
   result_ = RunResult{};
@@ -156,6 +159,9 @@ RunResult Scheduler::run(const TaskGraph& graph, DataTracker* tracker) {
   sc_core::sc_start();
 
   result_.activations = platform_.activations() - activations_before;
+  in_flight_ = {};  // what landed no longer needs its place
+  slots_ = {};
+  free_slots_ = {};
   if (result_.failure.empty()) {
     bool all_done = true;
     for (int n = 0; n < npus; ++n) all_done = all_done && platform_.engine(n).all_done();
@@ -178,21 +184,34 @@ void Scheduler::task_started(std::uint32_t id, Time at) {
     if (result_.check_error.empty()) result_.check_error = graph_->describe(id) + ": " + bad;
     return;
   }
-  in_flight_[id] = tracker_->read(t.src, t.bytes);
+  std::uint32_t slot;
+  if (free_slots_.empty()) {
+    slot = static_cast<std::uint32_t>(slots_.size());
+    slots_.emplace_back();
+  } else {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  }
+  in_flight_[id] = slot;
+  tracker_->read(t.src, t.bytes, slots_[slot]);
 }
 
 void Scheduler::data_landed(std::uint32_t id, Time at) {
   if (result_.end < at) result_.end = at;
   if (!tracker_) return;
-  auto found = in_flight_.find(id);
-  if (found == in_flight_.end()) return;
+  const std::uint32_t slot = in_flight_[id];
+  if (slot == kNoSlot) return;
+  std::vector<DataSpan>& spans = slots_[slot];
   const Task& t = graph_->task(id);
   if (t.kind == TaskKind::ReduceInline) {
-    tracker_->reduce(t.dst, found->second);
+    tracker_->reduce(t.dst, spans);
   } else {
-    tracker_->write(t.dst, found->second);
+    tracker_->write(t.dst, spans);
   }
-  in_flight_.erase(found);
+  in_flight_[id] = kNoSlot;
+  spans.clear();
+  if (spans.capacity() > 64) std::vector<DataSpan>().swap(spans);  // a long read keeps no memory
+  free_slots_.push_back(slot);
 }
 
 void Scheduler::task_finished(std::uint32_t id, Time at) {

@@ -60,7 +60,12 @@ class Scheduler : private TaskObserver {
   std::vector<ExecTask> exec_;
   std::vector<std::vector<TaskId>> successors_;
   std::vector<std::uint32_t> stream_of_;   // task -> stream index within its rank's engine
-  std::unordered_map<TaskId, std::vector<Piece>> in_flight_;  // data read at start
+  // The data check's copies in flight: what each read at its start, until it lands.
+  // A slot per copy in flight, reused (its capacity kept) by later copies.
+  std::vector<std::uint32_t> in_flight_;             // task -> slot, kNoSlot when none
+  std::vector<std::vector<DataSpan>> slots_;
+  std::vector<std::uint32_t> free_slots_;
+  static constexpr std::uint32_t kNoSlot = 0xffffffffu;
   RunResult result_;
 };
 
