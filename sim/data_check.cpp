@@ -522,6 +522,25 @@ void BufferContents::replace(Pos first, Pos last, const std::vector<DataSpan>& s
   starts_.insert(starts_.begin() + b0, cut_starts.begin(), cut_starts.end());
 }
 
+void BufferContents::keep_head(const Range& r, std::uint64_t offset, std::vector<DataSpan>& out) const {
+  out.clear();
+  Pos p = r.lo;
+  for (int i = 0; i < r.before; ++i, step_forward(p)) push_merged(out, at(p).span);
+  const Entry& head = at(r.first);
+  clip_into(out, head.span, 0, offset - head.begin);
+}
+
+void BufferContents::keep_tail_and_replace(const Range& r, std::uint64_t end, std::vector<DataSpan>& out) {
+  const Entry& tail = at(r.last);
+  clip_into(out, tail.span, end - tail.begin, tail.begin + tail.span.bytes() - end);
+  Pos p = r.last;
+  for (int i = 0; i < r.after; ++i) {
+    step_forward(p);
+    push_merged(out, at(p).span);
+  }
+  replace(r.lo, r.hi, out);
+}
+
 void BufferContents::write(std::uint64_t offset, const std::vector<DataSpan>& spans) {
   std::uint64_t length = 0;
   for (const DataSpan& s : spans) length += s.bytes();
@@ -529,20 +548,9 @@ void BufferContents::write(std::uint64_t offset, const std::vector<DataSpan>& sp
   const std::uint64_t end = offset + length;
   const Range r = range(offset, end);
   std::vector<DataSpan>& out = replacement;
-  out.clear();
-  Pos p = r.lo;
-  for (int i = 0; i < r.before; ++i, step_forward(p)) push_merged(out, at(p).span);
-  const Entry& head = at(r.first);
-  clip_into(out, head.span, 0, offset - head.begin);
+  keep_head(r, offset, out);
   for (const DataSpan& s : spans) push_merged(out, s);
-  const Entry& tail = at(r.last);
-  clip_into(out, tail.span, end - tail.begin, tail.begin + tail.span.bytes() - end);
-  p = r.last;
-  for (int i = 0; i < r.after; ++i) {
-    step_forward(p);
-    push_merged(out, at(p).span);
-  }
-  replace(r.lo, r.hi, out);
+  keep_tail_and_replace(r, end, out);
 }
 
 void BufferContents::reduce(std::uint64_t offset, const std::vector<DataSpan>& spans, bool overlap_ok,
@@ -553,11 +561,7 @@ void BufferContents::reduce(std::uint64_t offset, const std::vector<DataSpan>& s
   const std::uint64_t end = offset + length;
   const Range r = range(offset, end);
   std::vector<DataSpan>& out = replacement;
-  out.clear();
-  Pos p = r.lo;
-  for (int i = 0; i < r.before; ++i, step_forward(p)) push_merged(out, at(p).span);
-  const Entry& head = at(r.first);
-  clip_into(out, head.span, 0, offset - head.begin);
+  keep_head(r, offset, out);
   // Walk the destination's elements and the source's together, one part
   // per stretch where neither changes.
   std::uint64_t pos = offset;
@@ -594,14 +598,7 @@ void BufferContents::reduce(std::uint64_t offset, const std::vector<DataSpan>& s
     src_skip += n;
     if (pos == d.begin + d.span.bytes()) step_forward(d_pos);
   }
-  const Entry& tail = at(r.last);
-  clip_into(out, tail.span, end - tail.begin, tail.begin + tail.span.bytes() - end);
-  p = r.last;
-  for (int i = 0; i < r.after; ++i) {
-    step_forward(p);
-    push_merged(out, at(p).span);
-  }
-  replace(r.lo, r.hi, out);
+  keep_tail_and_replace(r, end, out);
 }
 
 std::vector<Piece> BufferContents::normalized(std::uint64_t offset, std::uint64_t length) const {

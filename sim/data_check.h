@@ -143,6 +143,12 @@ class BufferContents {
     int before, after;  // neighbours taken in: lo is `before` entries before first
   };
   Range range(std::uint64_t offset, std::uint64_t end) const;
+  // A write or reduction over [offset, end) rebuilds its range in `out`:
+  // first what it keeps before offset (the neighbours and the head entry's
+  // part), then the new spans (the caller's), then what it keeps after end,
+  // and puts `out` in place of the range.
+  void keep_head(const Range& r, std::uint64_t offset, std::vector<DataSpan>& out) const;
+  void keep_tail_and_replace(const Range& r, std::uint64_t end, std::vector<DataSpan>& out);
 
   const RankSetTable* sets_;
   std::uint64_t size_;
