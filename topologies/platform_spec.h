@@ -1,0 +1,54 @@
+// What a topology is, as typed data: NPUs, switches, links with their
+// parameters, fabrics and SDMA domains. Read by the SystemC platform
+// (platform.h) and by the closed-form estimate (sim/estimate), which runs
+// without SystemC.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "models/link/network.h"
+#include "models/params.h"
+
+namespace hcclsim {
+
+// A full-duplex link between two nodes (NPUs are nodes 0..npus-1; switches
+// follow). Each direction becomes one Channel.
+struct LinkSpec {
+  int a = 0;
+  int b = 0;
+  std::string kind;          // "hccs", "sio", "ub", "roce"
+  ChannelParams params;
+};
+
+// A leaf/spine fabric (RoCE between servers, or the UB switches of an A3
+// supernode), described so that routes are found without a graph search:
+// NPU -> its leaf -> (same leaf: straight down) one spine both leaves reach,
+// picked by a hash of (src, dst) as ECMP does -> the other leaf -> NPU.
+struct FabricSpec {
+  std::string kind;                          // "roce", "ub"
+  std::vector<int> leaf_of;                  // per NPU: its leaf node, -1 if not attached
+  std::vector<std::vector<int>> spines_of;   // per node: spines a leaf links to (empty otherwise)
+};
+
+struct TopologySpec {
+  std::string name;
+  int npus = 0;
+  int switches = 0;
+  int npus_per_chip = 1;     // A3: two dies (ranks) per chip
+  int npus_per_server = 8;
+  NpuParams npu;
+  std::vector<LinkSpec> links;
+  // Where SDMA reaches: NPUs with the same value move data with SDMA over
+  // HCCS / SIO / UB; between different values data and notifies go as RDMA
+  // writes through the NICs. Empty: all NPUs in one domain.
+  std::vector<int> sdma_domain_of;
+  std::vector<int> server_of;               // empty: npu / npus_per_server
+  std::vector<FabricSpec> fabrics;          // tried after direct links
+  // How transfers share the channels (models/link/network.h): the fluid
+  // flow model by default, or segments stepping every channel.
+  NetworkModel network = NetworkModel::Flow;
+  FlowBatching flow_batching;               // the flow model's one approximation (network.h)
+};
+
+}  // namespace hcclsim
