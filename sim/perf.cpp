@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "sim/error.h"
+#include "sim/estimate/estimate.h"
 #include "sim/scheduler.h"
 
 namespace hcclsim {
@@ -88,8 +89,12 @@ std::string footprint_problem(const Footprint& f, const std::string& what, std::
          " (--max-memory). Use fewer ranks or servers, smaller sizes, or a larger --buffsize (fewer loops)";
 }
 
-Hierarchy hierarchy_of(const Platform& platform, int ranks) {
-  const TopologySpec& spec = platform.spec();
+Hierarchy hierarchy_of(const Platform& platform, int ranks) { return hierarchy_of(platform.spec(), ranks); }
+
+Hierarchy hierarchy_of(const TopologySpec& spec, int ranks) {
+  auto server_of = [&](int npu) {
+    return spec.server_of.empty() ? npu / spec.npus_per_server : spec.server_of.at(static_cast<std::size_t>(npu));
+  };
   Hierarchy h;
   h.per_server = std::min(ranks, spec.npus_per_server);
   if (ranks % h.per_server != 0) {
@@ -99,7 +104,7 @@ Hierarchy hierarchy_of(const Platform& platform, int ranks) {
   const int servers = ranks / h.per_server;
   // The stages group ranks by per_server: every server taking part must hold exactly that many.
   for (int r = 0; r < ranks; ++r) {
-    if (platform.server_of(r) - platform.server_of(0) != r / h.per_server) {
+    if (server_of(r) - server_of(0) != r / h.per_server) {
       throw std::invalid_argument("the servers of ranks 0.." + std::to_string(ranks - 1) + " differ in size (rank " +
                                   std::to_string(r) + " would start or continue a server of " +
                                   std::to_string(h.per_server) +
@@ -194,17 +199,99 @@ std::vector<std::vector<std::uint64_t>> alltoallv_counts(const std::string& dist
 }
 
 ExecContext exec_context(const Platform& platform, const PerfRequest& request) {
+  return exec_context(platform.spec(), request);
+}
+
+ExecContext exec_context(const TopologySpec& topo, const PerfRequest& request) {
   ExecContext ctx;
-  const TopologySpec& topo = platform.spec();
   ctx.product = topo.npu.product;
   ctx.mode = request.mode;
   ctx.expansion = request.expansion.value_or(default_expansion(ctx.product));
   ctx.deterministic = request.deterministic;
-  ctx.hierarchy = hierarchy_of(platform, request.ranks);
+  ctx.hierarchy = hierarchy_of(topo, request.ranks);
   ctx.inter_server_bandwidth = inter_server_bandwidth(topo);
   ctx.aiv_cores = topo.npu.cores.aiv;
   ctx.algo = request.algo;
   return ctx;
+}
+
+namespace {
+
+CollectiveSpec collective_of(const PerfRequest& request, std::uint64_t size) {
+  CollectiveSpec spec;
+  spec.op = request.op;
+  spec.ranks = request.ranks;
+  spec.dtype = request.dtype;
+  spec.reduce_op = request.reduce_op;
+  spec.root = request.root;
+  spec.buffer_bytes = request.buffer_bytes;
+  spec.count = count_for_size(request.op, request.ranks, request.dtype, size);
+  if (!request.alltoallv_distribution.empty()) {
+    spec.alltoallv_counts =
+        alltoallv_counts(request.alltoallv_distribution, request.ranks, size / data_type_size(request.dtype));
+  }
+  return spec;
+}
+
+ExecutorChoice choose_executor(const CollectiveSpec& spec, const ExecContext& ctx, const PerfRequest& request) {
+  return request.executor.empty() ? select_executor(spec, ctx)
+                                  : ExecutorChoice{request.executor, default_levels(spec, ctx), "requested"};
+}
+
+// A row's description and figures; the caller adds the check and the counts.
+PerfRow row_of(const PerfRequest& request, const CollectiveSpec& spec, const ExecContext& ctx,
+               const ExecutorChoice& choice, Time time) {
+  const BufferSizes sizes = buffer_sizes(spec);
+  PerfRow row{};
+  row.op = spec.op;
+  row.op_name = request.alltoallv_distribution.empty() ? coll_op_name(spec.op) : "alltoallv";
+  row.ranks = spec.ranks;
+  row.dtype = spec.dtype;
+  row.reduce_op = spec.reduce_op;
+  row.algo = choice.plan.describe(ctx.hierarchy, spec.op);
+  row.executor = choice.executor;
+  row.executor_rule = choice.rule;
+  row.count = spec.count;
+  row.input_bytes = sizes.input;
+  row.output_bytes = sizes.output;
+  row.data_size = spec.alltoallv_counts.empty() ? data_size_of(spec.op, spec.ranks, spec.dtype, spec.count)
+                                                : sizes.input;  // the largest send buffer of any rank
+  row.time = time;
+  const double seconds = static_cast<double>(row.time.ps) / 1e12;
+  row.algbw_gbps = seconds > 0 ? static_cast<double>(row.data_size) / seconds / 1e9 : 0.0;
+  row.busbw_gbps = row.algbw_gbps * bus_factor(spec.op, spec.ranks);
+  return row;
+}
+
+}  // namespace
+
+std::vector<PerfRow> estimate_perf(const TopologySpec& topology, const PerfRequest& request,
+                                   const PerfRowCallback& on_row) {
+  std::vector<PerfRow> rows;
+  const ExecContext ctx = exec_context(topology, request);
+  const EstimateFabric fabric(topology);
+  for (const std::uint64_t size : request.sizes) {
+    const CollectiveSpec spec = collective_of(request, size);
+    const ExecutorChoice choice = choose_executor(spec, ctx, request);
+    const Executor* executor = find_executor(choice.executor);
+    if (executor == nullptr) throw std::invalid_argument("unknown executor '" + choice.executor + "'");
+    if (const std::string why = executor->refuses(spec, ctx); !why.empty()) {
+      throw std::invalid_argument(choice.executor + " cannot run this collective: " + why);
+    }
+    const EstimateFn* estimate = find_estimate(choice.executor);
+    if (estimate == nullptr) {
+      throw std::invalid_argument("--model estimate has no closed form for " + choice.executor +
+                                  " (HCCL's choice for " + coll_op_name(spec.op) + " of " + std::to_string(size) +
+                                  " bytes on " + std::to_string(spec.ranks) + " ranks); use --model detailed");
+    }
+    const double ps = (*estimate)(spec, ctx, choice.plan, fabric);
+    PerfRow row = row_of(request, spec, ctx, choice, Time{static_cast<std::uint64_t>(std::llround(ps))});
+    row.model = "estimate";
+    row.check = "skipped";
+    rows.push_back(std::move(row));
+    if (on_row) on_row(rows.size() - 1, rows.back());
+  }
+  return rows;
 }
 
 std::vector<PerfRow> run_perf(Platform& platform, const PerfRequest& request, TraceWriter* trace,
@@ -215,25 +302,11 @@ std::vector<PerfRow> run_perf(Platform& platform, const PerfRequest& request, Tr
   const ExecContext ctx = exec_context(platform, request);
   const Hierarchy& hierarchy = ctx.hierarchy;
   for (const std::uint64_t size : request.sizes) {
-    CollectiveSpec spec;
-    spec.op = request.op;
-    spec.ranks = request.ranks;
-    spec.dtype = request.dtype;
-    spec.reduce_op = request.reduce_op;
-    spec.root = request.root;
-    spec.buffer_bytes = request.buffer_bytes;
-    spec.count = count_for_size(request.op, request.ranks, request.dtype, size);
-    if (!request.alltoallv_distribution.empty()) {
-      spec.alltoallv_counts =
-          alltoallv_counts(request.alltoallv_distribution, request.ranks, size / data_type_size(request.dtype));
-    }
-    const ExecutorChoice choice = request.executor.empty()
-                                      ? select_executor(spec, ctx)
-                                      : ExecutorChoice{request.executor, default_levels(spec, ctx), "requested"};
+    const CollectiveSpec spec = collective_of(request, size);
+    const ExecutorChoice choice = choose_executor(spec, ctx, request);
     const AlgoPlan& plan = choice.plan;
     const TaskGraph graph = build_executor(spec, ctx, choice);
     const BufferSizes sizes = buffer_sizes(spec);
-
     std::optional<DataTracker> tracker;
     if (request.check) {
       const bool idempotent = request.reduce_op == ReduceOp::Max || request.reduce_op == ReduceOp::Min;
@@ -247,24 +320,7 @@ std::vector<PerfRow> run_perf(Platform& platform, const PerfRequest& request, Tr
                        ") did not finish: " + result.failure);
     }
 
-    PerfRow row{};
-    row.op = spec.op;
-    row.op_name = request.alltoallv_distribution.empty() ? coll_op_name(spec.op) : "alltoallv";
-    row.ranks = spec.ranks;
-    row.dtype = spec.dtype;
-    row.reduce_op = spec.reduce_op;
-    row.algo = plan.describe(hierarchy, spec.op);
-    row.executor = choice.executor;
-    row.executor_rule = choice.rule;
-    row.count = spec.count;
-    row.input_bytes = sizes.input;
-    row.output_bytes = sizes.output;
-    row.data_size = spec.alltoallv_counts.empty() ? data_size_of(spec.op, spec.ranks, spec.dtype, spec.count)
-                                                  : sizes.input;  // the largest send buffer of any rank
-    row.time = result.elapsed();
-    const double seconds = static_cast<double>(row.time.ps) / 1e12;
-    row.algbw_gbps = seconds > 0 ? static_cast<double>(row.data_size) / seconds / 1e9 : 0.0;
-    row.busbw_gbps = row.algbw_gbps * bus_factor(spec.op, spec.ranks);
+    PerfRow row = row_of(request, spec, ctx, choice, result.elapsed());
     row.tasks = graph.tasks().size();
     row.activations = result.activations;
     row.link_summary = meter.summary(row.time);

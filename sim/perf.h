@@ -58,6 +58,7 @@ struct PerfRow {
   double algbw_gbps;
   double busbw_gbps;
   std::string check;            // "success", "fail: ...", or "skipped"
+  std::string model = "detailed";  // "detailed" (SystemC) or "estimate" (closed form)
   std::uint64_t tasks;
   std::uint64_t activations;
   LinkSummary link_summary;       // the busiest link and bytes per link kind during this row
@@ -108,9 +109,11 @@ std::string footprint_problem(const Footprint& f, const std::string& what, std::
 
 // How the first `ranks` NPUs of a platform split into servers and supernodes.
 // Throws std::invalid_argument when `ranks` cuts a server in two.
+Hierarchy hierarchy_of(const TopologySpec& topology, int ranks);
 Hierarchy hierarchy_of(const Platform& platform, int ranks);
 
 // The selection context of a request on a platform.
+ExecContext exec_context(const TopologySpec& topology, const PerfRequest& request);
 ExecContext exec_context(const Platform& platform, const PerfRequest& request);
 
 // Called with each row as soon as its size has run (index into request.sizes),
@@ -121,6 +124,12 @@ using PerfRowCallback = std::function<void(std::size_t index, const PerfRow& row
 // algorithm, never the user's input).
 std::vector<PerfRow> run_perf(Platform& platform, const PerfRequest& request, TraceWriter* trace = nullptr,
                               const PerfRowCallback& on_row = {});
+
+// `--model estimate`: the same rows from the executors' closed forms
+// (sim/estimate), without SystemC and without a data check ("skipped").
+// Throws std::invalid_argument for an executor that has no closed form.
+std::vector<PerfRow> estimate_perf(const TopologySpec& topology, const PerfRequest& request,
+                                   const PerfRowCallback& on_row = {});
 
 // Output formats: sim/report/row_writer.h.
 

@@ -79,6 +79,12 @@ class PerfCommand : public Command {
                    "record the command, version, input files and times for 'hcclsim check'")
         ->type_name("FILE");
     memory_limit_.declare(app);
+    app.add_option("--model", model_,
+                   "detailed (default): the executor's task graph on the SystemC model; estimate: the executor's "
+                   "step structure in closed form, one representative rank, flows counted per channel with equal "
+                   "shares, no SystemC, no data check, no trace or link usage (README: the estimate mode; within "
+                   "a few % of detailed on the tested grid, not for rank skew or AIV executors)")
+        ->type_name("M");
     app.add_flag("--no-check", no_check_, "skip the data check (check_result shows \"skipped\")");
     app.add_option("--links", links_file_,
                    "write every link direction's bytes, busy time, utilization and peak concurrent flows per row "
@@ -118,6 +124,7 @@ class PerfCommand : public Command {
   std::string baseline_file_;
   std::string links_file_;
   bool no_check_ = false;
+  std::string model_ = "detailed";
   bool stats_ = false;
   CLI::Option* ranks_opt_ = nullptr;
   CLI::Option* npus_opt_ = nullptr;
@@ -229,22 +236,31 @@ int PerfCommand::run(CommandContext& ctx) {
     const std::string problem = perf_size_problem(req.op, op_name, req.ranks, req.dtype, s);
     if (!problem.empty()) throw InputError("option -b", problem);
   }
+  if (model_ != "detailed" && model_ != "estimate") {
+    throw InputError("option --model", "unknown value '" + model_ + "'; expected detailed or estimate");
+  }
+  const bool estimate = model_ == "estimate";
+  if (estimate) {
+    for (const auto& [given, option] : {std::pair{!trace_file_.empty(), "--trace"}, std::pair{!links_file_.empty(), "--links"}}) {
+      if (given) throw InputError(std::string("option ") + option, std::string(option) + " needs the detailed model's tasks and links; --model estimate has none");
+    }
+    req.check = false;
+  }
   // Refused before anything is allocated (README: limits).
   const std::string too_large = footprint_problem(
       estimate_perf_row(spec, req, sizes.back()),
       op_name + " of " + format_size(sizes.back()) + " on " + std::to_string(req.ranks) + " ranks of " +
           std::to_string(spec.npus) + " NPUs",
       memory_limit_.bytes());
-  if (!too_large.empty()) throw InputError(sizes.size() > 1 ? "option -e" : "option -b/-e", too_large);
+  if (!too_large.empty() && !estimate) throw InputError(sizes.size() > 1 ? "option -e" : "option -b/-e", too_large);
   ProcessGroup& group = *ctx.group;
   if (!trace_file_.empty() && group.size() > 1) {
     throw InputError("option --trace", "a trace needs one process (the sizes run by other MPI processes are not "
                                        "gathered); run without mpirun");
   }
 
-  Platform& platform = platform_kept_until_exit(spec);
   try {
-    hierarchy_of(platform, req.ranks);
+    hierarchy_of(spec, req.ranks);
   } catch (const std::invalid_argument& e) {
     throw InputError("option --ranks", e.what());
   }
@@ -305,11 +321,20 @@ int PerfCommand::run(CommandContext& ctx) {
   TraceWriter trace;
   std::optional<OrderedGather::Failure> failure;
   try {
-    run_perf(platform, req, trace_out ? &trace : nullptr, [&](std::size_t i, const PerfRow& row) {
+    const PerfRowCallback on_row = [&](std::size_t i, const PerfRow& row) {
       tasks += row.tasks;
       events += row.activations;
       gather.local(mine[i], serialize_perf_row(row));
-    });
+    };
+    if (estimate) {
+      try {
+        estimate_perf(spec, req, on_row);
+      } catch (const std::invalid_argument& e) {
+        throw InputError("option --model", e.what());
+      }
+    } else {
+      run_perf(platform_kept_until_exit(spec), req, trace_out ? &trace : nullptr, on_row);
+    }
     failure = gather.finish();
   } catch (const InputError& e) {
     failure = gather.fail(2, e.what());

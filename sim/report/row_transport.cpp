@@ -22,6 +22,7 @@ std::string serialize_perf_row(const PerfRow& r) {
                          {"algbw_gbps", r.algbw_gbps},
                          {"busbw_gbps", r.busbw_gbps},
                          {"check", r.check},
+                         {"model", r.model},
                          {"tasks", r.tasks},
                          {"activations", r.activations},
                          {"link_summary", link_summary_json(r.link_summary)},
@@ -53,6 +54,7 @@ PerfRow deserialize_perf_row(const std::string& text) {
     r.algbw_gbps = j.at("algbw_gbps").get<double>();
     r.busbw_gbps = j.at("busbw_gbps").get<double>();
     r.check = j.at("check").get<std::string>();
+    r.model = j.at("model").get<std::string>();
     r.tasks = j.at("tasks").get<std::uint64_t>();
     r.activations = j.at("activations").get<std::uint64_t>();
     r.link_summary = link_summary_from_json(j.at("link_summary"));

@@ -82,7 +82,7 @@ std::optional<RowFormat> parse_row_format(const std::string& name) {
 
 std::vector<std::string> perf_csv_columns() {
   return {"op",         "ranks",   "dtype",     "reduce_op",  "algo",       "count",       "input_bytes",
-          "output_bytes", "data_size", "time_us", "algbw_GBps", "busbw_GBps", "check_result", "executor"};
+          "output_bytes", "data_size", "time_us", "algbw_GBps", "busbw_GBps", "check_result", "executor", "model"};
 }
 
 std::vector<std::string> perf_csv_fields(const PerfRow& r) {
@@ -103,7 +103,8 @@ std::vector<std::string> perf_csv_fields(const PerfRow& r) {
           fixed(r.algbw_gbps, 4),
           fixed(r.busbw_gbps, 4),
           check,
-          r.executor};
+          r.executor,
+          r.model};
 }
 
 nlohmann::json perf_row_json(const PerfRow& r) {
@@ -121,6 +122,7 @@ nlohmann::json perf_row_json(const PerfRow& r) {
           {"busbw_GBps", std::stod(fixed(r.busbw_gbps, 4))},
           {"check_result", r.check},
           {"executor", r.executor},
+          {"model", r.model},
           {"tasks", r.tasks},
           {"links", link_summary_json(r.link_summary)}};
 }

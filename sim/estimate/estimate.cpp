@@ -1,0 +1,103 @@
+#include "sim/estimate/estimate.h"
+
+#include <algorithm>
+#include <limits>
+#include <mutex>
+
+namespace hcclsim {
+
+namespace {
+constexpr double kUnlimited = 1e30;  // bytes per ps: no cap
+double ps(Time t) { return static_cast<double>(t.ps); }
+double rate(Bandwidth b) { return b.bytes_per_s == 0 ? kUnlimited : static_cast<double>(b.bytes_per_s) / 1e12; }
+}  // namespace
+
+StepCosts::StepCosts(const NpuParams& n)
+    : launch(ps(n.stream.op_launch)),
+      dispatch(ps(n.stream.task_dispatch)),
+      record_local(ps(n.notify.record_local)),
+      record_remote(ps(n.notify.record_remote)),
+      wait(ps(n.notify.wait)),
+      sdma_fixed(ps(n.sdma.task_fixed)),
+      sdma_read_fixed(ps(n.sdma.read_fixed)),
+      copy_rate(rate(n.sdma.copy_bandwidth)),
+      reduce_rate(rate(n.sdma.reduce_bandwidth)),
+      local_rate(rate(n.local_memory.bandwidth)),
+      local_latency(ps(n.local_memory.latency)),
+      rdma_post(ps(n.rdma.post)),
+      rdma_notify_bytes(static_cast<double>(n.rdma.notify_bytes)),
+      aiv_fixed(ps(n.aiv.copy_fixed)),
+      aiv_rate(rate(n.aiv.core_bandwidth)),
+      flag_write(ps(n.aiv.flag_write)),
+      flag_poll(ps(n.aiv.flag_poll)) {}
+
+double StepCosts::local_copy(double bytes, bool reduce) const {
+  return sdma_fixed + bytes / std::min(local_rate, sdma_cap(reduce)) + local_latency;
+}
+
+EstimateFabric::EstimateFabric(const TopologySpec& spec) : spec_(spec), costs_(spec_.npu), routes_(spec_) {}
+
+PathCost EstimateFabric::path(int from, int to) const {
+  PathCost out;
+  out.same_chip = from / spec_.npus_per_chip == to / spec_.npus_per_chip;
+  if (from == to) {
+    out.rate = out.write_rate = costs_.local_rate;
+    out.latency = costs_.local_latency;
+    return out;
+  }
+  out.rdma = routes_.rdma_between(from, to);
+  out.rate = out.write_rate = kUnlimited;
+  for (const int c : routes_.path(from, to)) {
+    const ChannelParams& p = spec_.links[static_cast<std::size_t>(c / 2)].params;
+    out.rate = std::min(out.rate, rate(p.bandwidth));
+    out.write_rate = std::min({out.write_rate, rate(p.bandwidth), rate(p.write_bandwidth)});
+    out.latency += ps(p.latency);
+  }
+  return out;
+}
+
+double EstimateFabric::shared_rate(const std::string& key, const std::function<void(std::vector<FlowPair>&)>& flows,
+                                   double cap, bool write) const {
+  const std::string memo = key + (write ? "|w|" : "|r|") + std::to_string(cap);
+  const auto found = shared_.find(memo);
+  if (found != shared_.end()) return found->second;
+  std::vector<FlowPair> list;
+  flows(list);
+  // Flows per channel; the NPUs' memory channels after the links'.
+  const std::size_t links = 2 * spec_.links.size();
+  std::vector<int> count(links + static_cast<std::size_t>(spec_.npus), 0);
+  std::vector<std::vector<int>> paths(list.size());
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const FlowPair& f = list[i];
+    paths[i] = f.from == f.to ? std::vector<int>{static_cast<int>(links) + f.from} : routes_.path(f.from, f.to);
+    for (const int c : paths[i]) ++count[static_cast<std::size_t>(c)];
+  }
+  double slowest = kUnlimited;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    double r = cap;
+    for (const int c : paths[i]) {
+      const auto cu = static_cast<std::size_t>(c);
+      const double bw = cu >= links ? costs_.local_rate : rate(spec_.links[cu / 2].params.bandwidth);
+      r = std::min(r, bw / count[cu]);
+      if (write && cu < links) r = std::min(r, rate(spec_.links[cu / 2].params.write_bandwidth));
+    }
+    slowest = std::min(slowest, r);
+  }
+  shared_.emplace(memo, slowest);
+  return slowest;
+}
+
+const EstimateFn* find_estimate(const std::string& name) {
+  static const std::map<std::string, EstimateFn> all = [] {
+    std::map<std::string, EstimateFn> out;
+    register_mesh_estimates(out);
+    register_level1_estimates(out);
+    register_hierarchical_estimates(out);
+    register_ring_estimates(out);
+    return out;
+  }();
+  const auto it = all.find(name);
+  return it == all.end() ? nullptr : &it->second;
+}
+
+}  // namespace hcclsim

@@ -1,0 +1,108 @@
+// `--model estimate`: a collective's time in closed form, without SystemC.
+// The executor HCCL's selection picks is the same as in the detailed model;
+// instead of building its task graph, its step structure is evaluated for
+// one representative rank (every rank of these executors runs the same
+// steps): each step costs its fixed costs (dispatch, notify records and
+// waits, SDMA / RDMA set-up, latencies) plus its bytes over the rate its
+// flow gets when the flows of that step are counted on every channel they
+// cross (an equal split per channel, the slowest flow setting the step).
+//
+// What it leaves out, against the detailed model: skew between ranks (a
+// rank paired with a late peer waits for it; here every rank is as late as
+// the representative), flows of different steps overlapping, and the
+// max-min redistribution of a channel's spare rate (an equal split per
+// channel instead). tests/unit/test_estimate.cpp bounds the difference on a
+// grid of ops, sizes, rank counts and products.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "models/params.h"
+#include "topologies/platform_spec.h"
+#include "topologies/routes.h"
+
+namespace hcclsim {
+
+struct CollectiveSpec;
+struct ExecContext;
+struct AlgoPlan;
+
+// The profile's constants as the closed forms use them: times in ps, rates
+// in bytes per ps (a rate of 0 in the profile, "unlimited", becomes huge).
+struct StepCosts {
+  double launch, dispatch;                 // stream.op_launch, stream.task_dispatch
+  double record_local, record_remote, wait;
+  double sdma_fixed, sdma_read_fixed;      // set-up of a local copy / write, of a read of a peer
+  double copy_rate, reduce_rate;           // SDMA caps
+  double local_rate, local_latency;        // the NPU's memory channel
+  double rdma_post, rdma_notify_bytes;
+  double aiv_fixed, aiv_rate, flag_write, flag_poll;
+  explicit StepCosts(const NpuParams& npu);
+
+  double sdma_cap(bool reduce) const { return reduce ? reduce_rate : copy_rate; }
+  // A local SDMA copy (or inline reduction) of `bytes`, alone on the memory channel.
+  double local_copy(double bytes, bool reduce = false) const;
+  // A notify wait reached at `reach` whose record lands at `landed`.
+  double wait_end(double reach, double landed) const { return landed > reach ? landed : reach + wait; }
+};
+
+// A path between two NPUs as one transfer alone on it sees it.
+struct PathCost {
+  double rate = 0;         // the narrowest channel, bytes per ps
+  double write_rate = 0;   // the same with the links' write caps
+  double latency = 0;      // ps, summed over the hops (cut-through)
+  bool rdma = false;       // different SDMA domains: RDMA writes through the NICs
+  bool same_chip = false;  // a notify record between them is local
+};
+
+// One transfer of a step: from and to NPU (a read runs on `to`, a write on `from`).
+struct FlowPair {
+  int from = 0;
+  int to = 0;
+};
+
+class EstimateFabric {
+ public:
+  explicit EstimateFabric(const TopologySpec& spec);
+  EstimateFabric(const EstimateFabric&) = delete;
+  EstimateFabric& operator=(const EstimateFabric&) = delete;
+
+  const TopologySpec& spec() const { return spec_; }
+  const StepCosts& costs() const { return costs_; }
+  int npus() const { return spec_.npus; }
+
+  PathCost path(int from, int to) const;
+  // The slowest flow's rate (bytes per ps) when `flows` run at once: each
+  // channel's rate split equally between the flows crossing it, each flow
+  // capped by `cap` (and by the write caps of its links when `write`).
+  // Memoized under `key` (a step pattern's name: what the flows are does
+  // not depend on the data size), so a sweep counts each pattern once.
+  double shared_rate(const std::string& key, const std::function<void(std::vector<FlowPair>&)>& flows, double cap,
+                     bool write) const;
+
+ private:
+  TopologySpec spec_;
+  StepCosts costs_;
+  RouteFinder routes_;
+  mutable std::map<std::string, double> shared_;  // key + cap + write -> rate
+};
+
+// An executor's closed form: the collective's time in ps.
+using EstimateFn = std::function<double(const CollectiveSpec&, const ExecContext&, const AlgoPlan&, const EstimateFabric&)>;
+
+// The closed form registered for HCCL's executor `name`, or nullptr.
+const EstimateFn* find_estimate(const std::string& name);
+
+// Registration, called once by find_estimate (sim/estimate/*.cpp).
+void register_mesh_estimates(std::map<std::string, EstimateFn>& out);
+void register_level1_estimates(std::map<std::string, EstimateFn>& out);
+void register_hierarchical_estimates(std::map<std::string, EstimateFn>& out);
+void register_ring_estimates(std::map<std::string, EstimateFn>& out);
+
+}  // namespace hcclsim

@@ -1,0 +1,343 @@
+// Closed forms of the level-1 algorithms: per loop over the HCCL buffer,
+// the local copies in and out on the rank's one stream, and each step as a
+// guarded transfer (steps.h) of the largest part any rank sends in it,
+// split into as many tasks as that part has pieces. Steps in which only
+// some ranks take part (H-D_R's fold, a broadcast tree) cost what they cost
+// the ranks on the critical path, which do take part in every one of them.
+#include "sim/estimate/level1.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "sim/estimate/steps.h"
+#include "sim/executors/executor.h"
+
+namespace hcclsim {
+
+namespace {
+
+constexpr double kNoCap = 1e30;
+// At most this many source NPUs' flows are counted for a step's shares: the
+// fabrics are regular, so a window of this size (128 A2 servers) loads its
+// channels as the whole cluster does, and counting stays well under 10 ms.
+constexpr int kCountedSources = 1024;
+
+int ceil_log2(int p) {
+  int k = 0;
+  while ((1 << k) < p) ++k;
+  return k;
+}
+int floor_pow2(int p) {
+  int q = 1;
+  while (q * 2 <= p) q *= 2;
+  return q;
+}
+int mod(int a, int p) { return ((a % p) + p) % p; }
+
+// One step of a loop: the largest part a rank sends (elements), in how many
+// tasks, whether it is reduced, and the peer pattern (x -> x + shift, or
+// x -> x ^ mask) for counting the step's flows.
+struct Step1 {
+  double elems = 0;
+  int pieces = 1;
+  bool reduce = false;
+  int shift = 0;
+  int mask = 0;
+  // A tree step (a broadcast's scatter, a reduce's gather): the sender
+  // receives nothing in it and its receiver has long recorded "ready" and
+  // reached its wait, so the step costs the sender's wait, write and record.
+  bool tree = false;
+};
+
+// A tree step on the sender's stream, free at `free`; returns when the
+// receiver's wait ends (the data and the "done" record landed), from which
+// the receiver goes on.
+double tree_step(const StepCosts& c, double free, double bytes, double rate, const PathCost& path) {
+  const double d = c.dispatch;
+  const double ready = free + d + c.wait;
+  if (path.rdma) {
+    const double write_posted = ready + d + c.rdma_post;
+    const double arrived = write_posted + bytes / rate + path.latency;
+    const double done_posted = write_posted + d + c.rdma_post;
+    return std::max(done_posted + c.rdma_notify_bytes / path.rate + path.latency, arrived);
+  }
+  const double written = sdma_task(c, ready, c.sdma_fixed, bytes, rate, path.latency);
+  return written + d + (path.same_chip ? c.record_local : c.record_remote);
+}
+
+// Pieces NHR's bit-reversed layout splits `blocks` (indices) into.
+int nhr_pieces(const std::vector<int>& blocks, int p) {
+  const int k = ceil_log2(p);
+  std::vector<int> order(static_cast<std::size_t>(p));
+  for (int b = 0; b < p; ++b) order[static_cast<std::size_t>(b)] = b;
+  auto rev = [k](int v) {
+    int out = 0;
+    for (int i = 0; i < k; ++i) out |= ((v >> i) & 1) << (k - 1 - i);
+    return out;
+  };
+  std::sort(order.begin(), order.end(), [&](int a, int b) { return rev(a) < rev(b); });
+  std::vector<int> pos(static_cast<std::size_t>(p));
+  for (int q = 0; q < p; ++q) pos[static_cast<std::size_t>(order[static_cast<std::size_t>(q)])] = q;
+  std::vector<int> q;
+  for (int b : blocks) q.push_back(pos[static_cast<std::size_t>(b)]);
+  std::sort(q.begin(), q.end());
+  int pieces = 0;
+  for (std::size_t i = 0; i < q.size(); ++i) {
+    if (i == 0 || q[i] != q[i - 1] + 1) ++pieces;
+  }
+  return std::max(pieces, 1);
+}
+
+// The binary-stride steps of NHR / NB (level1.cpp): ReduceScatter at stride
+// 2^i sends ceil((p - 2^i) / 2^(i+1)) blocks to x + 2^i; AllGather the same
+// counts back. Rank 0's blocks, for the piece count.
+std::vector<Step1> stride_steps(Level1Algo algo, int p, double block, bool reduce_scatter) {
+  std::vector<Step1> out;
+  const int k = ceil_log2(p);
+  for (int j = 0; j < k; ++j) {
+    const int i = reduce_scatter ? j : k - 1 - j;
+    const int d = 1 << i;
+    std::vector<int> blocks;
+    for (int m = reduce_scatter ? d : 0; reduce_scatter ? m < p : m + d < p; m += 2 * d) blocks.push_back(mod(m, p));
+    Step1 s;
+    s.elems = block * static_cast<double>(blocks.size());
+    s.pieces = algo == Level1Algo::NHR ? (p > 64 && (p & (p - 1)) != 0 ? 1 : nhr_pieces(blocks, p))
+                                       : static_cast<int>(blocks.size());
+    s.reduce = reduce_scatter;
+    s.shift = reduce_scatter ? d : -d;
+    out.push_back(s);
+  }
+  return out;
+}
+
+std::vector<Step1> ring_steps(int p, double block, bool reduce) {
+  Step1 s;
+  s.elems = block;
+  s.reduce = reduce;
+  s.shift = 1;
+  return std::vector<Step1>(static_cast<std::size_t>(p - 1), s);
+}
+
+// H-D_R on n elements (AllReduce shares) or per-rank blocks of n (ReduceScatter / AllGather).
+std::vector<Step1> hd_steps(CollOp op, int p, double n) {
+  const int p2 = floor_pow2(p);
+  const bool folded = p2 < p;
+  std::vector<Step1> out;
+  auto step = [&](double elems, bool reduce, int mask, int shift = 0) {
+    Step1 s;
+    s.elems = elems;
+    s.reduce = reduce;
+    s.mask = mask;
+    s.shift = shift;
+    out.push_back(s);
+  };
+  const double vblock = folded ? 2 * n : n;  // a virtual block: a folded pair's two blocks
+  switch (op) {
+    case CollOp::AllReduce:
+      if (folded) step(n, true, 0, 1);
+      for (int d = p2 / 2; d >= 1; d /= 2) step(n * d / p2, true, d);
+      for (int d = 1; d < p2; d *= 2) step(n * d / p2, false, d);
+      if (folded) step(n, false, 0, 1);
+      break;
+    case CollOp::ReduceScatter:
+      if (folded) step(p * n, true, 0, 1);
+      for (int d = p2 / 2; d >= 1; d /= 2) step(vblock * d, true, d);
+      if (folded) step(n, false, 0, 1);
+      break;
+    case CollOp::AllGather:
+      if (folded) step(n, false, 0, 1);
+      for (int d = 1; d < p2; d *= 2) step(vblock * d, false, d);
+      if (folded) {
+        step((p - 1) * n, false, 0, 1);
+        out.back().pieces = 2;
+      }
+      break;
+    case CollOp::Broadcast:
+      for (int d = p2 / 2; d >= 1; d /= 2) {
+        step(n, false, d);
+        out.back().tree = true;
+      }
+      if (folded) {
+        step(n, false, 0, 1);
+        out.back().tree = true;
+      }
+      break;
+    case CollOp::Reduce:
+      if (folded) step(n, true, 0, 1);
+      for (int d = p2 / 2; d >= 1; d /= 2) step(n * d / p2, true, d);
+      for (int d = 1; d < p2; d *= 2) {
+        step(n * d / p2, false, d);
+        out.back().tree = true;
+      }
+      break;
+    case CollOp::AlltoAll: break;
+  }
+  return out;
+}
+
+// A loop's steps; n = the loop's elements (AllReduce, Broadcast, Reduce) or
+// per-rank block (ReduceScatter, AllGather).
+std::vector<Step1> loop_steps(CollOp op, Level1Algo algo, int p, double n) {
+  if (algo == Level1Algo::HalvingDoubling) return hd_steps(op, p, n);
+  const double chunk = n / p;
+  std::vector<Step1> out;
+  auto add = [&](std::vector<Step1> s) { out.insert(out.end(), s.begin(), s.end()); };
+  const bool ring = algo == Level1Algo::Ring;
+  switch (op) {
+    case CollOp::AllReduce:
+      add(ring ? ring_steps(p, chunk, true) : stride_steps(algo, p, chunk, true));
+      add(ring ? ring_steps(p, chunk, false) : stride_steps(algo, p, chunk, false));
+      break;
+    case CollOp::ReduceScatter: add(ring ? ring_steps(p, n, true) : stride_steps(algo, p, n, true)); break;
+    case CollOp::AllGather: add(ring ? ring_steps(p, n, false) : stride_steps(algo, p, n, false)); break;
+    case CollOp::Reduce:  // ring reduce-scatter, then the gather along the ring
+      add(ring_steps(p, chunk, true));
+      add(ring_steps(p, chunk, false));
+      break;
+    case CollOp::Broadcast: {
+      // Scatter from the root (NHR: residue classes, the largest part first;
+      // NB: halving ranges), then the all-gather.
+      const int k = ceil_log2(p);
+      for (int s = 0; s < k; ++s) {
+        const int d = algo == Level1Algo::NHR ? 1 << s : 1 << (k - 1 - s);
+        Step1 st;
+        st.elems = algo == Level1Algo::NHR ? chunk * ((p - d + 2 * d - 1) / (2 * d)) : chunk * std::min(d, p - d);
+        st.pieces = algo == Level1Algo::NHR ? 1 : std::min(d, p - d);
+        st.shift = d;
+        st.tree = true;
+        out.push_back(st);
+      }
+      add(stride_steps(algo, p, chunk, false));
+      break;
+    }
+    case CollOp::AlltoAll: break;
+  }
+  return out;
+}
+
+// The flows of one step over every group, for the shares.
+double step_rate(const EstimateFabric& fabric, const GroupLayout& g, const Step1& s, bool rdma, int p) {
+  const std::string key = "l1/" + std::to_string(p) + "/" + std::to_string(g.stride) + "/" +
+                          std::to_string(g.groups) + "/" + std::to_string(g.group_step) + "/" +
+                          std::to_string(s.shift) + "/" + std::to_string(s.mask);
+  const double cap = rdma ? kNoCap : fabric.costs().copy_rate;
+  return fabric.shared_rate(
+      key,
+      [&](std::vector<FlowPair>& flows) {
+        for (int grp = 0; grp < g.groups; ++grp) {
+          for (int x = 0; x < p; ++x) {
+            const int from = g.npu(grp, x);
+            if (from >= kCountedSources && static_cast<int>(flows.size()) >= kCountedSources) return;
+            const int to = s.mask != 0 ? (x ^ s.mask) : mod(x + s.shift, p);
+            if (to >= p || to == x) continue;
+            flows.push_back(FlowPair{from, g.npu(grp, to)});
+          }
+        }
+      },
+      cap, !rdma);
+}
+
+// The pairwise AlltoAll (level1.cpp all_to_all): per step, copy in, the
+// guarded write into the peer's CCL_OUT, copy out; rounds of 100 steps
+// beyond 121 ranks, separated by a dissemination barrier.
+double pairwise(const EstimateFabric& fabric, const CollectiveSpec& spec, const GroupLayout& g, double free) {
+  const StepCosts& c = fabric.costs();
+  const int p = g.members;
+  const double esz = static_cast<double>(data_type_size(spec.dtype));
+  const std::uint64_t per_loop = std::max<std::uint64_t>(1, spec.buffer_bytes / data_type_size(spec.dtype));
+  const int window = p - 1 <= 120 ? p - 1 : 100;
+  const PathCost far = fabric.path(g.npu(0, 0), g.npu(0, p / 2));
+  for (std::uint64_t first = 0; first < std::max<std::uint64_t>(spec.count, 1); first += per_loop) {
+    const double bytes = static_cast<double>(std::min(per_loop, spec.count - first)) * esz;
+    free = sdma_task(c, free, c.sdma_fixed, bytes, std::min(c.local_rate, c.copy_rate), c.local_latency);
+    for (int s = 1; s < p; ++s) {
+      if ((s - 1) % window == 0 && window < p - 1 && s > 1) {
+        const double record = far.rdma ? c.rdma_post : c.record_remote;
+        for (int i = 0; i < ceil_log2(p); ++i) free = c.wait_end(free + c.dispatch + record + c.dispatch, free + c.dispatch + record + far.latency);
+      }
+      Step1 st;
+      st.shift = s;
+      const PathCost path = fabric.path(g.npu(0, 0), g.npu(0, s));
+      const double rate = step_rate(fabric, g, st, path.rdma, p);
+      // The copy in runs between the "ready" record and its wait.
+      const double copy_in = c.dispatch + c.local_copy(bytes);
+      free = guarded_step(c, free + copy_in, bytes, rate, path, false) ;
+      free = sdma_task(c, free, c.sdma_fixed, bytes, std::min(c.local_rate, c.copy_rate), c.local_latency);
+    }
+    if (spec.count == 0) break;
+  }
+  return free;
+}
+
+}  // namespace
+
+double level1_estimate(const EstimateFabric& fabric, const CollectiveSpec& spec, Level1Algo algo,
+                       const GroupLayout& g, double free) {
+  const StepCosts& c = fabric.costs();
+  const int p = g.members;
+  const double esz = static_cast<double>(data_type_size(spec.dtype));
+  const double local = std::min(c.local_rate, c.copy_rate);
+  auto copy = [&](double t, double elems) { return elems > 0 ? sdma_task(c, t, c.sdma_fixed, elems * esz, local, c.local_latency) : t; };
+  if (p == 1) return copy(free, static_cast<double>(spec.count));
+  if (spec.op == CollOp::AlltoAll) return pairwise(fabric, spec, g, free);
+  const std::uint64_t buffer = std::max<std::uint64_t>(1, spec.buffer_bytes / data_type_size(spec.dtype));
+  const bool per_rank = spec.op == CollOp::ReduceScatter || spec.op == CollOp::AllGather;
+  const std::uint64_t per_loop = per_rank ? std::max<std::uint64_t>(1, buffer / static_cast<std::uint64_t>(p)) : buffer;
+  const std::uint64_t count = spec.count;
+  for (std::uint64_t first = 0; first == 0 || first < count; first += per_loop) {
+    const double n = static_cast<double>(std::min(per_loop, count - first));
+    switch (spec.op) {  // copy in
+      case CollOp::ReduceScatter:
+        for (int j = 0; j < p; ++j) free = copy(free, n);
+        break;
+      case CollOp::Broadcast: free = copy(free, n); break;  // the root's copy in starts the tree
+      default: free = copy(free, n);
+    }
+    for (const Step1& s : loop_steps(spec.op, algo, p, n)) {
+      const int peer = s.mask != 0 ? (s.mask < p ? s.mask : 1) : mod(s.shift, p);
+      const PathCost path = fabric.path(g.npu(0, 0), g.npu(0, peer));
+      const double rate = step_rate(fabric, g, s, path.rdma, p);
+      const double part = s.elems * esz / s.pieces;
+      if (s.tree) {
+        free = tree_step(c, free, s.elems * esz, rate, path);
+        continue;
+      }
+      for (int i = 0; i < s.pieces; ++i) {
+        // Pieces after the first go on the same stream between the same records.
+        if (i == 0) {
+          free = guarded_step(c, free, part, rate, path, s.reduce);
+        } else {
+          free = path.rdma ? free + c.dispatch + c.rdma_post : sdma_task(c, free, c.sdma_fixed, part, rate, path.latency);
+          if (s.reduce) free = sdma_task(c, free, c.sdma_fixed, part, std::min(c.local_rate, c.reduce_rate), c.local_latency);
+        }
+      }
+    }
+    switch (spec.op) {  // copy out
+      case CollOp::AllGather:
+        for (int j = 0; j < p; ++j) free = copy(free, n);
+        break;
+      default: free = copy(free, n);
+    }
+    if (count == 0) break;
+  }
+  return free;
+}
+
+void register_level1_estimates(std::map<std::string, EstimateFn>& out) {
+  const EstimateFn flat = [](const CollectiveSpec& spec, const ExecContext&, const AlgoPlan& plan,
+                             const EstimateFabric& fabric) {
+    GroupLayout g;
+    g.members = spec.ranks;
+    g.group_step = spec.ranks;
+    const StepCosts& c = fabric.costs();
+    return level1_estimate(fabric, spec, plan.level1, g, c.launch - c.dispatch);
+  };
+  for (const char* name : {"AllReduceComm", "AllGatherComm", "ReduceScatterComm", "BroadCastComm",
+                           "AllReduceMidCountFor91093Executor", "AllGatherMidCountFor91093Executor",
+                           "AllGatherSmallCount", "ReduceScatterDeterExecutor", "BroadCastSmallCountExecutor"}) {
+    out[name] = flat;
+  }
+}
+
+}  // namespace hcclsim

@@ -1,0 +1,282 @@
+// Closed forms of the single-server A2 mesh executors (sim/executors/
+// mesh_a2.cpp), in the order of their tasks on a representative rank; the
+// formulas of tests/unit/test_executor_times.cpp extended to the loops over
+// the HCCL buffer. Every peer link carries one flow per direction in a
+// phase (a full mesh), so a transfer's rate is its link's, capped.
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "sim/collectives/plan.h"
+#include "sim/estimate/level1.h"
+#include "sim/estimate/steps.h"
+#include "sim/executors/executor.h"
+
+namespace hcclsim {
+
+namespace {
+
+constexpr std::uint64_t kSliceAlign = 16 * 1024;  // HCCL_MIN_SLICE_ALIGN_910B, as mesh_a2.cpp
+
+// The rates of one server's mesh phase: every rank moving data with every
+// peer at once, as writes or reads.
+struct MeshRates {
+  double write, read, write_reduce, read_reduce;
+  double latency;  // one peer hop
+  double record;   // a handshake record
+};
+
+MeshRates mesh_rates(const EstimateFabric& f, int p) {
+  const StepCosts& c = f.costs();
+  auto all_pairs = [p](std::vector<FlowPair>& flows) {
+    for (int r = 0; r < p; ++r)
+      for (int q = 0; q < p; ++q)
+        if (q != r) flows.push_back(FlowPair{r, q});
+  };
+  const std::string key = "mesh/" + std::to_string(p);
+  const PathCost path = f.path(0, 1);
+  return MeshRates{f.shared_rate(key, all_pairs, c.copy_rate, true), f.shared_rate(key, all_pairs, c.copy_rate, false),
+                   f.shared_rate(key, all_pairs, c.reduce_rate, true), f.shared_rate(key, all_pairs, c.reduce_rate, false),
+                   path.latency, path.same_chip ? c.record_local : c.record_remote};
+}
+
+// Stream i of a rank serves peer r + i + 1 (forward) or r - i - 1
+// (backward); that peer serves it on its stream p - 2 - i.
+MeshPhase phase(int k, int p, double record) {
+  MeshPhase ph;
+  ph.k = k;
+  ph.record = record;
+  ph.partner = [p](int i) { return p - 2 - i; };
+  return ph;
+}
+
+double copy_task(const StepCosts& c, double free, double bytes) {
+  return sdma_task(c, free, c.sdma_fixed, bytes, std::min(c.local_rate, c.copy_rate), c.local_latency);
+}
+
+// Loops of at most `per_loop` elements over `count` (at least one).
+template <typename Body>
+double over_loops(std::uint64_t count, std::uint64_t per_loop, double free, Body body) {
+  per_loop = std::max<std::uint64_t>(per_loop, 1);
+  std::uint64_t first = 0;
+  do {
+    free = body(free, static_cast<double>(std::min(per_loop, count - first)));
+    first += per_loop;
+  } while (first < count);
+  return free;
+}
+
+double start(const StepCosts& c) { return c.launch - c.dispatch; }
+
+// AllReduceMeshOpbaseLoopExecutor: own slice staged, handshake, 0-byte copy,
+// write-reduces to every peer; copy out, handshake, 0-byte copy, reads.
+double all_reduce_opbase_loop(const CollectiveSpec& s, const EstimateFabric& f) {
+  const StepCosts& c = f.costs();
+  const int p = s.ranks;
+  const double esz = static_cast<double>(data_type_size(s.dtype));
+  const MeshRates m = mesh_rates(f, p);
+  const std::uint64_t align = std::max<std::uint64_t>(1, std::min(kSliceAlign / data_type_size(s.dtype), s.buffer_bytes / data_type_size(s.dtype)));
+  const std::uint64_t capacity = s.buffer_bytes / data_type_size(s.dtype) / align * align;
+  return over_loops(s.count, capacity * static_cast<std::uint64_t>(p), start(c), [&](double t, double n) {
+    const double slice = std::ceil(n / p / align) * align * esz;  // the largest slice sets the pace
+    t = copy_task(c, t, slice);
+    MeshPhase hs = phase(p - 1, p, m.record);
+    hs.ack = true;
+    hs.body = [](int, double free) { return free; };
+    t = sdma_task(c, mesh_phase(c, hs, t), c.sdma_fixed, 0, 1, 0);
+    MeshPhase rs = phase(p - 1, p, m.record);
+    rs.data = true;
+    rs.body = [&](int, double free) { return sdma_task(c, free, c.sdma_fixed, slice, m.write_reduce, m.latency); };
+    t = copy_task(c, mesh_phase(c, rs, t), slice);
+    t = sdma_task(c, mesh_phase(c, hs, t), c.sdma_fixed, 0, 1, 0);
+    MeshPhase ag = phase(p - 1, p, m.record);
+    ag.data = true;
+    ag.body = [&](int, double free) { return sdma_task(c, free, c.sdma_read_fixed, slice, m.read, m.latency); };
+    return mesh_phase(c, ag, t);
+  });
+}
+
+// AllGatherMeshOpbaseExecutor: stage, handshake, 0-byte copy, reads while
+// Main copies its own slot, 0-byte copy.
+double all_gather_opbase(const CollectiveSpec& s, const EstimateFabric& f) {
+  const StepCosts& c = f.costs();
+  const int p = s.ranks;
+  const double esz = static_cast<double>(data_type_size(s.dtype));
+  const MeshRates m = mesh_rates(f, p);
+  const std::uint64_t buffer = s.buffer_bytes / data_type_size(s.dtype);
+  const std::uint64_t reserve = kSliceAlign / data_type_size(s.dtype);
+  return over_loops(s.count, buffer > reserve ? buffer - reserve : buffer, start(c), [&](double t, double n) {
+    const double x = n * esz;
+    t = copy_task(c, t, x);
+    MeshPhase hs = phase(p - 1, p, m.record);
+    hs.ack = true;
+    hs.body = [](int, double free) { return free; };
+    t = sdma_task(c, mesh_phase(c, hs, t), c.sdma_fixed, 0, 1, 0);
+    MeshPhase data = phase(p - 1, p, m.record);
+    data.data = true;
+    data.body = [&](int, double free) { return sdma_task(c, free, c.sdma_read_fixed, x, m.read, m.latency); };
+    data.main_work = [&](double free) { return copy_task(c, free, x); };
+    return sdma_task(c, mesh_phase(c, data, t), c.sdma_fixed, 0, 1, 0);
+  });
+}
+
+// ReduceScatterMeshDmaEliminationExecutor: stage own block, handshake,
+// 0-byte copy, write-reduces to every peer, copy out.
+double reduce_scatter_dma_elimination(const CollectiveSpec& s, const EstimateFabric& f) {
+  const StepCosts& c = f.costs();
+  const int p = s.ranks;
+  const double esz = static_cast<double>(data_type_size(s.dtype));
+  const MeshRates m = mesh_rates(f, p);
+  return over_loops(s.count, s.buffer_bytes / data_type_size(s.dtype), start(c), [&](double t, double n) {
+    const double x = n * esz;
+    t = copy_task(c, t, x);
+    MeshPhase hs = phase(p - 1, p, m.record);
+    hs.ack = true;
+    hs.body = [](int, double free) { return free; };
+    t = sdma_task(c, mesh_phase(c, hs, t), c.sdma_fixed, 0, 1, 0);
+    MeshPhase data = phase(p - 1, p, m.record);
+    data.data = true;
+    data.body = [&](int, double free) { return sdma_task(c, free, c.sdma_fixed, x, m.write_reduce, m.latency); };
+    return copy_task(c, mesh_phase(c, data, t), x);
+  });
+}
+
+// AllReduceMeshSmallCountExecutor on A2 (reduce to rank 0, broadcast from
+// it): rank 0's streams serve the peers; each peer's Main waits rank 0's
+// TxAck, moves the whole input, records TxData. Rank 0 is the critical path.
+double all_reduce_reduce_bcast(const CollectiveSpec& s, const EstimateFabric& f) {
+  const StepCosts& c = f.costs();
+  const int p = s.ranks;
+  const double n = static_cast<double>(s.count * data_type_size(s.dtype));
+  const MeshRates m = mesh_rates(f, p);
+  // Rank 0 reads from / is written by every peer at once: its links each carry one flow.
+  const int fan = p - 2;
+  double root = copy_task(c, start(c), n);
+  std::vector<double> peer(static_cast<std::size_t>(p), start(c));
+  double end = 0;
+  for (int step = 0; step < 2; ++step) {
+    if (step == 1) root = copy_task(c, root, n);
+    std::vector<double> rx(static_cast<std::size_t>(p)), fin(static_cast<std::size_t>(p));
+    for (int j = 1; j < p; ++j) {
+      const double freed = root + std::min(j, fan) * (c.dispatch + c.record_local);
+      const double ack = freed + c.dispatch + m.record;
+      const double got = c.wait_end(peer[static_cast<std::size_t>(j)] + c.dispatch, ack);
+      const double moved = step == 0 ? sdma_task(c, got, c.sdma_fixed, n, m.write_reduce, m.latency)
+                                     : sdma_task(c, got, c.sdma_read_fixed, n, m.read, m.latency);
+      peer[static_cast<std::size_t>(j)] = moved + c.dispatch + m.record;
+      rx[static_cast<std::size_t>(j)] = c.wait_end(ack + c.dispatch, peer[static_cast<std::size_t>(j)]);
+      fin[static_cast<std::size_t>(j)] = rx[static_cast<std::size_t>(j)] + c.dispatch + c.record_local;
+      end = std::max(end, peer[static_cast<std::size_t>(j)]);
+    }
+    double t = rx[static_cast<std::size_t>(p - 1)];
+    for (int j = 1; j <= fan; ++j) t = c.wait_end(t + c.dispatch, fin[static_cast<std::size_t>(j)]);
+    root = t;
+  }
+  return std::max(end, root);
+}
+
+// The mesh gather of the atomic templates (reads of every peer's slice on
+// p-2 slaves and Main, both handshakes), as BroadCastMesh and ReduceMesh use it.
+double gather_phase(const StepCosts& c, const MeshRates& m, int p, double free, double slice, bool reduce) {
+  MeshPhase ph = phase(p - 2, p, m.record);
+  ph.main_takes_part = true;
+  ph.ack = ph.data = true;
+  ph.body = [&](int, double t) { return sdma_task(c, t, c.sdma_read_fixed, slice, reduce ? m.read_reduce : m.read, m.latency); };
+  return mesh_phase(c, ph, free);
+}
+
+// BroadCastMeshExecutor, one server: root copies in, lets each peer read its
+// slice in turn (the last peer is the latest), mesh all-gather, copy out.
+double broadcast_mesh(const CollectiveSpec& s, const EstimateFabric& f) {
+  const StepCosts& c = f.costs();
+  const int p = s.ranks;
+  const double esz = static_cast<double>(data_type_size(s.dtype));
+  const MeshRates m = mesh_rates(f, p);
+  return over_loops(s.count, s.buffer_bytes / data_type_size(s.dtype), start(c), [&](double t, double n) {
+    const double x = n * esz;
+    const double slice = std::ceil(x / p / 128) * 128;
+    double root = copy_task(c, t, x);
+    double latest = 0;
+    const double peer_ack = t + c.dispatch + m.record;  // each peer's TxAck, its first task
+    for (int j = 1; j < p; ++j) {
+      root = c.wait_end(root + c.dispatch, peer_ack) + c.dispatch + m.record;
+      const double got = c.wait_end(peer_ack + c.dispatch, root);
+      latest = sdma_task(c, got, c.sdma_read_fixed, slice, m.read, m.latency);
+    }
+    const double gathered = gather_phase(c, m, p, std::max(latest, root), slice, false);
+    return copy_task(c, gathered, x);
+  });
+}
+
+// ReduceMeshExecutor, one server: copy in, reduce-scatter by reads with
+// inline reduce, chunk to CCL_OUT, the root reads every chunk in turn on
+// its streams, copy out.
+double reduce_mesh(const CollectiveSpec& s, const EstimateFabric& f) {
+  const StepCosts& c = f.costs();
+  const int p = s.ranks;
+  const double esz = static_cast<double>(data_type_size(s.dtype));
+  const MeshRates m = mesh_rates(f, p);
+  return over_loops(s.count, s.buffer_bytes / data_type_size(s.dtype), start(c), [&](double t, double n) {
+    const double x = n * esz;
+    const double chunk = std::ceil(n / p) * esz;
+    t = copy_task(c, copy_task(c, gather_phase(c, m, p, copy_task(c, t, x), chunk, true), chunk), 0) - c.dispatch - c.sdma_fixed;
+    // The root's gather: stream i (fork releases it) acks peer i, the peer
+    // answers, the stream reads its chunk and signals back.
+    const int k = p - 2;
+    double main_t = t;
+    std::vector<double> fin(static_cast<std::size_t>(std::max(k, 0)));
+    for (int i = 0; i + 1 < p; ++i) {
+      const double freed = t + std::min(i + 1, k) * (c.dispatch + c.record_local);
+      const double ack = freed + c.dispatch + m.record;
+      const double peer_tx = c.wait_end(t + c.dispatch, ack) + c.dispatch + m.record;
+      const double got = c.wait_end(ack + c.dispatch, peer_tx);
+      const double tx = sdma_task(c, got, c.sdma_read_fixed, chunk, m.read, m.latency) + c.dispatch + m.record;
+      if (i < k) {
+        fin[static_cast<std::size_t>(i)] = tx + c.dispatch + c.record_local;
+      } else {
+        main_t = tx;
+      }
+    }
+    for (int i = 0; i < k; ++i) main_t = c.wait_end(main_t + c.dispatch, fin[static_cast<std::size_t>(i)]);
+    return copy_task(c, main_t, x);
+  });
+}
+
+// RunAlltoAllVStaged: the send buffer into CCL_IN, the own block to the
+// output, then every peer's block read on p-2 slaves and Main.
+double alltoall_staged(const CollectiveSpec& s, const EstimateFabric& f) {
+  const StepCosts& c = f.costs();
+  const int p = s.ranks;
+  const double x = static_cast<double>(s.count * data_type_size(s.dtype));
+  const MeshRates m = mesh_rates(f, p);
+  const double t = copy_task(c, copy_task(c, start(c), p * x), x);
+  return gather_phase(c, m, p, t, x, false);
+}
+
+}  // namespace
+
+void register_mesh_estimates(std::map<std::string, EstimateFn>& out) {
+  auto one = [](double (*fn)(const CollectiveSpec&, const EstimateFabric&)) {
+    return [fn](const CollectiveSpec& s, const ExecContext&, const AlgoPlan&, const EstimateFabric& f) { return fn(s, f); };
+  };
+  out["AllReduceMeshOpbaseLoopExecutor"] = one(all_reduce_opbase_loop);
+  out["AllGatherMeshOpbaseExecutor"] = one(all_gather_opbase);
+  out["ReduceScatterMeshDmaEliminationExecutor"] = one(reduce_scatter_dma_elimination);
+  out["RunAlltoAllVStaged"] = one(alltoall_staged);
+  out["RunAlltoAllVFullMesh"] = one(alltoall_staged);
+  // A2's small-count AllReduce; on A3 the selection's flat H-D_R builder runs under this name.
+  out["AllReduceMeshSmallCountExecutor"] = [](const CollectiveSpec& s, const ExecContext& ctx, const AlgoPlan& plan,
+                                              const EstimateFabric& f) {
+    (void)plan;
+    if (ctx.product == Product::A3) {  // HD_OPTIM, built by the H-D_R builder (mesh_a2.cpp)
+      GroupLayout g;
+      g.members = g.group_step = s.ranks;
+      return level1_estimate(f, s, Level1Algo::HalvingDoubling, g, start(f.costs()));
+    }
+    return all_reduce_reduce_bcast(s, f);
+  };
+  out["BroadCastMeshExecutor"] = one(broadcast_mesh);
+  out["ReduceMeshExecutor"] = one(reduce_mesh);
+}
+
+}  // namespace hcclsim
