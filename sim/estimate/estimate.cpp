@@ -87,6 +87,24 @@ double EstimateFabric::shared_rate(const std::string& key, const std::function<v
   return slowest;
 }
 
+const std::vector<PathCost>& EstimateFabric::path_kinds(const std::string& key,
+                                                        const std::function<void(std::vector<FlowPair>&)>& flows) const {
+  const auto found = kinds_.find(key);
+  if (found != kinds_.end()) return found->second;
+  std::vector<FlowPair> list;
+  flows(list);
+  std::vector<PathCost> kinds;
+  for (const FlowPair& f : list) {
+    const PathCost p = path(f.from, f.to);
+    const bool known = std::any_of(kinds.begin(), kinds.end(), [&](const PathCost& k) {
+      return k.rdma == p.rdma && k.same_chip == p.same_chip && k.latency == p.latency && k.rate == p.rate &&
+             k.write_rate == p.write_rate;
+    });
+    if (!known) kinds.push_back(p);
+  }
+  return kinds_.emplace(key, std::move(kinds)).first->second;
+}
+
 const EstimateFn* find_estimate(const std::string& name) {
   static const std::map<std::string, EstimateFn> all = [] {
     std::map<std::string, EstimateFn> out;

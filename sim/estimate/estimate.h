@@ -85,12 +85,19 @@ class EstimateFabric {
   // not depend on the data size), so a sweep counts each pattern once.
   double shared_rate(const std::string& key, const std::function<void(std::vector<FlowPair>&)>& flows, double cap,
                      bool write) const;
+  // The distinct paths (by latency, rates, RDMA, same chip) that the pairs
+  // of `flows` take: a step whose pairs cross different links (inside a
+  // server and between servers) costs what its slowest kind of pair costs.
+  // Memoized under `key` like shared_rate.
+  const std::vector<PathCost>& path_kinds(const std::string& key,
+                                          const std::function<void(std::vector<FlowPair>&)>& flows) const;
 
  private:
   TopologySpec spec_;
   StepCosts costs_;
   RouteFinder routes_;
   mutable std::map<std::string, double> shared_;  // key + cap + write -> rate
+  mutable std::map<std::string, std::vector<PathCost>> kinds_;
 };
 
 // An executor's closed form: the collective's time in ps.

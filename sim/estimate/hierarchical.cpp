@@ -77,10 +77,12 @@ std::vector<double> slice_stages(const CollectiveSpec& s, const Hierarchy& h, co
   switch (s.op) {
     case CollOp::AllReduce: {
       const double chunk = static_cast<double>((n + p0 - 1) / p0) * esz;
-      out.push_back(copies(c, atomic_phase(f, p0, copies(c, zero, 1, bytes), chunk, true, true), 1, chunk));
+      // The chunked stages leave their data in the HCCL buffer: the
+      // reduce-scatter copies nothing out, the all-gather nothing in.
+      out.push_back(atomic_phase(f, p0, copies(c, zero, 1, bytes), chunk, true, true));
       const std::uint64_t elems = (n + p0 - 1) / static_cast<std::uint64_t>(p0);
       out.push_back(level1_estimate(f, stage(s, CollOp::AllReduce, servers, elems, level1_buffer), plan.level1, rails(h), zero));
-      out.push_back(copies(c, atomic_phase(f, p0, copies(c, zero, 1, chunk), chunk, false, true), 1, bytes));
+      out.push_back(copies(c, atomic_phase(f, p0, zero, chunk, false, true), 1, bytes));
       break;
     }
     case CollOp::ReduceScatter:
@@ -120,7 +122,7 @@ double hierarchical(const CollectiveSpec& s, const ExecContext& ctx, const AlgoP
   // Pipeline lets stage l of slice k start once stage l of slice k-1 and
   // stage l-1 of slice k ended (and slice k's first once slice k-2 ended).
   std::vector<std::vector<double>> ends;
-  double t = c.launch - c.dispatch;
+  double t = c.launch;
   for (std::uint64_t first = 0; first == 0 || first < s.count; first += per_slice) {
     const std::vector<double> st = slice_stages(s, h, plan, f, std::min(per_slice, s.count - first), level1_buffer);
     std::vector<double> e(st.size());
@@ -128,12 +130,13 @@ double hierarchical(const CollectiveSpec& s, const ExecContext& ctx, const AlgoP
       double ready = t;
       if (plan.pipeline) {
         const std::size_t k = ends.size();
-        ready = c.launch - c.dispatch;
+        ready = c.launch;
         if (k >= 1) ready = std::max(ready, ends[k - 1][l]);
         if (l >= 1) ready = std::max(ready, e[l - 1]);
         if (l == 0 && k >= 2) ready = std::max(ready, ends[k - 2].back());
       }
-      e[l] = ready + st[l];
+      e[l] = ready + st[l] - c.dispatch;  // a stage's first task starts as soon as it is released
+
       t = e[l];
     }
     ends.push_back(e);

@@ -216,26 +216,38 @@ std::vector<Step1> loop_steps(CollOp op, Level1Algo algo, int p, double n) {
   return out;
 }
 
-// The flows of one step over every group, for the shares.
-double step_rate(const EstimateFabric& fabric, const GroupLayout& g, const Step1& s, bool rdma, int p) {
-  const std::string key = "l1/" + std::to_string(p) + "/" + std::to_string(g.stride) + "/" +
-                          std::to_string(g.groups) + "/" + std::to_string(g.group_step) + "/" +
-                          std::to_string(s.shift) + "/" + std::to_string(s.mask);
-  const double cap = rdma ? kNoCap : fabric.costs().copy_rate;
-  return fabric.shared_rate(
-      key,
-      [&](std::vector<FlowPair>& flows) {
-        for (int grp = 0; grp < g.groups; ++grp) {
-          for (int x = 0; x < p; ++x) {
-            const int from = g.npu(grp, x);
-            if (from >= kCountedSources && static_cast<int>(flows.size()) >= kCountedSources) return;
-            const int to = s.mask != 0 ? (x ^ s.mask) : mod(x + s.shift, p);
-            if (to >= p || to == x) continue;
-            flows.push_back(FlowPair{from, g.npu(grp, to)});
-          }
-        }
-      },
-      cap, !rdma);
+// The flows of one step over every group (the first kCountedSources
+// sources), for the shares and the kinds of path.
+std::function<void(std::vector<FlowPair>&)> step_flows(const GroupLayout& g, const Step1& s, int p) {
+  return [g, s, p](std::vector<FlowPair>& flows) {
+    for (int grp = 0; grp < g.groups; ++grp) {
+      for (int x = 0; x < p; ++x) {
+        if (static_cast<int>(flows.size()) >= kCountedSources) return;
+        const int to = s.mask != 0 ? (x ^ s.mask) : mod(x + s.shift, p);
+        if (to >= p || to == x) continue;
+        flows.push_back(FlowPair{g.npu(grp, x), g.npu(grp, to)});
+      }
+    }
+  };
+}
+
+std::string step_key(const GroupLayout& g, const Step1& s, int p) {
+  return "l1/" + std::to_string(p) + "/" + std::to_string(g.stride) + "/" + std::to_string(g.groups) + "/" +
+         std::to_string(g.group_step) + "/" + std::to_string(s.shift) + "/" + std::to_string(s.mask);
+}
+
+// A step costs what its slowest kind of pair costs: `run(path, rate)`
+// returns when the stream is free after the step over that kind of path.
+template <typename Run>
+double slowest_kind(const EstimateFabric& fabric, const GroupLayout& g, const Step1& s, int p, Run run) {
+  const auto flows = step_flows(g, s, p);
+  const std::string key = step_key(g, s, p);
+  double end = 0;
+  for (const PathCost& path : fabric.path_kinds(key, flows)) {
+    const double rate = fabric.shared_rate(key, flows, path.rdma ? kNoCap : fabric.costs().copy_rate, !path.rdma);
+    end = std::max(end, run(path, rate));
+  }
+  return end;
 }
 
 // The pairwise AlltoAll (level1.cpp all_to_all): per step, copy in, the
@@ -258,11 +270,12 @@ double pairwise(const EstimateFabric& fabric, const CollectiveSpec& spec, const 
       }
       Step1 st;
       st.shift = s;
-      const PathCost path = fabric.path(g.npu(0, 0), g.npu(0, s));
-      const double rate = step_rate(fabric, g, st, path.rdma, p);
       // The copy in runs between the "ready" record and its wait.
       const double copy_in = c.dispatch + c.local_copy(bytes);
-      free = guarded_step(c, free + copy_in, bytes, rate, path, false) ;
+      const double at = free + copy_in;
+      free = slowest_kind(fabric, g, st, p, [&](const PathCost& path, double rate) {
+        return guarded_step(c, at, bytes, rate, path, false);
+      });
       free = sdma_task(c, free, c.sdma_fixed, bytes, std::min(c.local_rate, c.copy_rate), c.local_latency);
     }
     if (spec.count == 0) break;
@@ -295,23 +308,18 @@ double level1_estimate(const EstimateFabric& fabric, const CollectiveSpec& spec,
       default: free = copy(free, n);
     }
     for (const Step1& s : loop_steps(spec.op, algo, p, n)) {
-      const int peer = s.mask != 0 ? (s.mask < p ? s.mask : 1) : mod(s.shift, p);
-      const PathCost path = fabric.path(g.npu(0, 0), g.npu(0, peer));
-      const double rate = step_rate(fabric, g, s, path.rdma, p);
       const double part = s.elems * esz / s.pieces;
-      if (s.tree) {
-        free = tree_step(c, free, s.elems * esz, rate, path);
-        continue;
-      }
-      for (int i = 0; i < s.pieces; ++i) {
-        // Pieces after the first go on the same stream between the same records.
-        if (i == 0) {
-          free = guarded_step(c, free, part, rate, path, s.reduce);
-        } else {
-          free = path.rdma ? free + c.dispatch + c.rdma_post : sdma_task(c, free, c.sdma_fixed, part, rate, path.latency);
-          if (s.reduce) free = sdma_task(c, free, c.sdma_fixed, part, std::min(c.local_rate, c.reduce_rate), c.local_latency);
+      const double at = free;
+      free = slowest_kind(fabric, g, s, p, [&](const PathCost& path, double rate) {
+        if (s.tree) return tree_step(c, at, s.elems * esz, rate, path);
+        double t = guarded_step(c, at, part, rate, path, s.reduce);
+        // Further pieces go on the same stream between the same records.
+        for (int i = 1; i < s.pieces; ++i) {
+          t = path.rdma ? t + c.dispatch + c.rdma_post : sdma_task(c, t, c.sdma_fixed, part, rate, path.latency);
+          if (s.reduce) t = sdma_task(c, t, c.sdma_fixed, part, std::min(c.local_rate, c.reduce_rate), c.local_latency);
         }
-      }
+        return t;
+      });
     }
     switch (spec.op) {  // copy out
       case CollOp::AllGather:

@@ -1,7 +1,592 @@
+// Closed forms of the ring executors (sim/executors/ring_a3.cpp): the A3
+// single and double rings inside a server (sim/collectives/ring.cpp), and
+// across servers the stages of sim/collectives/hierarchy.cpp, levels 1 and
+// 2 by level1_estimate. The A2 level0:ring executors run the same forms.
+//
+// Unlike the other forms, level 0 is followed rank by rank over ONE server
+// (at most 16 ranks, so the cost does not grow with the cluster; every
+// server runs alike). Its ranks are not alike: a record to the other die of
+// the same chip is local, to the next chip remote, so a ring's handshakes
+// alternate between the two, and the stage forms let rank 0 skip copies
+// whose source and destination coincide; each handshake ties a rank to both
+// of its ring neighbours, so the ring runs at the pace of its slowest pair.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/collectives/plan.h"
+#include "sim/estimate/level1.h"
 #include "sim/estimate/steps.h"
+#include "sim/executors/executor.h"
 
 namespace hcclsim {
 
-void register_ring_estimates(std::map<std::string, EstimateFn>&) {}
+namespace {
+
+// At most this many source NPUs' flows are counted for a step's shares (as
+// level1.cpp): level-0 flows stay inside their server, so a window of
+// servers loads the channels as the whole cluster does.
+constexpr int kCountedSources = 1024;
+
+int mod(int a, int p) { return ((a % p) + p) % p; }
+
+// The slices of one loop of a ring form: slice j is `parts` runs of
+// `elems[j]` elements each (segments of a stage form, else one run).
+struct Slices {
+  int parts = 1;
+  std::vector<std::uint64_t> elems;
+};
+
+Slices chunk_slices(std::uint64_t n, int p) {
+  Slices s;
+  for (int j = 0; j < p; ++j) s.elems.push_back(chunk_span(n, p, j).count);
+  return s;
+}
+
+Slices segment_slices(std::uint64_t n, int p, int segments) {
+  Slices s;
+  s.parts = segments;
+  s.elems.assign(static_cast<std::size_t>(p), n);
+  return s;
+}
+
+// The level-0 ring of one server (RingExec) on its p ranks: per rank, when
+// each stream is free (0 = Main, then the slaves). Streams persist from
+// stage to stage as the composition reuses them.
+class RingLevel0 {
+ public:
+  // `first_npu`: the server's first NPU; `servers`: servers running the stage at once.
+  RingLevel0(const EstimateFabric& fabric, DataType dtype, int p, int rings, int first_npu, int servers)
+      : f_(fabric),
+        c_(fabric.costs()),
+        p_(p),
+        rings_(rings),
+        first_(first_npu),
+        esz_(static_cast<double>(data_type_size(dtype))),
+        free_(static_cast<std::size_t>(p), std::vector<double>(static_cast<std::size_t>(2 * rings), c_.launch - c_.dispatch)) {
+    const int window = std::max(1, std::min(servers, kCountedSources / std::max(1, p)));
+    const std::string key = "ring0/" + std::to_string(first_npu) + "/" + std::to_string(p) + "/" +
+                            std::to_string(rings) + "/" + std::to_string(window);
+    // Every rank reads from its previous rank on each ring at once.
+    auto flows = [&](std::vector<FlowPair>& out) {
+      for (int srv = 0; srv < window; ++srv) {
+        for (int k = 0; k < rings_; ++k) {
+          for (int r = 0; r < p_; ++r) out.push_back(FlowPair{npu(prev(k, r)) + srv * p_, npu(r) + srv * p_});
+        }
+      }
+    };
+    read_rate_[0] = f_.shared_rate(key, flows, c_.copy_rate, false);
+    read_rate_[1] = f_.shared_rate(key, flows, c_.reduce_rate, false);
+    // The copy streams of the rings copy at once through the rank's memory.
+    ring_copy_rate_ = std::min(c_.copy_rate, c_.local_rate / rings_);
+    main_copy_rate_ = std::min(c_.copy_rate, c_.local_rate);
+  }
+
+  double main(int r) const { return at_stream(r, 0); }
+  double end() const {
+    double out = 0;
+    for (int r = 0; r < p_; ++r) out = std::max(out, main(r));
+    return out;
+  }
+  // A stage starts on rank r once the previous one ended there (`ended[r]`).
+  void start(const std::vector<double>& ended) {
+    for (int r = 0; r < p_; ++r) {
+      for (double& t : free_[static_cast<std::size_t>(r)]) t = std::max(t, ended[static_cast<std::size_t>(r)] - c_.dispatch);
+    }
+  }
+
+  // Main releases the slaves; afterwards it waits for them.
+  void fork() {
+    for (int r = 0; r < p_; ++r) {
+      double& m = stream(r, 0);
+      for (int i = 1; i < 2 * rings_; ++i) {
+        m += c_.dispatch + c_.record_local;
+        stream(r, i) = c_.wait_end(stream(r, i) + c_.dispatch, m);
+      }
+    }
+  }
+  void join() {
+    for (int r = 0; r < p_; ++r) {
+      double& m = stream(r, 0);
+      for (int i = 1; i < 2 * rings_; ++i) {
+        stream(r, i) += c_.dispatch + c_.record_local;
+        m = c_.wait_end(m + c_.dispatch, stream(r, i));
+      }
+    }
+  }
+  // A copy on Main of rank r's slice (`moved` of its `parts` runs; the
+  // others have the same source and destination).
+  void main_copy(int r, int moved, std::uint64_t elems) { stream(r, 0) = copy(stream(r, 0), moved, elems, main_copy_rate_); }
+
+  // Afterwards rank r holds slice r reduced (RingExec::reduce_scatter_rings).
+  void reduce_scatter(const Slices& s) {
+    const double d = c_.dispatch;
+    std::vector<std::vector<double>> copied(static_cast<std::size_t>(p_), std::vector<double>(static_cast<std::size_t>(p_)));
+    for (int k = 0; k < rings_; ++k) {
+      // The local-copy stream runs ahead: copy my part of the next slice, record.
+      for (int r = 0; r < p_; ++r) {
+        double& cs = stream(r, copy_stream(k));
+        for (int st = 0; st + 1 < p_; ++st) {
+          cs = copy(cs, s.parts, half(s.elems[idx(at(k, pos(k, r) - st - 2))], k), ring_copy_rate_);
+          cs += d + c_.record_local;
+          copied[static_cast<std::size_t>(r)][static_cast<std::size_t>(st)] = cs;
+        }
+      }
+      for (int st = 0; st + 1 < p_; ++st) {
+        std::vector<double> t(static_cast<std::size_t>(p_));
+        for (int r = 0; r < p_; ++r) {
+          t[idx(r)] = c_.wait_end(stream(r, ring_stream(k)) + d, copied[idx(r)][idx(st)]);
+        }
+        ring_step(k, t, [&](int r) { return half(s.elems[idx(at(k, pos(k, r) - st - 2))], k); }, s.parts, true);
+      }
+    }
+  }
+
+  // Afterwards every rank holds every slice, each also copied to the output
+  // by the local-copy stream (RingExec::all_gather_rings).
+  void all_gather(const Slices& s) {
+    const double d = c_.dispatch;
+    for (int k = 0; k < rings_; ++k) {
+      for (int r = 0; r < p_; ++r) {
+        double& ring = stream(r, ring_stream(k));
+        double& cs = stream(r, copy_stream(k));
+        ring += d + c_.record_local;
+        cs = copy(c_.wait_end(cs + d, ring), s.parts, half(s.elems[idx(r)], k), ring_copy_rate_);
+      }
+      for (int st = 0; st + 1 < p_; ++st) {
+        std::vector<double> t(static_cast<std::size_t>(p_));
+        for (int r = 0; r < p_; ++r) t[idx(r)] = stream(r, ring_stream(k));
+        auto elems = [&](int r) { return half(s.elems[idx(at(k, pos(k, r) - st - 1))], k); };
+        ring_step(k, t, elems, s.parts, false);
+        for (int r = 0; r < p_; ++r) {
+          double& ring = stream(r, ring_stream(k));
+          double& cs = stream(r, copy_stream(k));
+          ring += d + c_.record_local;
+          cs = copy(c_.wait_end(cs + d, ring), s.parts, elems(r), ring_copy_rate_);
+        }
+      }
+    }
+  }
+
+  // A pipelined chain from the root along each ring, p chunks of the loop's
+  // n elements (RingExec::broadcast, between its fork and join).
+  void broadcast_chain(int root, std::uint64_t n) {
+    const double d = c_.dispatch;
+    std::vector<double> chain(static_cast<std::size_t>(p_));
+    std::vector<double> data(static_cast<std::size_t>(p_));
+    for (int k = 0; k < rings_; ++k) {
+      const int root_pos = pos(k, root);
+      auto rank_at = [&](int j) { return at(k, root_pos + j); };
+      for (int q = 0; q < p_; ++q) {
+        const std::uint64_t elems = half(chunk_span(n, p_, q).count, k);
+        for (int j = 0; j < p_; ++j) {
+          const int r = rank_at(j);
+          double& t = stream(r, ring_stream(k));
+          if (j > 0) {
+            t = c_.wait_end(t + d, chain[idx(j - 1)]);
+            t = read(t, 1, elems, false, prev(k, r), r);
+            t += d + record(r, prev(k, r));
+            data[idx(j)] = t;
+          }
+          if (j + 1 < p_) {
+            t += d + record(r, next(k, r));
+            chain[idx(j)] = t;
+          }
+        }
+        for (int j = 0; j + 1 < p_; ++j) {
+          double& t = stream(rank_at(j), ring_stream(k));
+          t = c_.wait_end(t + d, data[idx(j + 1)]);
+        }
+      }
+    }
+  }
+
+  // After a reduce-scatter, the root reads every other rank's slice in turn
+  // on Main, each behind a handshake with that rank's Main (RingExec::reduce).
+  void gather(int root, const Slices& s) {
+    const double d = c_.dispatch;
+    double& t = stream(root, 0);
+    for (int r = 0; r < p_; ++r) {
+      if (r == root) continue;
+      t += d + record(root, r);
+      double& peer = stream(r, 0);
+      peer = c_.wait_end(peer + d, t);
+      peer += d + record(r, root);
+      t = c_.wait_end(t + d, peer);
+      const PathCost path = f_.path(npu(r), npu(root));
+      t = transfer(t, c_.sdma_read_fixed, 1, s.elems[idx(r)], std::min(path.rate, c_.copy_rate), path.latency);
+    }
+  }
+
+ private:
+  static std::size_t idx(int i) { return static_cast<std::size_t>(i); }
+  double& stream(int r, int i) { return free_[idx(r)][idx(i)]; }
+  double at_stream(int r, int i) const { return free_[idx(r)][idx(i)]; }
+  int ring_stream(int k) const { return k == rings_ - 1 ? 0 : 1 + k; }
+  int copy_stream(int k) const { return rings_ + k; }
+  int npu(int r) const { return first_ + r; }
+  // Ring 0 runs 0,1,..,p-1; ring 1 the other way round.
+  int at(int k, int position) const { return k == 0 ? mod(position, p_) : mod(p_ - mod(position, p_), p_); }
+  int pos(int k, int r) const { return k == 0 ? r : mod(p_ - r, p_); }
+  int prev(int k, int r) const { return at(k, pos(k, r) - 1); }
+  int next(int k, int r) const { return at(k, pos(k, r) + 1); }
+  // Ring k's half of a run.
+  std::uint64_t half(std::uint64_t elems, int k) const { return chunk_span(elems, rings_, k).count; }
+  double record(int from, int to) const {
+    return f_.path(npu(from), npu(to)).same_chip ? c_.record_local : c_.record_remote;
+  }
+  // `tasks` SDMA tasks of `elems` elements each, back to back from `free`.
+  double transfer(double free, double fixed, int tasks, std::uint64_t elems, double rate, double latency) const {
+    if (elems == 0 || tasks <= 0) return free;
+    return free + tasks * (c_.dispatch + fixed + static_cast<double>(elems) * esz_ / rate + latency);
+  }
+  double copy(double free, int tasks, std::uint64_t elems, double rate) const {
+    return transfer(free, c_.sdma_fixed, tasks, elems, rate, c_.local_latency);
+  }
+  double read(double free, int tasks, std::uint64_t elems, bool reduce, int from, int to) const {
+    const PathCost path = f_.path(npu(from), npu(to));
+    return transfer(free, c_.sdma_read_fixed, tasks, elems, read_rate_[reduce ? 1 : 0], path.latency);
+  }
+
+  // One ring step on every rank, `t` being when each rank's ring stream
+  // reaches it: TxAck to the next rank, RxAck from the previous one, read
+  // the previous rank's part, TxDataSignal back, RxDataSignal from the next.
+  template <typename Elems>
+  void ring_step(int k, const std::vector<double>& t, const Elems& elems, int parts, bool reduce) {
+    const double d = c_.dispatch;
+    std::vector<double> ack(static_cast<std::size_t>(p_));
+    std::vector<double> data(static_cast<std::size_t>(p_));
+    for (int r = 0; r < p_; ++r) ack[idx(r)] = t[idx(r)] + d + record(r, next(k, r));
+    for (int r = 0; r < p_; ++r) {
+      double u = c_.wait_end(ack[idx(r)] + d, ack[idx(prev(k, r))]);
+      u = read(u, parts, elems(r), reduce, prev(k, r), r);
+      data[idx(r)] = u + d + record(r, prev(k, r));
+    }
+    for (int r = 0; r < p_; ++r) stream(r, ring_stream(k)) = c_.wait_end(data[idx(r)] + d, data[idx(next(k, r))]);
+  }
+
+  const EstimateFabric& f_;
+  const StepCosts& c_;
+  int p_;
+  int rings_;
+  int first_;
+  double esz_;
+  std::vector<std::vector<double>> free_;
+  double read_rate_[2] = {0, 0};  // a ring read: copy, reduce
+  double ring_copy_rate_ = 0;
+  double main_copy_rate_ = 0;
+};
+
+// Runs of a stage form's slice that `move` does copy: the run t sits at
+// `a + t * da` on one side and `b + t * db` on the other (elements, the same
+// buffer); equal places are skipped.
+int runs_moved(int runs, std::int64_t a, std::int64_t da, std::int64_t b, std::int64_t db) {
+  const std::int64_t gap = a - b;
+  const std::int64_t slope = da - db;
+  if (slope == 0) return gap == 0 ? 0 : runs;
+  if (gap % slope != 0) return runs;
+  const std::int64_t t = -gap / slope;
+  return t >= 0 && t < runs ? runs - 1 : runs;
+}
+
+// One server, every rank in the ring (RingExec::build).
+double one_server(const CollectiveSpec& spec, const EstimateFabric& fabric, int rings) {
+  const int p = spec.ranks;
+  const std::uint64_t buffer = spec.buffer_bytes / data_type_size(spec.dtype);
+  RingLevel0 ring(fabric, spec.dtype, p, rings, 0, 1);
+  auto loops = [](std::uint64_t count, std::uint64_t per_loop, const auto& body) {
+    per_loop = std::max<std::uint64_t>(per_loop, 1);
+    for (std::uint64_t first = 0; first == 0 || first < count; first += per_loop) {
+      body(std::min(per_loop, count - first));
+      if (count == 0) break;
+    }
+  };
+  switch (spec.op) {
+    case CollOp::AllReduce:
+      loops(spec.count, buffer, [&](std::uint64_t n) {
+        const Slices s = chunk_slices(n, p);
+        ring.fork();
+        ring.reduce_scatter(s);
+        ring.all_gather(s);
+        ring.join();
+      });
+      break;
+    case CollOp::ReduceScatter:
+      loops(spec.count, buffer / static_cast<std::uint64_t>(p), [&](std::uint64_t n) {
+        const Slices s = segment_slices(n, p, 1);
+        ring.fork();
+        ring.reduce_scatter(s);
+        ring.join();
+        for (int r = 0; r < p; ++r) ring.main_copy(r, 1, n);
+      });
+      break;
+    case CollOp::AllGather:
+      loops(spec.count, buffer / static_cast<std::uint64_t>(p), [&](std::uint64_t n) {
+        const Slices s = segment_slices(n, p, 1);
+        for (int r = 0; r < p; ++r) ring.main_copy(r, 1, n);
+        ring.fork();
+        ring.all_gather(s);
+        ring.join();
+      });
+      break;
+    case CollOp::Broadcast:
+      loops(spec.count, buffer, [&](std::uint64_t n) {
+        ring.main_copy(spec.root, 1, n);
+        ring.fork();
+        ring.broadcast_chain(spec.root, n);
+        ring.join();
+        for (int r = 0; r < p; ++r) ring.main_copy(r, 1, n);
+      });
+      break;
+    case CollOp::Reduce:
+      loops(spec.count, buffer, [&](std::uint64_t n) {
+        const Slices s = chunk_slices(n, p);
+        ring.fork();
+        ring.reduce_scatter(s);
+        ring.join();
+        ring.gather(spec.root, s);
+        ring.main_copy(spec.root, 1, n);
+      });
+      break;
+    case CollOp::AlltoAll: break;
+  }
+  return ring.end();
+}
+
+// Several servers (HierarchyBuilder): level-0 rings in every server, level
+// 1 on each rail (the ranks of one index in every server), and for an
+// AllReduce over several supernodes level 2 between them.
+class Hierarchical {
+ public:
+  Hierarchical(const CollectiveSpec& spec, const Hierarchy& h, const AlgoPlan& plan, const EstimateFabric& fabric, int rings)
+      : spec_(spec),
+        h_(h),
+        plan_(plan),
+        f_(fabric),
+        d_(fabric.costs().dispatch),
+        esz_(data_type_size(spec.dtype)),
+        ring_(fabric, spec.dtype, h.per_server, rings, 0, h.servers()),
+        ended_(static_cast<std::size_t>(h.per_server), 0.0) {}
+
+  double run() {
+    switch (spec_.op) {
+      case CollOp::AllReduce: all_reduce(); break;
+      case CollOp::ReduceScatter: reduce_scatter(); break;
+      case CollOp::AllGather: all_gather(); break;
+      case CollOp::Broadcast: broadcast(); break;
+      case CollOp::Reduce: reduce(); break;
+      case CollOp::AlltoAll: break;
+    }
+    return *std::max_element(ended_.begin(), ended_.end());
+  }
+
+ private:
+  std::uint64_t half() const { return spec_.buffer_bytes / 2; }
+  int g0() const { return h_.per_server; }
+
+  CollectiveSpec stage(CollOp op, int ranks, std::uint64_t count, std::uint64_t buffer_bytes) const {
+    CollectiveSpec s;
+    s.op = op;
+    s.ranks = ranks;
+    s.dtype = spec_.dtype;
+    s.reduce_op = spec_.reduce_op;
+    s.count = count;
+    s.buffer_bytes = buffer_bytes;
+    return s;
+  }
+  // Member x of rail i (every server, or the servers of one supernode);
+  // `all_rails`: every rail runs the stage at once, else only one.
+  GroupLayout rail(int members, bool all_rails = true) const {
+    GroupLayout g;
+    g.members = members;
+    g.stride = g0();
+    g.groups = all_rails ? g0() : 1;
+    g.group_step = 1;
+    return g;
+  }
+  // Rank i's stage of level 1 or 2 on its rail, after its previous stage.
+  void level1(int i, const CollectiveSpec& s, Level1Algo algo, const GroupLayout& g) {
+    // A stream's first task starts no earlier than the launch.
+    double& t = ended_[static_cast<std::size_t>(i)];
+    const double before = t;
+    t = level1_estimate(f_, s, algo, g, std::max(t, f_.costs().launch) - d_);
+    if (getenv("RDBG")) fprintf(stderr, "L1 %d op %d ranks %d count %lu: %.3f -> %.3f\n", i, (int)s.op, s.ranks, (unsigned long)s.count, before/1e6, t/1e6);
+  }
+  void level0_start() { ring_.start(ended_); }
+  void level0_end() {
+    for (int i = 0; i < g0(); ++i) ended_[static_cast<std::size_t>(i)] = ring_.main(i);
+  }
+  // Slices over the servers: the per-rank block of `count` in slices that fit half the buffer.
+  template <typename Body>
+  void slices(std::uint64_t count, std::uint64_t per_slice, const Body& body) {
+    per_slice = std::max<std::uint64_t>(per_slice, 1);
+    for (std::uint64_t first = 0; first < count || first == 0; first += per_slice) {
+      body(std::min(per_slice, count - first));
+      if (count == 0) break;
+    }
+  }
+
+  void all_reduce() {
+    const std::uint64_t g1 = static_cast<std::uint64_t>(h_.servers_per_pod);
+    const bool three_levels = h_.pods > 1 && h_.servers_per_pod > 1;
+    const std::uint64_t unit = static_cast<std::uint64_t>(g0()) * (three_levels ? g1 : 1);
+    slices(spec_.count, half() / esz_ / unit * unit, [&](std::uint64_t n) {
+      // Level 0 keeps each rank's chunk in place: no copy out.
+      level0_start();
+      ring_.fork();
+      ring_.reduce_scatter(chunk_slices(n, g0()));
+      ring_.join();
+      level0_end();
+      for (int i = 0; i < g0(); ++i) {
+        const Span c = chunk_span(n, g0(), i);
+        if (c.count == 0) continue;
+        if (three_levels && c.count % g1 == 0) {
+          const std::uint64_t blk = c.count / g1;
+          level1(i, stage(CollOp::ReduceScatter, h_.servers_per_pod, blk, half() / 2), plan_.level1, rail(h_.servers_per_pod));
+          GroupLayout pods;
+          pods.members = h_.pods;
+          pods.stride = h_.servers_per_pod * g0();
+          pods.groups = h_.servers_per_pod * g0();
+          pods.group_step = 1;
+          level1(i, stage(CollOp::AllReduce, h_.pods, blk, half() / 2), plan_.level2, pods);
+          level1(i, stage(CollOp::AllGather, h_.servers_per_pod, blk, half() / 2), plan_.level1, rail(h_.servers_per_pod));
+        } else {
+          level1(i, stage(CollOp::AllReduce, h_.servers(), c.count, half() / 2), plan_.level1, rail(h_.servers()));
+        }
+      }
+      // Level 0 gathers from the buffer: no copy in.
+      level0_start();
+      ring_.fork();
+      ring_.all_gather(chunk_slices(n, g0()));
+      ring_.join();
+      level0_end();
+    });
+  }
+
+  // Where run t of rank r's slice sits in the HCCL buffer (the segments
+  // form's layout) against where the level-1 stage keeps it: rank 0's match.
+  int runs_moved_of(int r, std::uint64_t n) const {
+    const int segs = h_.servers();
+    const auto sn = static_cast<std::int64_t>(n);
+    return runs_moved(segs, static_cast<std::int64_t>(r) * segs * sn, sn, 0, sn);
+  }
+
+  void reduce_scatter() {
+    const int segs = h_.servers();
+    const std::uint64_t per_slice = half() / esz_ / (static_cast<std::uint64_t>(g0()) * static_cast<std::uint64_t>(segs));
+    slices(spec_.count, per_slice, [&](std::uint64_t n) {
+      level0_start();
+      ring_.fork();
+      ring_.reduce_scatter(segment_slices(n, g0(), segs));
+      ring_.join();
+      for (int r = 0; r < g0(); ++r) ring_.main_copy(r, runs_moved_of(r, n), n);
+      level0_end();
+      for (int i = 0; i < g0(); ++i) {
+        level1(i, stage(CollOp::ReduceScatter, segs, n, half() / 2), plan_.level1, rail(segs));
+      }
+    });
+  }
+
+  void all_gather() {
+    const int segs = h_.servers();
+    const std::uint64_t per_slice = half() / esz_ / (static_cast<std::uint64_t>(g0()) * static_cast<std::uint64_t>(segs));
+    slices(spec_.count, per_slice, [&](std::uint64_t n) {
+      for (int i = 0; i < g0(); ++i) {
+        level1(i, stage(CollOp::AllGather, segs, n, half() / 2), plan_.level1, rail(segs));
+      }
+      level0_start();
+      for (int r = 0; r < g0(); ++r) ring_.main_copy(r, runs_moved_of(r, n), n);
+      ring_.fork();
+      ring_.all_gather(segment_slices(n, g0(), segs));
+      ring_.join();
+      level0_end();
+    });
+  }
+
+  // The level-0 forms of one server with the whole count (their own loops).
+  void broadcast() {
+    const int root_index = spec_.root % g0();
+    CollectiveSpec b1 = spec_;
+    b1.ranks = h_.servers();
+    b1.root = spec_.root / g0();
+    level1(root_index, b1, plan_.level1, rail(h_.servers(), false));
+    level0_start();
+    const std::uint64_t buffer = spec_.buffer_bytes / esz_;
+    for (std::uint64_t first = 0; first == 0 || first < spec_.count; first += buffer) {
+      const std::uint64_t n = std::min(buffer, spec_.count - first);
+      ring_.main_copy(root_index, 1, n);
+      ring_.fork();
+      ring_.broadcast_chain(root_index, n);
+      ring_.join();
+      for (int r = 0; r < g0(); ++r) ring_.main_copy(r, 1, n);
+      if (spec_.count == 0) break;
+    }
+    level0_end();
+  }
+
+  void reduce() {
+    const int root_index = spec_.root % g0();
+    level0_start();
+    const std::uint64_t buffer = spec_.buffer_bytes / esz_;
+    for (std::uint64_t first = 0; first == 0 || first < spec_.count; first += buffer) {
+      const std::uint64_t n = std::min(buffer, spec_.count - first);
+      const Slices s = chunk_slices(n, g0());
+      ring_.fork();
+      ring_.reduce_scatter(s);
+      ring_.join();
+      ring_.gather(root_index, s);
+      ring_.main_copy(root_index, 1, n);
+      if (spec_.count == 0) break;
+    }
+    level0_end();
+    CollectiveSpec r1 = spec_;
+    r1.ranks = h_.servers();
+    r1.root = spec_.root / g0();
+    level1(root_index, r1, plan_.level1, rail(h_.servers(), false));
+  }
+
+  const CollectiveSpec& spec_;
+  const Hierarchy& h_;
+  const AlgoPlan& plan_;
+  const EstimateFabric& f_;
+  double d_;
+  std::uint64_t esz_;
+  RingLevel0 ring_;
+  std::vector<double> ended_;  // per rank of a server: when its last stage ended
+};
+
+EstimateFn ring_estimate(int rings) {
+  return [rings](const CollectiveSpec& spec, const ExecContext& ctx, const AlgoPlan& plan, const EstimateFabric& fabric) {
+    const Hierarchy& h = ctx.hierarchy;
+    if (h.servers() <= 1) return one_server(spec, fabric, rings);
+    if (h.per_server == 1) {
+      // No level 0: one level-1 graph over every rank.
+      GroupLayout g;
+      g.members = spec.ranks;
+      g.group_step = spec.ranks;
+      const StepCosts& c = fabric.costs();
+      return level1_estimate(fabric, spec, plan.level1, g, c.launch - c.dispatch);
+    }
+    return Hierarchical(spec, h, plan, fabric, rings).run();
+  };
+}
+
+}  // namespace
+
+void register_ring_estimates(std::map<std::string, EstimateFn>& out) {
+  for (const char* name : {"AllReduceFastDoubleRingFor91093Executor", "AlignedAllGatherDoubleRingFor91093Executor",
+                           "ReduceScatterFastDoubleRingFor91093Executor", "BroadCastRingFor91093Executor",
+                           "ReduceRingFor91093Executor"}) {
+    out[name] = ring_estimate(2);
+  }
+  for (const char* name : {"AllReduceRingFor91093Executor", "AllGatherRingFor91093Executor",
+                           "ReduceScatterRingFor91093Executor", "AllReduceRingExecutor", "AllGatherRingExecutor",
+                           "ReduceScatterRingExecutor", "BroadCastRingExecutor", "ReduceRingPlusHd"}) {
+    out[name] = ring_estimate(1);
+  }
+}
 
 }  // namespace hcclsim
