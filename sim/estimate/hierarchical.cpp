@@ -147,6 +147,53 @@ double hierarchical(const CollectiveSpec& s, const ExecContext& ctx, const AlgoP
   return end;
 }
 
+// Broadcast across servers: level-1 broadcast on the root's rail, then in
+// every server the mesh-atomic broadcast (copy in at the root, scatter,
+// all-gather, copy out) per loop. Reduce the other way round: the
+// mesh-atomic reduce (copy in, reduce-scatter, gather to the root, copy
+// out), then the level-1 reduce on the root's rail.
+double rooted(const CollectiveSpec& s, const ExecContext& ctx, const AlgoPlan& plan, const EstimateFabric& f) {
+  const StepCosts& c = f.costs();
+  const Hierarchy& h = ctx.hierarchy;
+  const int p0 = h.per_server;
+  const double esz = static_cast<double>(data_type_size(s.dtype));
+  GroupLayout rail;
+  rail.members = h.servers();
+  rail.stride = p0;
+  rail.groups = 1;
+  rail.group_step = s.root % p0;
+  auto rail_stage = [&](double free) {
+    CollectiveSpec r1 = s;
+    r1.ranks = h.servers();
+    r1.root = s.root / p0;
+    return level1_estimate(f, r1, plan.level1, rail, free);
+  };
+  auto server_stage = [&](double free) {
+    const std::uint64_t per_loop = std::max<std::uint64_t>(1, s.buffer_bytes / data_type_size(s.dtype));
+    std::uint64_t first = 0;
+    do {
+      const std::uint64_t n = std::min(per_loop, s.count - first);
+      const double bytes = static_cast<double>(n) * esz;
+      const double chunk = static_cast<double>((n + p0 - 1) / p0) * esz;
+      if (s.op == CollOp::Broadcast) {
+        free = copies(c, free, 1, bytes);
+        free = atomic_phase(f, p0, free, chunk, false, true);
+        free = atomic_phase(f, p0, free, chunk, false, true);
+      } else {
+        free = copies(c, free, 1, bytes);
+        free = atomic_phase(f, p0, free, chunk, true, true);
+        free = atomic_phase(f, p0, free, chunk, false, false);
+      }
+      free = copies(c, free, 1, bytes);
+      first += per_loop;
+    } while (first < s.count);
+    return free;
+  };
+  const double begin = c.launch - c.dispatch;
+  if (s.op == CollOp::Broadcast) return server_stage(rail_stage(begin) - c.dispatch);
+  return rail_stage(server_stage(begin) - c.dispatch);
+}
+
 }  // namespace
 
 void register_hierarchical_estimates(std::map<std::string, EstimateFn>& out) {
@@ -156,6 +203,15 @@ void register_hierarchical_estimates(std::map<std::string, EstimateFn>& out) {
                            "AllReduceMeshOpbasePipelineExecutor", "AllGatherMeshOpbasePipelineExecutor",
                            "ReduceScatterMeshOpbasePipelineExecutor"}) {
     out[name] = composed;
+  }
+  // Across servers the mesh Broadcast and Reduce executors compose levels;
+  // inside one server they keep their own closed forms (mesh.cpp).
+  for (const char* name : {"BroadCastMeshExecutor", "ReduceMeshExecutor"}) {
+    const EstimateFn one_server = out.at(name);
+    out[name] = [one_server](const CollectiveSpec& s, const ExecContext& ctx, const AlgoPlan& plan,
+                             const EstimateFabric& f) {
+      return ctx.hierarchy.servers() > 1 ? rooted(s, ctx, plan, f) : one_server(s, ctx, plan, f);
+    };
   }
   out["RunAlltoAllVTwoLevelPipeline"] = [](const CollectiveSpec& s, const ExecContext&, const AlgoPlan&,
                                            const EstimateFabric& f) {

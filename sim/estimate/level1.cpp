@@ -48,7 +48,44 @@ struct Step1 {
   // receives nothing in it and its receiver has long recorded "ready" and
   // reached its wait, so the step costs the sender's wait, write and record.
   bool tree = false;
+  // A broadcast's tree step: a rank that has the data sends in every later
+  // step of the run (see fanout_tree).
+  bool fanout = false;
 };
+
+// A run of broadcast tree steps over RDMA, from when the first sender is
+// free. A write is posted and the stream goes on, so a rank that has the
+// data posts its sends of every later step at once and they share its NIC
+// (equal shares: a flow finishes when the smaller ones have and it has
+// had its share of the rest). The receiver of step j does the same with
+// steps j+1.. once its data landed; the run ends when the last subtree has.
+double fanout_tree(const StepCosts& c, const std::vector<double>& bytes, double rate, const PathCost& path) {
+  const int k = static_cast<int>(bytes.size());
+  const double post = c.dispatch + c.rdma_post;
+  const double flight = c.rdma_notify_bytes / path.rate + path.latency;
+  // span[j]: from the receiver of step j having its data to its subtree's end (j = -1: the root).
+  std::vector<double> span(static_cast<std::size_t>(k + 1), 0.0);
+  for (int j = k - 1; j >= -1; --j) {
+    std::vector<int> later;
+    for (int m = j + 1; m < k; ++m) later.push_back(m);
+    std::sort(later.begin(), later.end(), [&](int a, int b) { return bytes[static_cast<std::size_t>(a)] < bytes[static_cast<std::size_t>(b)]; });
+    double end = 0;
+    double clock = 0;
+    double done_bytes = 0;
+    for (std::size_t i = 0; i < later.size(); ++i) {
+      const int m = later[i];
+      const double b = bytes[static_cast<std::size_t>(m)];
+      clock += (b - done_bytes) * static_cast<double>(later.size() - i) / rate;
+      done_bytes = b;
+      // Its wait for "ready", the write's and the record's posts, in step order.
+      const double fixed = c.dispatch + c.wait + 2 * post * static_cast<double>(m - j);
+      const double landed = fixed + std::max(clock + path.latency, flight);
+      end = std::max(end, landed + span[static_cast<std::size_t>(m + 1)]);
+    }
+    span[static_cast<std::size_t>(j + 1)] = end;
+  }
+  return span[0];
+}
 
 // A tree step on the sender's stream, free at `free`; returns when the
 // receiver's wait ends (the data and the "done" record landed), from which
@@ -156,11 +193,11 @@ std::vector<Step1> hd_steps(CollOp op, int p, double n) {
     case CollOp::Broadcast:
       for (int d = p2 / 2; d >= 1; d /= 2) {
         step(n, false, d);
-        out.back().tree = true;
+        out.back().tree = out.back().fanout = true;
       }
       if (folded) {
         step(n, false, 0, 1);
-        out.back().tree = true;
+        out.back().tree = out.back().fanout = true;
       }
       break;
     case CollOp::Reduce:
@@ -205,7 +242,7 @@ std::vector<Step1> loop_steps(CollOp op, Level1Algo algo, int p, double n) {
         st.elems = algo == Level1Algo::NHR ? chunk * ((p - d + 2 * d - 1) / (2 * d)) : chunk * std::min(d, p - d);
         st.pieces = algo == Level1Algo::NHR ? 1 : std::min(d, p - d);
         st.shift = d;
-        st.tree = true;
+        st.tree = st.fanout = true;
         out.push_back(st);
       }
       add(stride_steps(algo, p, chunk, false));
@@ -307,7 +344,23 @@ double level1_estimate(const EstimateFabric& fabric, const CollectiveSpec& spec,
       case CollOp::Broadcast: free = copy(free, n); break;  // the root's copy in starts the tree
       default: free = copy(free, n);
     }
-    for (const Step1& s : loop_steps(spec.op, algo, p, n)) {
+    const std::vector<Step1> steps = loop_steps(spec.op, algo, p, n);
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      const Step1& s = steps[i];
+      if (s.fanout) {
+        std::vector<double> bytes;
+        std::size_t last = i;
+        for (; last < steps.size() && steps[last].fanout; ++last) bytes.push_back(steps[last].elems * esz);
+        const double at = free;
+        free = slowest_kind(fabric, g, s, p, [&](const PathCost& path, double rate) {
+          if (path.rdma) return at + fanout_tree(c, bytes, rate, path);
+          double t = at;
+          for (const double b : bytes) t = tree_step(c, t, b, rate, path);
+          return t;
+        });
+        i = last - 1;
+        continue;
+      }
       const double part = s.elems * esz / s.pieces;
       const double at = free;
       free = slowest_kind(fabric, g, s, p, [&](const PathCost& path, double rate) {

@@ -11,9 +11,8 @@
 // whose source and destination coincide; each handshake ties a rank to both
 // of its ring neighbours, so the ring runs at the pace of its slowest pair.
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -411,9 +410,7 @@ class Hierarchical {
   void level1(int i, const CollectiveSpec& s, Level1Algo algo, const GroupLayout& g) {
     // A stream's first task starts no earlier than the launch.
     double& t = ended_[static_cast<std::size_t>(i)];
-    const double before = t;
     t = level1_estimate(f_, s, algo, g, std::max(t, f_.costs().launch) - d_);
-    if (getenv("RDBG")) fprintf(stderr, "L1 %d op %d ranks %d count %lu: %.3f -> %.3f\n", i, (int)s.op, s.ranks, (unsigned long)s.count, before/1e6, t/1e6);
   }
   void level0_start() { ring_.start(ended_); }
   void level0_end() {
@@ -562,6 +559,10 @@ EstimateFn ring_estimate(int rings) {
   return [rings](const CollectiveSpec& spec, const ExecContext& ctx, const AlgoPlan& plan, const EstimateFabric& fabric) {
     const Hierarchy& h = ctx.hierarchy;
     if (h.servers() <= 1) return one_server(spec, fabric, rings);
+    if (plan.pipeline) {
+      // A2 clusters' level-1 Pipeline overlaps the stages of successive slices.
+      throw std::invalid_argument("--model estimate has no closed form for the level-1 pipeline; use --model detailed");
+    }
     if (h.per_server == 1) {
       // No level 0: one level-1 graph over every rank.
       GroupLayout g;
