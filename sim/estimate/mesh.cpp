@@ -253,6 +253,83 @@ double alltoall_staged(const CollectiveSpec& s, const EstimateFabric& f) {
   return gather_phase(c, m, p, t, x, false);
 }
 
+// RunAlltoAllDirectFullmesh (mesh_a2.cpp direct_fullmesh): rounds of up to
+// 8 peer distances, each on an SDMA stream with a local-copy stream beside
+// it; per step and round the local stream stages the next piece in its CCL
+// block (once the block's previous reader freed it), the SDMA stream waits
+// for it, handshakes, reads the peer's piece, handshakes and frees the
+// block. The round's reads share the links (counted), its local copies the
+// memory channel. A round costs what its slowest kind of pair costs.
+double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f) {
+  const StepCosts& c = f.costs();
+  const int p = s.ranks;
+  const std::uint64_t esz = data_type_size(s.dtype);
+  if (p < 2) return copy_task(c, start(c), static_cast<double>(s.count * esz));
+  const int concurrent = std::min(8, p - 1);
+  const std::uint64_t big = (1024 * 1024) / esz;
+  const int groups = !s.alltoallv_counts.empty() || s.count > big ? 2 : 1;
+  const std::uint64_t align = std::max<std::uint64_t>(1, 16 * 1024 / esz);
+  const std::uint64_t buffer = s.buffer_bytes / esz;
+  std::uint64_t block = buffer / static_cast<std::uint64_t>(concurrent * groups) / align * align;
+  if (block == 0) block = std::max<std::uint64_t>(1, buffer / static_cast<std::uint64_t>(concurrent * groups));
+  std::vector<std::vector<int>> rounds;
+  std::vector<int> seen(static_cast<std::size_t>(p), 0);
+  for (int base = 1; base < p; base += 4) {
+    std::vector<int> distances;
+    for (int d = base; d < base + 4 && d < p; ++d) {
+      for (int dist : {d, p - d}) {
+        if (dist > 0 && dist < p && !seen[static_cast<std::size_t>(dist)]) {
+          seen[static_cast<std::size_t>(dist)] = 1;
+          distances.push_back(dist);
+        }
+      }
+    }
+    if (!distances.empty()) rounds.push_back(distances);
+  }
+  const std::uint64_t steps = std::max<std::uint64_t>(1, (s.count + block - 1) / block);
+  const double d = c.dispatch;
+  // The own block, on Main, while the rest runs; local copies go at the memory's rate / copies at once.
+  const double own = copy_task(c, start(c), static_cast<double>(s.count * esz));
+  double sdma_free = start(c);  // the SDMA streams (all alike)
+  std::vector<double> slot_freed(static_cast<std::size_t>(groups), start(c));  // when each group's blocks were freed
+  double local_free = start(c);
+  int use = 0;
+  for (std::uint64_t step = 0; step < steps; ++step) {
+    const double piece = static_cast<double>(std::min(block, s.count - std::min(s.count, step * block)) * esz);
+    for (std::size_t ri = 0; ri < rounds.size(); ++ri) {
+      const std::vector<int>& dist = rounds[ri];
+      const int group = use++ % groups;
+      const std::string key = "a2a/" + std::to_string(p) + "/" + std::to_string(ri);
+      auto flows = [&](std::vector<FlowPair>& out) {
+        for (int r = 0; r < p && static_cast<int>(out.size()) < 8192; ++r)
+          for (int x : dist) out.push_back(FlowPair{(r + p - x) % p, r});
+      };
+      const double local_rate = std::min(c.local_rate / static_cast<double>(dist.size()), c.copy_rate);
+      // The local stream: wait for the block to be free (its last reader), copy, record "staged".
+      double t = local_free;
+      if (use > groups) t = c.wait_end(t + d, slot_freed[static_cast<std::size_t>(group)]);
+      t = sdma_task(c, t, c.sdma_fixed, piece, local_rate, c.local_latency);
+      local_free = t + d + c.record_local;
+      const double staged = local_free;
+      double end = 0;
+      for (const PathCost& path : f.path_kinds(key, flows)) {
+        const double rate = f.shared_rate(key, flows, c.copy_rate, false);
+        const double record = path.same_chip ? c.record_local : c.record_remote;
+        double u = c.wait_end(sdma_free + d, staged);
+        const double ack = u + d + record;
+        u = c.wait_end(ack + d, ack);
+        u = sdma_task(c, u, c.sdma_read_fixed, piece, rate, path.latency);
+        const double done = u + d + record;
+        u = c.wait_end(done + d, done);
+        end = std::max(end, u + d + c.record_local);
+      }
+      sdma_free = end;
+      slot_freed[static_cast<std::size_t>(group)] = end;
+    }
+  }
+  return std::max(own, sdma_free);
+}
+
 }  // namespace
 
 void register_mesh_estimates(std::map<std::string, EstimateFn>& out) {
@@ -264,6 +341,7 @@ void register_mesh_estimates(std::map<std::string, EstimateFn>& out) {
   out["ReduceScatterMeshDmaEliminationExecutor"] = one(reduce_scatter_dma_elimination);
   out["RunAlltoAllVStaged"] = one(alltoall_staged);
   out["RunAlltoAllVFullMesh"] = one(alltoall_staged);
+  out["RunAlltoAllDirectFullmesh"] = one(alltoall_direct_fullmesh);
   // A2's small-count AllReduce; on A3 the selection's flat H-D_R builder runs under this name.
   out["AllReduceMeshSmallCountExecutor"] = [](const CollectiveSpec& s, const ExecContext& ctx, const AlgoPlan& plan,
                                               const EstimateFabric& f) {
