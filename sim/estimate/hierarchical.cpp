@@ -1,9 +1,14 @@
 // Closed forms of the executors that compose level-0 mesh stages and
 // level-1 stages (sim/collectives/hierarchy.cpp, mesh.cpp) on A2 clusters,
-// the Pipeline forms, and the pairwise AlltoAll over every rank. A stage
-// starts on a rank when the previous one ended there; the level-1 stages
-// of all rails run at once (their flows counted together).
+// the Pipeline forms, and the pairwise AlltoAll over every rank.
+//
+// Every server runs alike, so the form follows one server's ranks, each
+// with its own time (a rank's peers may be ahead of it or behind): a stage
+// starts on a rank when the previous one ended there; a level-1 stage
+// (all rails at once, their flows counted together) takes each rail the
+// same time from when its rank of this server starts it.
 #include <algorithm>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -16,34 +21,85 @@ namespace hcclsim {
 
 namespace {
 
-// One pairwise phase of the mesh-atomic templates on every plane of a rank:
-// [pre-sync] read `bytes` from the peer (inline reduce) post-sync, between
-// Main's fork and join. The representative is the last rank, whose peers
-// serve it on their last plane (released last by their fork).
-double atomic_phase(const EstimateFabric& f, int p, double free, double bytes, bool reduce, bool pre_sync) {
+using Times = std::vector<double>;  // per rank of one server: when its stream is free
+
+// One pairwise phase of the mesh-atomic templates (mesh.cpp phase()) on
+// every rank of a server: Main forks one plane per peer (records in peer
+// order); on the plane towards j, if the pair moves anything: [pre-sync:
+// record to j, wait j's record], the read (when `reads(r, j)`: r reads
+// `bytes` from j, inline reduce if `reduce`), post-sync; the planes record
+// to Main, which waits for them in order. Plane of r towards j has index
+// j (j < r) or j - 1, and its partner is j's plane towards r.
+Times atomic_phase(const EstimateFabric& f, const Times& free, double bytes, bool reduce, bool pre_sync,
+                   const std::function<bool(int, int)>& reads) {
   const StepCosts& c = f.costs();
+  const double d = c.dispatch;
+  const int p = static_cast<int>(free.size());
   const PathCost path = f.path(0, 1);
+  const double record = path.same_chip ? c.record_local : c.record_remote;
   auto all_pairs = [p](std::vector<FlowPair>& flows) {
     for (int r = 0; r < p; ++r)
       for (int q = 0; q < p; ++q)
         if (q != r) flows.push_back(FlowPair{r, q});
   };
   const double rate = f.shared_rate("mesh/" + std::to_string(p), all_pairs, c.sdma_cap(reduce), false);
-  MeshPhase ph;
-  ph.k = p - 1;
-  ph.ack = pre_sync;
-  ph.data = true;
-  ph.record = path.same_chip ? c.record_local : c.record_remote;
-  ph.partner = [p](int) { return p - 2; };
-  ph.body = [&](int, double t) { return bytes > 0 ? sdma_task(c, t, c.sdma_read_fixed, bytes, rate, path.latency) : t; };
-  return mesh_phase(c, ph, free);
+  auto index = [](int r, int j) { return j < r ? j : j - 1; };
+  auto at = [p](std::vector<double>& v, int r, int i) -> double& { return v[static_cast<std::size_t>(r * p + i)]; };
+  std::vector<double> t(static_cast<std::size_t>(p * p), 0.0);
+  Times main_free(free);
+  for (int r = 0; r < p; ++r) {
+    double m = free[static_cast<std::size_t>(r)];
+    for (int j = 0; j < p; ++j) {
+      if (j == r) continue;
+      m += d + c.record_local;
+      at(t, r, index(r, j)) = m;
+    }
+    main_free[static_cast<std::size_t>(r)] = m;
+  }
+  auto active = [&](int r, int j) { return reads(r, j) || reads(j, r); };
+  auto handshake = [&]() {
+    std::vector<double> landed(t.size());
+    for (int r = 0; r < p; ++r)
+      for (int j = 0; j < p; ++j)
+        if (j != r && active(r, j)) at(landed, r, index(r, j)) = at(t, r, index(r, j)) + d + record;
+    for (int r = 0; r < p; ++r)
+      for (int j = 0; j < p; ++j)
+        if (j != r && active(r, j)) {
+          at(t, r, index(r, j)) = c.wait_end(at(landed, r, index(r, j)) + d, at(landed, j, index(j, r)));
+        }
+  };
+  if (pre_sync) handshake();
+  for (int r = 0; r < p; ++r)
+    for (int j = 0; j < p; ++j)
+      if (j != r && reads(r, j) && bytes > 0) {
+        double& x = at(t, r, index(r, j));
+        x = sdma_task(c, x, c.sdma_read_fixed, bytes, rate, path.latency);
+      }
+  handshake();
+  Times out(static_cast<std::size_t>(p));
+  for (int r = 0; r < p; ++r) {
+    double m = main_free[static_cast<std::size_t>(r)];
+    for (int i = 0; i + 1 < p; ++i) m = c.wait_end(m + d, at(t, r, i) + d + c.record_local);
+    out[static_cast<std::size_t>(r)] = m;
+  }
+  return out;
 }
 
-double copies(const StepCosts& c, double free, int count, double bytes) {
-  for (int i = 0; i < count && bytes > 0; ++i) {
-    free = sdma_task(c, free, c.sdma_fixed, bytes, std::min(c.local_rate, c.copy_rate), c.local_latency);
+bool every_pair(int, int) { return true; }
+
+Times copies(const StepCosts& c, Times free, int count, double bytes, int only = -1) {
+  for (std::size_t r = 0; r < free.size(); ++r) {
+    if (only >= 0 && static_cast<int>(r) != only) continue;
+    for (int i = 0; i < count && bytes > 0; ++i) {
+      free[r] = sdma_task(c, free[r], c.sdma_fixed, bytes, std::min(c.local_rate, c.copy_rate), c.local_latency);
+    }
   }
   return free;
+}
+
+Times plus(Times v, double x) {
+  for (double& e : v) e += x;
+  return v;
 }
 
 GroupLayout rails(const Hierarchy& h) {
@@ -64,40 +120,69 @@ CollectiveSpec stage(const CollectiveSpec& whole, CollOp op, int ranks, std::uin
   return s;
 }
 
-// The stage times of one slice of `n` elements, in order.
-std::vector<double> slice_stages(const CollectiveSpec& s, const Hierarchy& h, const AlgoPlan& plan,
-                                 const EstimateFabric& f, std::uint64_t n, std::uint64_t level1_buffer) {
+// A level-1 stage on every rail: each rank's stream from `free` on.
+Times rail_stage(const EstimateFabric& f, const CollectiveSpec& s, Level1Algo algo, const GroupLayout& g,
+                 const Times& free) {
+  return plus(free, level1_estimate(f, s, algo, g, 0.0));
+}
+
+// One slice's stages, in order, each mapping the ranks' free times to their
+// ends (a stage's first task starts as soon as it is released, so each
+// starts from `free - dispatch`).
+std::vector<std::function<Times(const Times&)>> slice_stages(const CollectiveSpec& s, const Hierarchy& h,
+                                                              const AlgoPlan& plan, const EstimateFabric& f,
+                                                              std::uint64_t n, std::uint64_t level1_buffer) {
   const StepCosts& c = f.costs();
   const int p0 = h.per_server;
   const int servers = h.servers();
   const double esz = static_cast<double>(data_type_size(s.dtype));
   const double bytes = static_cast<double>(n) * esz;
-  const double zero = 0;
-  std::vector<double> out;
+  const double d = c.dispatch;
+  std::vector<std::function<Times(const Times&)>> out;
   switch (s.op) {
     case CollOp::AllReduce: {
-      const double chunk = static_cast<double>((n + p0 - 1) / p0) * esz;
+      const std::uint64_t elems = (n + p0 - 1) / static_cast<std::uint64_t>(p0);
+      const double chunk = static_cast<double>(elems) * esz;
       // The chunked stages leave their data in the HCCL buffer: the
       // reduce-scatter copies nothing out, the all-gather nothing in.
-      out.push_back(atomic_phase(f, p0, copies(c, zero, 1, bytes), chunk, true, true));
-      const std::uint64_t elems = (n + p0 - 1) / static_cast<std::uint64_t>(p0);
-      out.push_back(level1_estimate(f, stage(s, CollOp::AllReduce, servers, elems, level1_buffer), plan.level1, rails(h), zero));
-      out.push_back(copies(c, atomic_phase(f, p0, zero, chunk, false, true), 1, bytes));
+      out.push_back([=, &f](const Times& t) {
+        return atomic_phase(f, copies(c, plus(t, -d), 1, bytes), chunk, true, true, every_pair);
+      });
+      out.push_back([=, &f](const Times& t) {
+        return rail_stage(f, stage(s, CollOp::AllReduce, servers, elems, level1_buffer), plan.level1, rails(h), plus(t, -d));
+      });
+      out.push_back([=, &f](const Times& t) {
+        return copies(c, atomic_phase(f, plus(t, -d), chunk, false, true, every_pair), 1, bytes);
+      });
       break;
     }
     case CollOp::ReduceScatter:
-      out.push_back(copies(c, atomic_phase(f, p0, copies(c, zero, p0 * servers, bytes), servers * bytes, true, true),
-                           servers, bytes));
-      out.push_back(level1_estimate(f, stage(s, CollOp::ReduceScatter, servers, n, level1_buffer), plan.level1, rails(h), zero));
+      out.push_back([=, &f](const Times& t) {
+        return copies(c, atomic_phase(f, copies(c, plus(t, -d), p0 * servers, bytes), servers * bytes, true, true, every_pair),
+                      servers, bytes);
+      });
+      out.push_back([=, &f](const Times& t) {
+        return rail_stage(f, stage(s, CollOp::ReduceScatter, servers, n, level1_buffer), plan.level1, rails(h), plus(t, -d));
+      });
       break;
     case CollOp::AllGather:
-      out.push_back(level1_estimate(f, stage(s, CollOp::AllGather, servers, n, level1_buffer), plan.level1, rails(h), zero));
-      out.push_back(copies(c, atomic_phase(f, p0, copies(c, zero, servers, bytes), servers * bytes, false, true),
-                           p0 * servers, bytes));
+      out.push_back([=, &f](const Times& t) {
+        return rail_stage(f, stage(s, CollOp::AllGather, servers, n, level1_buffer), plan.level1, rails(h), plus(t, -d));
+      });
+      out.push_back([=, &f](const Times& t) {
+        return copies(c, atomic_phase(f, copies(c, plus(t, -d), servers, bytes), servers * bytes, false, true, every_pair),
+                      p0 * servers, bytes);
+      });
       break;
     default: break;
   }
   return out;
+}
+
+double latest(const Times& t) { return *std::max_element(t.begin(), t.end()); }
+Times elementwise_max(Times a, const Times& b) {
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = std::max(a[i], b[i]);
+  return a;
 }
 
 double hierarchical(const CollectiveSpec& s, const ExecContext& ctx, const AlgoPlan& plan, const EstimateFabric& f) {
@@ -118,57 +203,58 @@ double hierarchical(const CollectiveSpec& s, const ExecContext& ctx, const AlgoP
     level1_buffer = s.buffer_bytes / 4;
   }
   per_slice = std::max<std::uint64_t>(per_slice, 1);
-  // Stage ends per slice; a plain composition runs them back to back, a
-  // Pipeline lets stage l of slice k start once stage l of slice k-1 and
-  // stage l-1 of slice k ended (and slice k's first once slice k-2 ended).
-  std::vector<std::vector<double>> ends;
-  double t = c.launch;
+  // Per slice, each stage's end on every rank. A plain composition runs the
+  // stages back to back; a Pipeline starts stage l of slice k once stage l
+  // of slice k-1 and stage l-1 of slice k ended (slice k's first stage once
+  // slice k-2 ended).
+  const Times begin(static_cast<std::size_t>(h.per_server), c.launch);
+  std::vector<std::vector<Times>> ends;
+  Times t = begin;
   for (std::uint64_t first = 0; first == 0 || first < s.count; first += per_slice) {
-    const std::vector<double> st = slice_stages(s, h, plan, f, std::min(per_slice, s.count - first), level1_buffer);
-    std::vector<double> e(st.size());
-    for (std::size_t l = 0; l < st.size(); ++l) {
-      double ready = t;
+    const auto stages = slice_stages(s, h, plan, f, std::min(per_slice, s.count - first), level1_buffer);
+    std::vector<Times> e;
+    for (std::size_t l = 0; l < stages.size(); ++l) {
+      Times ready = t;
       if (plan.pipeline) {
         const std::size_t k = ends.size();
-        ready = c.launch;
-        if (k >= 1) ready = std::max(ready, ends[k - 1][l]);
-        if (l >= 1) ready = std::max(ready, e[l - 1]);
-        if (l == 0 && k >= 2) ready = std::max(ready, ends[k - 2].back());
+        ready = begin;
+        if (k >= 1) ready = elementwise_max(ready, ends[k - 1][l]);
+        if (l >= 1) ready = elementwise_max(ready, e[l - 1]);
+        if (l == 0 && k >= 2) ready = elementwise_max(ready, ends[k - 2].back());
       }
-      e[l] = ready + st[l] - c.dispatch;  // a stage's first task starts as soon as it is released
-
-      t = e[l];
+      e.push_back(stages[l](ready));
+      t = e.back();
     }
     ends.push_back(e);
     if (s.count == 0) break;
   }
   double end = 0;
-  for (const auto& e : ends) end = std::max(end, e.back());
+  for (const auto& e : ends) end = std::max(end, latest(e.back()));
   return end;
 }
 
 // Broadcast across servers: level-1 broadcast on the root's rail, then in
-// every server the mesh-atomic broadcast (copy in at the root, scatter,
-// all-gather, copy out) per loop. Reduce the other way round: the
-// mesh-atomic reduce (copy in, reduce-scatter, gather to the root, copy
-// out), then the level-1 reduce on the root's rail.
+// every server the mesh-atomic broadcast (copy in at the root, scatter from
+// it, all-gather among the others, copy out) per loop. Reduce the other way
+// round: the mesh-atomic reduce (copy in, reduce-scatter, gather to the
+// root, copy out at the root), then the level-1 reduce on the root's rail.
 double rooted(const CollectiveSpec& s, const ExecContext& ctx, const AlgoPlan& plan, const EstimateFabric& f) {
   const StepCosts& c = f.costs();
   const Hierarchy& h = ctx.hierarchy;
   const int p0 = h.per_server;
+  const int root = s.root % p0;
+  const double d = c.dispatch;
   const double esz = static_cast<double>(data_type_size(s.dtype));
   GroupLayout rail;
   rail.members = h.servers();
   rail.stride = p0;
   rail.groups = 1;
-  rail.group_step = s.root % p0;
-  auto rail_stage = [&](double free) {
-    CollectiveSpec r1 = s;
-    r1.ranks = h.servers();
-    r1.root = s.root / p0;
-    return level1_estimate(f, r1, plan.level1, rail, free);
-  };
-  auto server_stage = [&](double free) {
+  rail.group_step = root;
+  CollectiveSpec r1 = s;
+  r1.ranks = h.servers();
+  r1.root = s.root / p0;
+  const double level1 = level1_estimate(f, r1, plan.level1, rail, 0.0);
+  auto server_stage = [&](Times free) {
     const std::uint64_t per_loop = std::max<std::uint64_t>(1, s.buffer_bytes / data_type_size(s.dtype));
     std::uint64_t first = 0;
     do {
@@ -176,22 +262,28 @@ double rooted(const CollectiveSpec& s, const ExecContext& ctx, const AlgoPlan& p
       const double bytes = static_cast<double>(n) * esz;
       const double chunk = static_cast<double>((n + p0 - 1) / p0) * esz;
       if (s.op == CollOp::Broadcast) {
+        free = copies(c, free, 1, bytes, root);
+        free = atomic_phase(f, free, chunk, false, true, [root](int r, int j) { return j == root && r != root; });
+        free = atomic_phase(f, free, chunk, false, true, [root](int r, int j) { return r != root && j != root; });
         free = copies(c, free, 1, bytes);
-        free = atomic_phase(f, p0, free, chunk, false, true);
-        free = atomic_phase(f, p0, free, chunk, false, true);
       } else {
         free = copies(c, free, 1, bytes);
-        free = atomic_phase(f, p0, free, chunk, true, true);
-        free = atomic_phase(f, p0, free, chunk, false, false);
+        free = atomic_phase(f, free, chunk, true, true, every_pair);
+        free = atomic_phase(f, free, chunk, false, false, [root](int r, int j) { return r == root && j != root; });
+        free = copies(c, free, 1, bytes, root);
       }
-      free = copies(c, free, 1, bytes);
       first += per_loop;
     } while (first < s.count);
     return free;
   };
-  const double begin = c.launch - c.dispatch;
-  if (s.op == CollOp::Broadcast) return server_stage(rail_stage(begin) - c.dispatch);
-  return rail_stage(server_stage(begin) - c.dispatch);
+  Times start(static_cast<std::size_t>(p0), c.launch - d);
+  if (s.op == CollOp::Broadcast) {
+    // The rail member of each server has the data level1 after the start;
+    // its server's stage waits for it (the others' first tasks wait in the scatter).
+    start[static_cast<std::size_t>(root)] += level1;
+    return latest(server_stage(start));
+  }
+  return server_stage(start)[static_cast<std::size_t>(root)] - d + level1;
 }
 
 }  // namespace

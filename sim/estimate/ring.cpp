@@ -12,8 +12,10 @@
 // of its ring neighbours, so the ring runs at the pace of its slowest pair.
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "sim/collectives/plan.h"
@@ -25,9 +27,10 @@ namespace hcclsim {
 
 namespace {
 
-// At most this many source NPUs' flows are counted for a step's shares (as
-// level1.cpp): level-0 flows stay inside their server, so a window of
-// servers loads the channels as the whole cluster does.
+// The flows of at most one supernode (and this many source NPUs, as
+// level1.cpp) are counted for a ring step's shares: level-0 flows stay
+// inside their server, so a window of servers loads the channels as the
+// whole cluster does, and counting stays well under 10 ms at any size.
 constexpr int kCountedSources = 1024;
 
 int mod(int a, int p) { return ((a % p) + p) % p; }
@@ -57,7 +60,7 @@ Slices segment_slices(std::uint64_t n, int p, int segments) {
 // stage to stage as the composition reuses them.
 class RingLevel0 {
  public:
-  // `first_npu`: the server's first NPU; `servers`: servers running the stage at once.
+  // `first_npu`: the server's first NPU; `servers`: servers whose flows are counted.
   RingLevel0(const EstimateFabric& fabric, DataType dtype, int p, int rings, int first_npu, int servers)
       : f_(fabric),
         c_(fabric.costs()),
@@ -78,6 +81,10 @@ class RingLevel0 {
       }
     };
     read_rate_[0] = f_.shared_rate(key, flows, c_.copy_rate, false);
+    read_latency_.assign(static_cast<std::size_t>(rings), std::vector<double>(static_cast<std::size_t>(p)));
+    for (int k = 0; k < rings_; ++k) {
+      for (int r = 0; r < p_; ++r) read_latency_[idx(k)][idx(r)] = f_.path(npu(prev(k, r)), npu(r)).latency;
+    }
     read_rate_[1] = f_.shared_rate(key, flows, c_.reduce_rate, false);
     // The copy streams of the rings copy at once through the rank's memory.
     ring_copy_rate_ = std::min(c_.copy_rate, c_.local_rate / rings_);
@@ -186,7 +193,7 @@ class RingLevel0 {
           double& t = stream(r, ring_stream(k));
           if (j > 0) {
             t = c_.wait_end(t + d, chain[idx(j - 1)]);
-            t = read(t, 1, elems, false, prev(k, r), r);
+            t = read(t, 1, elems, false, k, r);
             t += d + record(r, prev(k, r));
             data[idx(j)] = t;
           }
@@ -215,6 +222,7 @@ class RingLevel0 {
       peer = c_.wait_end(peer + d, t);
       peer += d + record(r, root);
       t = c_.wait_end(t + d, peer);
+      // One read at a time: the path's own rate.
       const PathCost path = f_.path(npu(r), npu(root));
       t = transfer(t, c_.sdma_read_fixed, 1, s.elems[idx(r)], std::min(path.rate, c_.copy_rate), path.latency);
     }
@@ -235,7 +243,8 @@ class RingLevel0 {
   // Ring k's half of a run.
   std::uint64_t half(std::uint64_t elems, int k) const { return chunk_span(elems, rings_, k).count; }
   double record(int from, int to) const {
-    return f_.path(npu(from), npu(to)).same_chip ? c_.record_local : c_.record_remote;
+    const int chip = std::max(1, f_.spec().npus_per_chip);
+    return npu(from) / chip == npu(to) / chip ? c_.record_local : c_.record_remote;
   }
   // `tasks` SDMA tasks of `elems` elements each, back to back from `free`.
   double transfer(double free, double fixed, int tasks, std::uint64_t elems, double rate, double latency) const {
@@ -245,9 +254,9 @@ class RingLevel0 {
   double copy(double free, int tasks, std::uint64_t elems, double rate) const {
     return transfer(free, c_.sdma_fixed, tasks, elems, rate, c_.local_latency);
   }
-  double read(double free, int tasks, std::uint64_t elems, bool reduce, int from, int to) const {
-    const PathCost path = f_.path(npu(from), npu(to));
-    return transfer(free, c_.sdma_read_fixed, tasks, elems, read_rate_[reduce ? 1 : 0], path.latency);
+  // Ring k's read by rank r of its previous rank.
+  double read(double free, int tasks, std::uint64_t elems, bool reduce, int k, int r) const {
+    return transfer(free, c_.sdma_read_fixed, tasks, elems, read_rate_[reduce ? 1 : 0], read_latency_[idx(k)][idx(r)]);
   }
 
   // One ring step on every rank, `t` being when each rank's ring stream
@@ -261,7 +270,7 @@ class RingLevel0 {
     for (int r = 0; r < p_; ++r) ack[idx(r)] = t[idx(r)] + d + record(r, next(k, r));
     for (int r = 0; r < p_; ++r) {
       double u = c_.wait_end(ack[idx(r)] + d, ack[idx(prev(k, r))]);
-      u = read(u, parts, elems(r), reduce, prev(k, r), r);
+      u = read(u, parts, elems(r), reduce, k, r);
       data[idx(r)] = u + d + record(r, prev(k, r));
     }
     for (int r = 0; r < p_; ++r) stream(r, ring_stream(k)) = c_.wait_end(data[idx(r)] + d, data[idx(next(k, r))]);
@@ -275,6 +284,7 @@ class RingLevel0 {
   double esz_;
   std::vector<std::vector<double>> free_;
   double read_rate_[2] = {0, 0};  // a ring read: copy, reduce
+  std::vector<std::vector<double>> read_latency_;  // [ring][rank]: from the previous rank
   double ring_copy_rate_ = 0;
   double main_copy_rate_ = 0;
 };
@@ -367,7 +377,7 @@ class Hierarchical {
         f_(fabric),
         d_(fabric.costs().dispatch),
         esz_(data_type_size(spec.dtype)),
-        ring_(fabric, spec.dtype, h.per_server, rings, 0, h.servers()),
+        ring_(fabric, spec.dtype, h.per_server, rings, 0, h.servers_per_pod),
         ended_(static_cast<std::size_t>(h.per_server), 0.0) {}
 
   double run() {
@@ -406,11 +416,17 @@ class Hierarchical {
     g.group_step = 1;
     return g;
   }
-  // Rank i's stage of level 1 or 2 on its rail, after its previous stage.
+  // Rank i's stage of level 1 or 2 on its rail, after its previous stage
+  // (its streams' first tasks no earlier than the launch). The closed form
+  // only adds and takes maxima of times from its start, so its duration is
+  // worked out once per stage shape and reused by every rail and slice.
   void level1(int i, const CollectiveSpec& s, Level1Algo algo, const GroupLayout& g) {
-    // A stream's first task starts no earlier than the launch.
+    const auto key = std::make_tuple(static_cast<int>(s.op), s.ranks, s.count, s.root, s.buffer_bytes,
+                                     static_cast<int>(algo), g.stride, g.groups);
+    auto found = level1_.find(key);
+    if (found == level1_.end()) found = level1_.emplace(key, level1_estimate(f_, s, algo, g, 0.0)).first;
     double& t = ended_[static_cast<std::size_t>(i)];
-    t = level1_estimate(f_, s, algo, g, std::max(t, f_.costs().launch) - d_);
+    t = std::max(t, f_.costs().launch) - d_ + found->second;
   }
   void level0_start() { ring_.start(ended_); }
   void level0_end() {
@@ -553,6 +569,7 @@ class Hierarchical {
   std::uint64_t esz_;
   RingLevel0 ring_;
   std::vector<double> ended_;  // per rank of a server: when its last stage ended
+  std::map<std::tuple<int, int, std::uint64_t, int, std::uint64_t, int, int, int>, double> level1_;
 };
 
 EstimateFn ring_estimate(int rings) {
