@@ -38,21 +38,37 @@ double StepCosts::local_copy(double bytes, bool reduce) const {
 EstimateFabric::EstimateFabric(const TopologySpec& spec) : spec_(spec), costs_(spec_.npu), routes_(spec_) {}
 
 PathCost EstimateFabric::path(int from, int to) const {
+  // Paths of the same relation (same chip, server, SDMA domain, leaf of
+  // each fabric) cost the same in the regular topologies hcclsim builds:
+  // look each relation up once.
+  const auto server = [&](int n) {
+    return spec_.server_of.empty() ? n / std::max(1, spec_.npus_per_server) : spec_.server_of[static_cast<std::size_t>(n)];
+  };
+  std::uint64_t relation = from == to ? 1 : 0;
+  relation = relation << 1 | (from / spec_.npus_per_chip == to / spec_.npus_per_chip ? 1 : 0);
+  relation = relation << 1 | (server(from) == server(to) ? 1 : 0);
+  relation = relation << 1 | (routes_.rdma_between(from, to) ? 1 : 0);
+  for (const FabricSpec& f : spec_.fabrics) {
+    relation = relation << 1 | (f.leaf_of[static_cast<std::size_t>(from)] == f.leaf_of[static_cast<std::size_t>(to)] ? 1 : 0);
+  }
+  const auto found = paths_.find(relation);
+  if (found != paths_.end()) return found->second;
   PathCost out;
   out.same_chip = from / spec_.npus_per_chip == to / spec_.npus_per_chip;
   if (from == to) {
     out.rate = out.write_rate = costs_.local_rate;
     out.latency = costs_.local_latency;
-    return out;
+  } else {
+    out.rdma = routes_.rdma_between(from, to);
+    out.rate = out.write_rate = kUnlimited;
+    for (const int c : routes_.path(from, to)) {
+      const ChannelParams& p = spec_.links[static_cast<std::size_t>(c / 2)].params;
+      out.rate = std::min(out.rate, rate(p.bandwidth));
+      out.write_rate = std::min({out.write_rate, rate(p.bandwidth), rate(p.write_bandwidth)});
+      out.latency += ps(p.latency);
+    }
   }
-  out.rdma = routes_.rdma_between(from, to);
-  out.rate = out.write_rate = kUnlimited;
-  for (const int c : routes_.path(from, to)) {
-    const ChannelParams& p = spec_.links[static_cast<std::size_t>(c / 2)].params;
-    out.rate = std::min(out.rate, rate(p.bandwidth));
-    out.write_rate = std::min({out.write_rate, rate(p.bandwidth), rate(p.write_bandwidth)});
-    out.latency += ps(p.latency);
-  }
+  paths_.emplace(relation, out);
   return out;
 }
 

@@ -77,6 +77,9 @@ class EstimateFabric {
   const StepCosts& costs() const { return costs_; }
   int npus() const { return spec_.npus; }
 
+  // Assumes the regular topologies hcclsim builds: two pairs in the same
+  // relation (same chip, server, SDMA domain, leaf of each fabric) take
+  // paths of the same cost.
   PathCost path(int from, int to) const;
   // The slowest flow's rate (bytes per ps) when `flows` run at once: each
   // channel's rate split equally between the flows crossing it, each flow
@@ -98,6 +101,7 @@ class EstimateFabric {
   RouteFinder routes_;
   mutable std::map<std::string, double> shared_;  // key + cap + write -> rate
   mutable std::map<std::string, std::vector<PathCost>> kinds_;
+  mutable std::map<std::uint64_t, PathCost> paths_;  // by relation of the two NPUs (path())
 };
 
 // An executor's closed form: the collective's time in ps.

@@ -7,6 +7,7 @@
 #include "sim/estimate/level1.h"
 
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -273,30 +274,68 @@ std::string step_key(const GroupLayout& g, const Step1& s, int p) {
          std::to_string(g.group_step) + "/" + std::to_string(s.shift) + "/" + std::to_string(s.mask);
 }
 
+// The kinds of path a step's pairs take, each with its flows' rate, per
+// peer pattern: a ring repeats one pattern p - 1 times, so it is looked up
+// once. Beyond kSampledShifts distinct shifts (a pairwise AlltoAll over many
+// ranks), a shift takes the counts of a sampled shift of the same residue
+// (all of them far enough to leave the server): counting every one of
+// 100,000 patterns would take minutes for what changes only with ECMP.
+constexpr int kSampledShifts = 64;
+
+class PatternKinds {
+ public:
+  PatternKinds(const EstimateFabric& fabric, const GroupLayout& g, int p) : fabric_(fabric), g_(g), p_(p) {}
+  const std::vector<std::pair<PathCost, double>>& of(Step1 s) {
+    if (s.mask == 0 && s.shift > kSampledShifts && p_ > 2 * kSampledShifts) {
+      s.shift = kSampledShifts + 1 + (s.shift % kSampledShifts);
+    }
+    const auto key = std::make_pair(s.shift, s.mask);
+    const auto found = memo_.find(key);
+    if (found != memo_.end()) return found->second;
+    const auto flows = step_flows(g_, s, p_);
+    const std::string name = step_key(g_, s, p_);
+    std::vector<std::pair<PathCost, double>> kinds;
+    for (const PathCost& path : fabric_.path_kinds(name, flows)) {
+      kinds.emplace_back(path, fabric_.shared_rate(name, flows, path.rdma ? kNoCap : fabric_.costs().copy_rate, !path.rdma));
+    }
+    return memo_.emplace(key, std::move(kinds)).first->second;
+  }
+
+ private:
+  const EstimateFabric& fabric_;
+  GroupLayout g_;
+  int p_;
+  std::map<std::pair<int, int>, std::vector<std::pair<PathCost, double>>> memo_;
+};
+
 // A step costs what its slowest kind of pair costs: `run(path, rate)`
 // returns when the stream is free after the step over that kind of path.
 template <typename Run>
-double slowest_kind(const EstimateFabric& fabric, const GroupLayout& g, const Step1& s, int p, Run run) {
-  const auto flows = step_flows(g, s, p);
-  const std::string key = step_key(g, s, p);
+double slowest_kind(PatternKinds& kinds, const Step1& s, Run run) {
   double end = 0;
-  for (const PathCost& path : fabric.path_kinds(key, flows)) {
-    const double rate = fabric.shared_rate(key, flows, path.rdma ? kNoCap : fabric.costs().copy_rate, !path.rdma);
-    end = std::max(end, run(path, rate));
-  }
+  for (const auto& [path, rate] : kinds.of(s)) end = std::max(end, run(path, rate));
   return end;
 }
 
 // The pairwise AlltoAll (level1.cpp all_to_all): per step, copy in, the
 // guarded write into the peer's CCL_OUT, copy out; rounds of 100 steps
 // beyond 121 ranks, separated by a dissemination barrier.
+// Up to this many ranks the pairwise exchange is followed rank by rank
+// (each pair's own path, and a rank's late peer making it late); beyond,
+// every step costs its slowest kind of pair.
+constexpr int kPairwisePerRank = 2048;
+
+double pairwise_per_rank(const EstimateFabric& fabric, const CollectiveSpec& spec, const GroupLayout& g, double free);
+
 double pairwise(const EstimateFabric& fabric, const CollectiveSpec& spec, const GroupLayout& g, double free) {
+  if (g.members <= kPairwisePerRank) return pairwise_per_rank(fabric, spec, g, free);
   const StepCosts& c = fabric.costs();
   const int p = g.members;
   const double esz = static_cast<double>(data_type_size(spec.dtype));
   const std::uint64_t per_loop = std::max<std::uint64_t>(1, spec.buffer_bytes / data_type_size(spec.dtype));
   const int window = p - 1 <= 120 ? p - 1 : 100;
   const PathCost far = fabric.path(g.npu(0, 0), g.npu(0, p / 2));
+  PatternKinds kinds(fabric, g, p);
   for (std::uint64_t first = 0; first < std::max<std::uint64_t>(spec.count, 1); first += per_loop) {
     const double bytes = static_cast<double>(std::min(per_loop, spec.count - first)) * esz;
     free = sdma_task(c, free, c.sdma_fixed, bytes, std::min(c.local_rate, c.copy_rate), c.local_latency);
@@ -310,7 +349,7 @@ double pairwise(const EstimateFabric& fabric, const CollectiveSpec& spec, const 
       // The copy in runs between the "ready" record and its wait.
       const double copy_in = c.dispatch + c.local_copy(bytes);
       const double at = free + copy_in;
-      free = slowest_kind(fabric, g, st, p, [&](const PathCost& path, double rate) {
+      free = slowest_kind(kinds, st, [&](const PathCost& path, double rate) {
         return guarded_step(c, at, bytes, rate, path, false);
       });
       free = sdma_task(c, free, c.sdma_fixed, bytes, std::min(c.local_rate, c.copy_rate), c.local_latency);
@@ -318,6 +357,87 @@ double pairwise(const EstimateFabric& fabric, const CollectiveSpec& spec, const 
     if (spec.count == 0) break;
   }
   return free;
+}
+
+// The same exchange, every rank with its own time (stream order per step:
+// record "ready" to its sender, copy in, wait its receiver's "ready",
+// write, record "done", wait its sender's "done", copy out).
+double pairwise_per_rank(const EstimateFabric& fabric, const CollectiveSpec& spec, const GroupLayout& g, double free) {
+  const StepCosts& c = fabric.costs();
+  const double d = c.dispatch;
+  const int p = g.members;
+  const double esz = static_cast<double>(data_type_size(spec.dtype));
+  const std::uint64_t per_loop = std::max<std::uint64_t>(1, spec.buffer_bytes / data_type_size(spec.dtype));
+  const int window = p - 1 <= 120 ? p - 1 : 100;
+  const double local = std::min(c.local_rate, c.copy_rate);
+  PatternKinds kinds(fabric, g, p);
+  std::vector<double> t(static_cast<std::size_t>(p), free), ready(t), done(t);
+  std::vector<PathCost> path(static_cast<std::size_t>(p));
+  auto rate_of = [&](const Step1& st, const PathCost& pc) {
+    double r = 1e300;
+    for (const auto& [kind, rate] : kinds.of(st)) {
+      if (kind.rdma == pc.rdma) r = std::min(r, rate);
+    }
+    return r;
+  };
+  // A record from x to `to`: when x's stream is free again and when it lands.
+  auto record = [&](double at, const PathCost& pc) {
+    if (pc.rdma) {
+      const double posted = at + d + c.rdma_post;
+      return std::make_pair(posted, posted + c.rdma_notify_bytes / pc.rate + pc.latency);
+    }
+    const double end = at + d + (pc.same_chip ? c.record_local : c.record_remote);
+    return std::make_pair(end, end);
+  };
+  for (std::uint64_t first = 0; first < std::max<std::uint64_t>(spec.count, 1); first += per_loop) {
+    const double bytes = static_cast<double>(std::min(per_loop, spec.count - first)) * esz;
+    for (double& x : t) x = sdma_task(c, x, c.sdma_fixed, bytes, local, c.local_latency);
+    for (int s = 1; s < p; ++s) {
+      if ((s - 1) % window == 0 && window < p - 1 && s > 1) {
+        for (int i = 0; i < ceil_log2(p); ++i) {
+          for (int x = 0; x < p; ++x) {
+            const auto [at, lands] = record(t[static_cast<std::size_t>(x)], fabric.path(g.npu(0, x), g.npu(0, mod(x + (1 << i), p))));
+            t[static_cast<std::size_t>(x)] = at;
+            ready[static_cast<std::size_t>(mod(x + (1 << i), p))] = lands;
+          }
+          for (int x = 0; x < p; ++x) t[static_cast<std::size_t>(x)] = c.wait_end(t[static_cast<std::size_t>(x)] + d, ready[static_cast<std::size_t>(x)]);
+        }
+      }
+      Step1 st;
+      st.shift = s;
+      for (int x = 0; x < p; ++x) path[static_cast<std::size_t>(x)] = fabric.path(g.npu(0, x), g.npu(0, mod(x + s, p)));
+      // "ready" goes from x to its sender x - s, over that pair's path.
+      std::vector<double> ready_lands(static_cast<std::size_t>(p));
+      for (int x = 0; x < p; ++x) {
+        const int from = mod(x - s, p);
+        const auto [at, lands] = record(t[static_cast<std::size_t>(x)], path[static_cast<std::size_t>(from)]);
+        ready_lands[static_cast<std::size_t>(from)] = lands;  // lands at the sender `from`
+        t[static_cast<std::size_t>(x)] = sdma_task(c, at, c.sdma_fixed, bytes, local, c.local_latency);
+      }
+      for (int x = 0; x < p; ++x) {
+        const PathCost& pc = path[static_cast<std::size_t>(x)];
+        const double rate = rate_of(st, pc);
+        double u = c.wait_end(t[static_cast<std::size_t>(x)] + d, ready_lands[static_cast<std::size_t>(x)]);
+        double arrived;
+        if (pc.rdma) {
+          u += d + c.rdma_post;
+          arrived = u + bytes / rate + pc.latency;
+        } else {
+          u = sdma_task(c, u, c.sdma_fixed, bytes, rate, pc.latency);
+          arrived = u;
+        }
+        const auto [at, lands] = record(u, pc);
+        t[static_cast<std::size_t>(x)] = at;
+        done[static_cast<std::size_t>(mod(x + s, p))] = std::max(lands, arrived);
+      }
+      for (int x = 0; x < p; ++x) {
+        const double got = c.wait_end(t[static_cast<std::size_t>(x)] + d, done[static_cast<std::size_t>(x)]);
+        t[static_cast<std::size_t>(x)] = sdma_task(c, got, c.sdma_fixed, bytes, local, c.local_latency);
+      }
+    }
+    if (spec.count == 0) break;
+  }
+  return *std::max_element(t.begin(), t.end());
 }
 
 }  // namespace
@@ -331,6 +451,7 @@ double level1_estimate(const EstimateFabric& fabric, const CollectiveSpec& spec,
   auto copy = [&](double t, double elems) { return elems > 0 ? sdma_task(c, t, c.sdma_fixed, elems * esz, local, c.local_latency) : t; };
   if (p == 1) return copy(free, static_cast<double>(spec.count));
   if (spec.op == CollOp::AlltoAll) return pairwise(fabric, spec, g, free);
+  PatternKinds kinds(fabric, g, p);
   const std::uint64_t buffer = std::max<std::uint64_t>(1, spec.buffer_bytes / data_type_size(spec.dtype));
   const bool per_rank = spec.op == CollOp::ReduceScatter || spec.op == CollOp::AllGather;
   const std::uint64_t per_loop = per_rank ? std::max<std::uint64_t>(1, buffer / static_cast<std::uint64_t>(p)) : buffer;
@@ -352,7 +473,7 @@ double level1_estimate(const EstimateFabric& fabric, const CollectiveSpec& spec,
         std::size_t last = i;
         for (; last < steps.size() && steps[last].fanout; ++last) bytes.push_back(steps[last].elems * esz);
         const double at = free;
-        free = slowest_kind(fabric, g, s, p, [&](const PathCost& path, double rate) {
+        free = slowest_kind(kinds, s, [&](const PathCost& path, double rate) {
           if (path.rdma) return at + fanout_tree(c, bytes, rate, path);
           double t = at;
           for (const double b : bytes) t = tree_step(c, t, b, rate, path);
@@ -363,7 +484,7 @@ double level1_estimate(const EstimateFabric& fabric, const CollectiveSpec& spec,
       }
       const double part = s.elems * esz / s.pieces;
       const double at = free;
-      free = slowest_kind(fabric, g, s, p, [&](const PathCost& path, double rate) {
+      free = slowest_kind(kinds, s, [&](const PathCost& path, double rate) {
         if (s.tree) return tree_step(c, at, s.elems * esz, rate, path);
         double t = guarded_step(c, at, part, rate, path, s.reduce);
         // Further pieces go on the same stream between the same records.
