@@ -204,10 +204,9 @@ std::vector<Step1> hd_steps(CollOp op, int p, double n) {
     case CollOp::Reduce:
       if (folded) step(n, true, 0, 1);
       for (int d = p2 / 2; d >= 1; d /= 2) step(n * d / p2, true, d);
-      for (int d = 1; d < p2; d *= 2) {
-        step(n * d / p2, false, d);
-        out.back().tree = true;
-      }
+      // The binomial gather: a receiver records "ready" only once it has
+      // taken the previous step's data, so every step is a full handshake.
+      for (int d = 1; d < p2; d *= 2) step(n * d / p2, false, d);
       break;
     case CollOp::AlltoAll: break;
   }
