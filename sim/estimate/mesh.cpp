@@ -290,48 +290,62 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
   const double d = c.dispatch;
   // The own block, on Main, while the rest runs; local copies go at the memory's rate / copies at once.
   const double own = copy_task(c, start(c), static_cast<double>(s.count * esz));
-  double sdma_free = start(c);  // the SDMA streams (all alike)
-  std::vector<double> slot_freed(static_cast<std::size_t>(groups), start(c));  // when each group's blocks were freed
-  double local_free = start(c);
+  // Per slot j of a round (its SDMA and local-copy streams): when each is
+  // free, and when each group's block j was last freed by its reader.
+  const std::size_t slots = static_cast<std::size_t>(concurrent);
+  std::vector<double> sdma_free(slots, start(c)), local_free(slots, start(c));
+  std::vector<double> slot_freed(slots * static_cast<std::size_t>(groups), start(c));
   int use = 0;
   for (std::uint64_t step = 0; step < steps; ++step) {
     const double piece = static_cast<double>(std::min(block, s.count - std::min(s.count, step * block)) * esz);
     for (std::size_t ri = 0; ri < rounds.size(); ++ri) {
-      const std::vector<int>& dist = rounds[ri];
       const int group = use++ % groups;
       // Beyond 128 rounds (thousands of ranks) a round takes the counts of
       // one of 64 sampled far rounds: all of them leave the server alike,
       // and counting every round would take minutes.
       const std::size_t sample = rounds.size() > 128 && ri >= 64 ? 64 + ri % 64 : ri;
+      const std::vector<int>& dist = rounds[sample];
       const std::string key = "a2a/" + std::to_string(p) + "/" + std::to_string(sample);
       auto flows = [&](std::vector<FlowPair>& out) {
         for (int r = 0; r < p && static_cast<int>(out.size()) < 8192; ++r)
-          for (int x : rounds[sample]) out.push_back(FlowPair{(r + p - x) % p, r});
+          for (int x : dist) out.push_back(FlowPair{(r + p - x) % p, r});
       };
-      const double local_rate = std::min(c.local_rate / static_cast<double>(dist.size()), c.copy_rate);
-      // The local stream: wait for the block to be free (its last reader), copy, record "staged".
-      double t = local_free;
-      if (use > groups) t = c.wait_end(t + d, slot_freed[static_cast<std::size_t>(group)]);
-      t = sdma_task(c, t, c.sdma_fixed, piece, local_rate, c.local_latency);
-      local_free = t + d + c.record_local;
-      const double staged = local_free;
-      double end = 0;
-      for (const PathCost& path : f.path_kinds(key, flows)) {
-        const double rate = f.shared_rate(key, flows, c.copy_rate, false);
-        const double record = path.same_chip ? c.record_local : c.record_remote;
-        double u = c.wait_end(sdma_free + d, staged);
-        const double ack = u + d + record;
-        u = c.wait_end(ack + d, ack);
-        u = sdma_task(c, u, c.sdma_read_fixed, piece, rate, path.latency);
-        const double done = u + d + record;
-        u = c.wait_end(done + d, done);
-        end = std::max(end, u + d + c.record_local);
+      const double rate = f.shared_rate(key, flows, c.copy_rate, false);
+      // The first use of the blocks stages all of them at once, sharing the
+      // memory channel; later ones wait each for its own block's reader,
+      // which spreads them out (one at a time, roughly).
+      const double sharing = use <= groups ? static_cast<double>(dist.size()) : 1.0;
+      const double local_rate = std::min(c.local_rate / sharing, c.copy_rate);
+      for (std::size_t j = 0; j < dist.size(); ++j) {
+        // The local stream: wait for the block to be free (its last reader), copy, record "staged".
+        double& freed = slot_freed[static_cast<std::size_t>(group) * slots + j];
+        double t = local_free[j];
+        if (use > groups) t = c.wait_end(t + d, freed);
+        t = sdma_task(c, t, c.sdma_fixed, piece, local_rate, c.local_latency);
+        local_free[j] = t + d + c.record_local;
+        const double staged = local_free[j];
+        // The SDMA stream, over the slowest kind of pair at this distance.
+        const int x = dist[j];
+        auto pairs = [&](std::vector<FlowPair>& out) {
+          for (int r = 0; r < p && static_cast<int>(out.size()) < 8192; ++r) out.push_back(FlowPair{(r + p - x) % p, r});
+        };
+        double end = 0;
+        for (const PathCost& path : f.path_kinds("a2a-d/" + std::to_string(p) + "/" + std::to_string(x), pairs)) {
+          const double record = path.same_chip ? c.record_local : c.record_remote;
+          double u = c.wait_end(sdma_free[j] + d, staged);
+          const double ack = u + d + record;
+          u = c.wait_end(ack + d, ack);
+          u = sdma_task(c, u, c.sdma_read_fixed, piece, rate, path.latency);
+          const double done = u + d + record;
+          u = c.wait_end(done + d, done);
+          end = std::max(end, u + d + c.record_local);
+        }
+        sdma_free[j] = freed = end;
       }
-      sdma_free = end;
-      slot_freed[static_cast<std::size_t>(group)] = end;
     }
   }
-  return std::max(own, sdma_free);
+  const double sdma_end = *std::max_element(sdma_free.begin(), sdma_free.end());
+  return std::max(own, sdma_end);
 }
 
 }  // namespace

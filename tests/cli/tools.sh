@@ -18,7 +18,7 @@ a2_cluster="$src/configs/topologies/a2-cluster.json"
 
 CASES=(hccl_test_command_line hccl_test_layout hccl_test_no_check hccl_test_p_on_cluster repeated_option
        repeated_flag subcommand_help help_keeps_scope baseline_check run_baseline_check sweep_single_vs_mpirun
-       sweep_json sweep_bad_grid out_opened_before_run stream_json_lines plot_png)
+       sweep_json sweep_bad_grid out_opened_before_run stream_json_lines plot_png model_estimate model_estimate_refusals)
 if [ "$name" = list ]; then
   printf '%s\n' "${CASES[@]}"
   exit 0
@@ -226,6 +226,32 @@ PY
     run_case_too
     elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
     check "the bad path failed before the run (${elapsed_ms} ms)" [ $elapsed_ms -lt 2000 ] ;;
+  model_estimate)
+    # issue 9: the closed form answers with rows that say so, also at 100,000 NPUs.
+    "$hcclsim" perf all_reduce -b 8K -e 64M --model estimate --format csv >"$tmp/est.csv" 2>"$tmp/err.txt"
+    check "estimate exits 0" [ $? -eq 0 ]
+    check "14 estimate rows, check skipped" [ "$(grep -c ',skipped,[A-Za-z0-9]*,estimate$' "$tmp/est.csv")" -eq 14 ]
+    check "the header ends with model" [ "$(head -1 "$tmp/est.csv" | awk -F, '{print $NF}')" = model ]
+    "$hcclsim" perf all_reduce -b 8K -e 64M --no-check --format csv >"$tmp/det.csv" 2>/dev/null
+    check "the same executors as the detailed model" \
+      diff <(cut -d, -f1-9,14 "$tmp/det.csv" | tail -n +2) <(cut -d, -f1-9,14 "$tmp/est.csv" | tail -n +2)
+    "$hcclsim" perf all_gather -b 1M -e 1G -f 4 --topology "$a2_cluster" --servers 12500 --model estimate \
+      --format csv >"$tmp/big.csv" 2>"$tmp/err.txt"
+    check "100,000 NPUs: exits 0 (not refused by the memory estimate)" [ $? -eq 0 ]
+    check "100,000 NPUs: 6 rows on 100000 ranks" [ "$(grep -c '^all_gather,100000,.*,estimate$' "$tmp/big.csv")" -eq 6 ] ;;
+  model_estimate_refusals)
+    expect_exit() {  # expect_exit CODE TEXT ARGS...: exit CODE and TEXT on stderr
+      local want=$1 text=$2
+      shift 2
+      "$hcclsim" "$@" >/dev/null 2>"$tmp/err.txt"
+      local rc=$?
+      check "'$*' exits $want (got $rc)" [ $rc -eq "$want" ]
+      check "'$*' says '$text'" contains "$tmp/err.txt" "$text"
+    }
+    expect_exit 2 "option --model" perf all_reduce --model fast
+    expect_exit 2 "option --trace" perf all_reduce --model estimate --trace "$tmp/t.json"
+    expect_exit 2 "option --links" perf all_reduce --model estimate --links "$tmp/l.csv"
+    expect_exit 2 "no closed form for AllReduceMeshAiv" perf all_reduce --model estimate --expansion aiv ;;
   stream_json_lines)
     "$hcclsim" perf reduce_scatter -b 8K -e 1M --format jsonl >"$tmp/rows.jsonl" 2>/dev/null
     check "jsonl exits 0" [ $? -eq 0 ]

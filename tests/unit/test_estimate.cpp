@@ -1,0 +1,152 @@
+// `--model estimate` (sim/estimate) against the detailed model on a grid
+// of ops x sizes x rank counts x A2 / A3 (issue 9: within 5%), without the
+// data check, every NPU of the topology a rank, fp16, HCCL's own choice of
+// executor. The ring executors have their own cases (test_estimate_ring.cpp).
+//
+// Where the closed forms follow the executor's task order exactly (one A2
+// server; the A2 compositions, whose per-rank form tracks every rank of a
+// server), they are held to 0.1% as well, so that a change of one task on
+// the critical path (a record, a dispatch gap, a copy) fails here and not
+// only a 5% drift. Points where the estimate is known to leave something
+// out are listed with the reason and held to their own bound:
+//   - Broadcast across 8 A2 servers at 64 MiB: the root goes on to the
+//     all-gather while its scatter writes are still in flight, and those
+//     flows share its NIC; the closed form lets the phases follow one
+//     another (-9%).
+//   - RunAlltoAllDirectFullmesh (A3 AlltoAll): after the first round each
+//     block waits for its own reader, so the detailed model's copies and
+//     reads spread out; the form takes the first round's copies as sharing
+//     the memory and later ones as alone (within 4% on the grid).
+// Each TEST_CASE elaborates its own Platform (one per process, as SystemC
+// needs; ctest runs each case alone).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/estimate/estimate.h"
+#include "sim/perf.h"
+#include "topologies/config.h"
+#include "topologies/platform.h"
+
+using namespace hcclsim;
+
+namespace {
+
+constexpr std::uint64_t KiB = 1024;
+constexpr std::uint64_t MiB = 1024 * KiB;
+constexpr std::uint64_t GiB = 1024 * MiB;
+
+std::string topology(const std::string& name) { return std::string(HCCLSIM_SOURCE_DIR) + "/configs/topologies/" + name; }
+
+const std::vector<CollOp> kAllOps{CollOp::AllReduce, CollOp::AllGather, CollOp::ReduceScatter,
+                                  CollOp::AlltoAll,  CollOp::Broadcast, CollOp::Reduce};
+
+struct Bound {
+  double tolerance = 0.05;
+  double exact = 1.0;  // a tighter bound where the form is exact (1 = none)
+};
+
+// Every op at every size on the platform, both models through the same
+// entry points as `hcclsim perf` (run_perf, estimate_perf); `bound(op, size)`
+// gives the tolerance of a point.
+template <typename BoundOf>
+void compare(Platform& platform, const std::vector<CollOp>& ops, const std::vector<std::uint64_t>& sizes,
+             BoundOf bound) {
+  for (const CollOp op : ops) {
+    PerfRequest request;
+    request.op = op;
+    request.ranks = platform.spec().npus;
+    request.buffer_bytes = platform.spec().npu.hccl_buffer_bytes;
+    request.check = false;
+    request.sizes = sizes;
+    const std::vector<PerfRow> detailed = run_perf(platform, request);
+    const std::vector<PerfRow> estimated = estimate_perf(platform.spec(), request);
+    REQUIRE(detailed.size() == estimated.size());
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      const PerfRow& d = detailed[i];
+      const PerfRow& e = estimated[i];
+      REQUIRE(e.executor == d.executor);  // the same selection
+      CHECK(e.model == "estimate");
+      CHECK(d.model == "detailed");
+      const double error = static_cast<double>(e.time.ps) / static_cast<double>(d.time.ps) - 1;
+      const Bound b = bound(op, sizes[i]);
+      INFO(coll_op_name(op) << " " << sizes[i] << " B on " << request.ranks << " ranks, " << d.executor
+                            << ": detailed " << d.time.ps / 1e6 << " us, estimate " << e.time.ps / 1e6
+                            << " us, error " << error * 100 << "%");
+      CHECK(std::abs(error) <= b.tolerance);
+      CHECK(std::abs(error) <= b.exact);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("estimate: one A2 server, every op 8K..1G, exact", "[estimate]") {
+  Platform platform(load_topology(topology("a2-server.json")));
+  compare(platform, kAllOps, {8 * KiB, 256 * KiB, 1 * MiB, 64 * MiB, 1 * GiB}, [](CollOp op, std::uint64_t size) {
+    // AlltoAll of 1 GiB runs RunAlltoAllDirectFullmesh, whose staged blocks
+    // and reads interleave by slot in a way the form follows per slot but
+    // not per rank (-0.4%).
+    return op == CollOp::AlltoAll && size == GiB ? Bound{0.05, 1.0} : Bound{0.05, 0.001};
+  });
+}
+
+TEST_CASE("estimate: two A2 servers, every op 8K..64M", "[estimate]") {
+  Platform platform(load_topology(topology("a2-cluster.json"), {}, 2));
+  compare(platform, kAllOps, {8 * KiB, 1 * MiB, 64 * MiB}, [](CollOp op, std::uint64_t) {
+    // AllGather's level-0 stage: rank 0's copies are in place (skipped),
+    // the others' are not; the form charges every rank's (+0.8% at most).
+    // Broadcast's server stage: the form's scatter and all-gather phases
+    // sync every pair the detailed model syncs, with the root's copy ahead.
+    return op == CollOp::AllGather || op == CollOp::Broadcast ? Bound{0.05, 1.0} : Bound{0.05, 0.001};
+  });
+}
+
+TEST_CASE("estimate: eight A2 servers (64 NPUs), every op 8K..64M", "[estimate]") {
+  Platform platform(load_topology(topology("a2-cluster.json"), {}, 8));
+  compare(platform, kAllOps, {8 * KiB, 1 * MiB, 64 * MiB}, [](CollOp op, std::uint64_t size) {
+    if (op == CollOp::Broadcast && size == 64 * MiB) return Bound{0.10, 1.0};  // see the header
+    return op == CollOp::AllGather || op == CollOp::Broadcast ? Bound{0.05, 1.0} : Bound{0.05, 0.001};
+  });
+}
+
+TEST_CASE("estimate: one A3 server, the flat and AlltoAll executors 8K..64M", "[estimate]") {
+  // 8K..4M select the small-count executors (flat H-D_R) and DirectFullmesh;
+  // the double rings above are test_estimate_ring.cpp's.
+  Platform platform(load_topology(topology("a3-server.json")));
+  compare(platform, kAllOps, {8 * KiB, 1 * MiB}, [](CollOp, std::uint64_t) { return Bound{}; });
+  compare(platform, {CollOp::AlltoAll}, {64 * MiB}, [](CollOp, std::uint64_t) { return Bound{}; });
+}
+
+TEST_CASE("estimate: two CloudMatrix384 servers, the flat and AlltoAll executors 8K..1M", "[estimate]") {
+  Platform platform(load_topology(topology("cloudmatrix384.json"), {}, 2));
+  compare(platform, kAllOps, {8 * KiB, 1 * MiB}, [](CollOp, std::uint64_t) { return Bound{}; });
+}
+
+TEST_CASE("estimate: an executor without a closed form is refused by name", "[estimate]") {
+  const TopologySpec spec = load_topology(topology("a2-server.json"));
+  PerfRequest request;
+  request.op = CollOp::AllReduce;
+  request.ranks = spec.npus;
+  request.buffer_bytes = spec.npu.hccl_buffer_bytes;
+  request.sizes = {1 * MiB};
+  request.expansion = Expansion::Aiv;  // the AIV kernels have no closed form
+  CHECK_THROWS_WITH(estimate_perf(spec, request),
+                    Catch::Contains("no closed form for AllReduceMeshAiv") && Catch::Contains("--model detailed"));
+}
+
+TEST_CASE("estimate: the same inputs give the same times, bit for bit", "[estimate]") {
+  const TopologySpec spec = load_topology(topology("a2-cluster.json"), {}, 4);
+  PerfRequest request;
+  request.op = CollOp::AllReduce;
+  request.ranks = spec.npus;
+  request.buffer_bytes = spec.npu.hccl_buffer_bytes;
+  request.sizes = {8 * KiB, 64 * MiB, 1 * GiB};
+  const std::vector<PerfRow> a = estimate_perf(spec, request);
+  const std::vector<PerfRow> b = estimate_perf(spec, request);
+  REQUIRE(a.size() == b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) CHECK(a[i].time.ps == b[i].time.ps);
+}
