@@ -1,5 +1,6 @@
 #include "sim/report/sweep.h"
 
+#include <optional>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -104,12 +105,19 @@ void write_all(int fd, const std::string& text) {
   std::string message;
   try {
     const TopologySpec spec = load_sweep_topology(grid.topologies[series.front()->topology]);
-    Platform platform(spec);
+    // The estimate needs no SystemC platform (and none is elaborated).
+    std::optional<Platform> platform;
+    if (!grid.estimate) platform.emplace(spec);
     for (const SweepSeries* s : series) {
       try {
-        run_perf(platform, request_for(grid, *s, spec), nullptr, [&](std::size_t i, const PerfRow& row) {
+        const PerfRowCallback on_row = [&](std::size_t i, const PerfRow& row) {
           write_all(fd, "R" + std::to_string(s->first_point + i) + " " + serialize_perf_row(row) + "\n");
-        });
+        };
+        if (grid.estimate) {
+          estimate_perf(spec, request_for(grid, *s, spec), on_row);
+        } else {
+          run_perf(*platform, request_for(grid, *s, spec), nullptr, on_row);
+        }
       } catch (const std::invalid_argument& e) {
         throw InputError(grid.file, describe_series(grid, *s) + ": " + e.what());
       } catch (const GraphError& e) {
@@ -269,6 +277,8 @@ SweepGrid load_sweep_grid(const std::string& file) {
   }
   grid.reduce_op = *parse_reduce_op(top.choice_or("reduce_op", reduce_op_names(), "sum"));
   grid.check = top.bool_or("check", true);
+  grid.estimate = top.choice_or("model", {"detailed", "estimate"}, "detailed") == "estimate";
+  if (grid.estimate) grid.check = false;  // the closed form has no data to check
   top.finish();
 
   std::vector<std::string> op_choices = coll_op_names();

@@ -53,6 +53,7 @@ struct SweepGrid {
   std::vector<std::uint64_t> sizes;    // every series runs every size (sizes vary fastest)
   ReduceOp reduce_op = ReduceOp::Sum;
   bool check = true;
+  bool estimate = false;               // "model": "estimate": closed forms, no SystemC, no data check
   std::size_t points() const { return series.size() * sizes.size(); }
 };
 

@@ -238,7 +238,11 @@ PY
     "$hcclsim" perf all_gather -b 1M -e 1G -f 4 --topology "$a2_cluster" --servers 12500 --model estimate \
       --format csv >"$tmp/big.csv" 2>"$tmp/err.txt"
     check "100,000 NPUs: exits 0 (not refused by the memory estimate)" [ $? -eq 0 ]
-    check "100,000 NPUs: 6 rows on 100000 ranks" [ "$(grep -c '^all_gather,100000,.*,estimate$' "$tmp/big.csv")" -eq 6 ] ;;
+    check "100,000 NPUs: 6 rows on 100000 ranks" [ "$(grep -c '^all_gather,100000,.*,estimate$' "$tmp/big.csv")" -eq 6 ]
+    "$hcclsim" sweep "$src/configs/sweeps/capacity-estimate.json" >"$tmp/cap.csv" 2>"$tmp/err.txt"
+    check "the capacity sweep exits 0" [ $? -eq 0 ]
+    check "192 estimate points up to 100,000 NPUs" [ "$(grep -c ',skipped,[A-Za-z0-9]*,estimate$' "$tmp/cap.csv")" -eq 192 ]
+    check "ranks up to 100000 (A2) and 99840 (A3)" [ "$(grep -c ',100000,fp16,\|,99840,fp16,' "$tmp/cap.csv")" -eq 48 ] ;;
   model_estimate_refusals)
     expect_exit() {  # expect_exit CODE TEXT ARGS...: exit CODE and TEXT on stderr
       local want=$1 text=$2
@@ -251,7 +255,11 @@ PY
     expect_exit 2 "option --model" perf all_reduce --model fast
     expect_exit 2 "option --trace" perf all_reduce --model estimate --trace "$tmp/t.json"
     expect_exit 2 "option --links" perf all_reduce --model estimate --links "$tmp/l.csv"
-    expect_exit 2 "no closed form for AllReduceMeshAiv" perf all_reduce --model estimate --expansion aiv ;;
+    expect_exit 2 "no closed form for AllReduceMeshAiv" perf all_reduce --model estimate --expansion aiv
+    printf '{"topologies": ["%s"], "ops": ["all_reduce"], "sizes": ["1M"], "model": "fast"}' \
+      "$src/configs/topologies/a2-server.json" >"$tmp/grid.json"
+    expect_exit 2 "model" sweep "$tmp/grid.json"
+    check "the grid error names the allowed models" contains "$tmp/err.txt" "estimate" ;;
   stream_json_lines)
     "$hcclsim" perf reduce_scatter -b 8K -e 1M --format jsonl >"$tmp/rows.jsonl" 2>/dev/null
     check "jsonl exits 0" [ $? -eq 0 ]
