@@ -9,6 +9,7 @@
 // same time from when its rank of this server starts it.
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -90,8 +91,9 @@ bool every_pair(int, int) { return true; }
 Times copies(const StepCosts& c, Times free, int count, double bytes, int only = -1) {
   for (std::size_t r = 0; r < free.size(); ++r) {
     if (only >= 0 && static_cast<int>(r) != only) continue;
-    for (int i = 0; i < count && bytes > 0; ++i) {
-      free[r] = sdma_task(c, free[r], c.sdma_fixed, bytes, std::min(c.local_rate, c.copy_rate), c.local_latency);
+    // `count` copies back to back (thousands across a large cluster): one product.
+    if (count > 0 && bytes > 0) {
+      free[r] += count * (sdma_task(c, 0.0, c.sdma_fixed, bytes, std::min(c.local_rate, c.copy_rate), c.local_latency));
     }
   }
   return free;
@@ -120,10 +122,16 @@ CollectiveSpec stage(const CollectiveSpec& whole, CollOp op, int ranks, std::uin
   return s;
 }
 
-// A level-1 stage on every rail: each rank's stream from `free` on.
+// A level-1 stage on every rail: each rank's stream from `free` on. Its
+// duration depends only on the stage's op and size, so a collective of
+// thousands of equal slices computes it once (`memo`).
+using RailMemo = std::map<std::pair<CollOp, std::uint64_t>, double>;
 Times rail_stage(const EstimateFabric& f, const CollectiveSpec& s, Level1Algo algo, const GroupLayout& g,
-                 const Times& free) {
-  return plus(free, level1_estimate(f, s, algo, g, 0.0));
+                 const Times& free, RailMemo& memo) {
+  const auto key = std::make_pair(s.op, s.count);
+  auto found = memo.find(key);
+  if (found == memo.end()) found = memo.emplace(key, level1_estimate(f, s, algo, g, 0.0)).first;
+  return plus(free, found->second);
 }
 
 // One slice's stages, in order, each mapping the ranks' free times to their
@@ -131,7 +139,8 @@ Times rail_stage(const EstimateFabric& f, const CollectiveSpec& s, Level1Algo al
 // starts from `free - dispatch`).
 std::vector<std::function<Times(const Times&)>> slice_stages(const CollectiveSpec& s, const Hierarchy& h,
                                                               const AlgoPlan& plan, const EstimateFabric& f,
-                                                              std::uint64_t n, std::uint64_t level1_buffer) {
+                                                              std::uint64_t n, std::uint64_t level1_buffer,
+                                                              RailMemo& memo) {
   const StepCosts& c = f.costs();
   const int p0 = h.per_server;
   const int servers = h.servers();
@@ -145,31 +154,31 @@ std::vector<std::function<Times(const Times&)>> slice_stages(const CollectiveSpe
       const double chunk = static_cast<double>(elems) * esz;
       // The chunked stages leave their data in the HCCL buffer: the
       // reduce-scatter copies nothing out, the all-gather nothing in.
-      out.push_back([=, &f](const Times& t) {
+      out.push_back([=, &f, &memo](const Times& t) {
         return atomic_phase(f, copies(c, plus(t, -d), 1, bytes), chunk, true, true, every_pair);
       });
-      out.push_back([=, &f](const Times& t) {
-        return rail_stage(f, stage(s, CollOp::AllReduce, servers, elems, level1_buffer), plan.level1, rails(h), plus(t, -d));
+      out.push_back([=, &f, &memo](const Times& t) {
+        return rail_stage(f, stage(s, CollOp::AllReduce, servers, elems, level1_buffer), plan.level1, rails(h), plus(t, -d), memo);
       });
-      out.push_back([=, &f](const Times& t) {
+      out.push_back([=, &f, &memo](const Times& t) {
         return copies(c, atomic_phase(f, plus(t, -d), chunk, false, true, every_pair), 1, bytes);
       });
       break;
     }
     case CollOp::ReduceScatter:
-      out.push_back([=, &f](const Times& t) {
+      out.push_back([=, &f, &memo](const Times& t) {
         return copies(c, atomic_phase(f, copies(c, plus(t, -d), p0 * servers, bytes), servers * bytes, true, true, every_pair),
                       servers, bytes);
       });
-      out.push_back([=, &f](const Times& t) {
-        return rail_stage(f, stage(s, CollOp::ReduceScatter, servers, n, level1_buffer), plan.level1, rails(h), plus(t, -d));
+      out.push_back([=, &f, &memo](const Times& t) {
+        return rail_stage(f, stage(s, CollOp::ReduceScatter, servers, n, level1_buffer), plan.level1, rails(h), plus(t, -d), memo);
       });
       break;
     case CollOp::AllGather:
-      out.push_back([=, &f](const Times& t) {
-        return rail_stage(f, stage(s, CollOp::AllGather, servers, n, level1_buffer), plan.level1, rails(h), plus(t, -d));
+      out.push_back([=, &f, &memo](const Times& t) {
+        return rail_stage(f, stage(s, CollOp::AllGather, servers, n, level1_buffer), plan.level1, rails(h), plus(t, -d), memo);
       });
-      out.push_back([=, &f](const Times& t) {
+      out.push_back([=, &f, &memo](const Times& t) {
         return copies(c, atomic_phase(f, copies(c, plus(t, -d), servers, bytes), servers * bytes, false, true, every_pair),
                       p0 * servers, bytes);
       });
@@ -209,9 +218,10 @@ double hierarchical(const CollectiveSpec& s, const ExecContext& ctx, const AlgoP
   // slice k-2 ended).
   const Times begin(static_cast<std::size_t>(h.per_server), c.launch);
   std::vector<std::vector<Times>> ends;
+  RailMemo memo;
   Times t = begin;
   for (std::uint64_t first = 0; first == 0 || first < s.count; first += per_slice) {
-    const auto stages = slice_stages(s, h, plan, f, std::min(per_slice, s.count - first), level1_buffer);
+    const auto stages = slice_stages(s, h, plan, f, std::min(per_slice, s.count - first), level1_buffer, memo);
     std::vector<Times> e;
     for (std::size_t l = 0; l < stages.size(); ++l) {
       Times ready = t;

@@ -455,11 +455,15 @@ double level1_estimate(const EstimateFabric& fabric, const CollectiveSpec& spec,
   const bool per_rank = spec.op == CollOp::ReduceScatter || spec.op == CollOp::AllGather;
   const std::uint64_t per_loop = per_rank ? std::max<std::uint64_t>(1, buffer / static_cast<std::uint64_t>(p)) : buffer;
   const std::uint64_t count = spec.count;
-  for (std::uint64_t first = 0; first == 0 || first < count; first += per_loop) {
-    const double n = static_cast<double>(std::min(per_loop, count - first));
+  // A loop's tasks follow one another from the stream's free time, so a
+  // loop of n elements takes the same time wherever it starts: computed
+  // once per distinct n (every loop but the last is full).
+  std::map<std::uint64_t, double> loop_time;
+  auto loop = [&](double n) {
+    double free = 0;
     switch (spec.op) {  // copy in
       case CollOp::ReduceScatter:
-        for (int j = 0; j < p; ++j) free = copy(free, n);
+        free += p * (copy(0.0, n));  // p copies back to back
         break;
       case CollOp::Broadcast: free = copy(free, n); break;  // the root's copy in starts the tree
       default: free = copy(free, n);
@@ -496,10 +500,17 @@ double level1_estimate(const EstimateFabric& fabric, const CollectiveSpec& spec,
     }
     switch (spec.op) {  // copy out
       case CollOp::AllGather:
-        for (int j = 0; j < p; ++j) free = copy(free, n);
+        free += p * (copy(0.0, n));
         break;
       default: free = copy(free, n);
     }
+    return free;
+  };
+  for (std::uint64_t first = 0; first == 0 || first < count; first += per_loop) {
+    const std::uint64_t elems = std::min(per_loop, count - first);
+    auto found = loop_time.find(elems);
+    if (found == loop_time.end()) found = loop_time.emplace(elems, loop(static_cast<double>(elems))).first;
+    free += found->second;
     if (count == 0) break;
   }
   return free;
