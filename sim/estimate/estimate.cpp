@@ -121,6 +121,31 @@ const std::vector<PathCost>& EstimateFabric::path_kinds(const std::string& key,
   return kinds_.emplace(key, std::move(kinds)).first->second;
 }
 
+const EstimateFabric::PairTable& EstimateFabric::pair_table(const std::string& key, int rows, int cols,
+                                                           const std::function<FlowPair(int, int)>& pair) const {
+  const auto found = tables_.find(key);
+  if (found != tables_.end()) return found->second;
+  PairTable table;
+  table.kind_of.resize(static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols));
+  for (int r = 0; r < rows; ++r) {
+    for (int col = 0; col < cols; ++col) {
+      const FlowPair f = pair(r, col);
+      const PathCost p = path(f.from, f.to);
+      std::size_t k = 0;
+      while (k < table.kinds.size() &&
+             !(table.kinds[k].rdma == p.rdma && table.kinds[k].same_chip == p.same_chip &&
+               table.kinds[k].latency == p.latency && table.kinds[k].rate == p.rate &&
+               table.kinds[k].write_rate == p.write_rate)) {
+        ++k;
+      }
+      if (k == table.kinds.size()) table.kinds.push_back(p);
+      table.kind_of[static_cast<std::size_t>(r) * static_cast<std::size_t>(cols) + static_cast<std::size_t>(col)] =
+          static_cast<std::uint8_t>(std::min<std::size_t>(k, 255));
+    }
+  }
+  return tables_.emplace(key, std::move(table)).first->second;
+}
+
 const EstimateFn* find_estimate(const std::string& name) {
   static const std::map<std::string, EstimateFn> all = [] {
     std::map<std::string, EstimateFn> out;

@@ -94,6 +94,16 @@ class EstimateFabric {
   // Memoized under `key` like shared_rate.
   const std::vector<PathCost>& path_kinds(const std::string& key,
                                           const std::function<void(std::vector<FlowPair>&)>& flows) const;
+  // For pairs indexed (row, col), 0 <= row < rows, 0 <= col < cols, the
+  // path of `pair(row, col)` as an index into `kinds`: built once per key,
+  // so a form that visits every pair at every size (a pairwise AlltoAll
+  // followed rank by rank) looks paths up by a byte.
+  struct PairTable {
+    std::vector<PathCost> kinds;
+    std::vector<std::uint8_t> kind_of;  // row * cols + col
+  };
+  const PairTable& pair_table(const std::string& key, int rows, int cols,
+                              const std::function<FlowPair(int, int)>& pair) const;
 
  private:
   TopologySpec spec_;
@@ -101,7 +111,8 @@ class EstimateFabric {
   RouteFinder routes_;
   mutable std::map<std::string, double> shared_;  // key + cap + write -> rate
   mutable std::map<std::string, std::vector<PathCost>> kinds_;
-  mutable std::map<std::uint64_t, PathCost> paths_;  // by relation of the two NPUs (path())
+  mutable std::map<std::uint64_t, PathCost> paths_;
+  mutable std::map<std::string, PairTable> tables_;  // by relation of the two NPUs (path())
 };
 
 // An executor's closed form: the collective's time in ps.

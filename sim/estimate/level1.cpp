@@ -370,6 +370,10 @@ double pairwise_per_rank(const EstimateFabric& fabric, const CollectiveSpec& spe
   const int window = p - 1 <= 120 ? p - 1 : 100;
   const double local = std::min(c.local_rate, c.copy_rate);
   PatternKinds kinds(fabric, g, p);
+  // The path of (x, x + s) for every step s and rank x, looked up once.
+  const EstimateFabric::PairTable& paths = fabric.pair_table(
+      "pairwise/" + std::to_string(p) + "/" + std::to_string(g.stride) + "/" + std::to_string(g.group_step), p - 1, p,
+      [&](int row, int x) { return FlowPair{g.npu(0, x), g.npu(0, mod(x + row + 1, p))}; });
   std::vector<double> t(static_cast<std::size_t>(p), free), ready(t), done(t);
   std::vector<PathCost> path(static_cast<std::size_t>(p));
   auto rate_of = [&](const Step1& st, const PathCost& pc) {
@@ -404,7 +408,10 @@ double pairwise_per_rank(const EstimateFabric& fabric, const CollectiveSpec& spe
       }
       Step1 st;
       st.shift = s;
-      for (int x = 0; x < p; ++x) path[static_cast<std::size_t>(x)] = fabric.path(g.npu(0, x), g.npu(0, mod(x + s, p)));
+      for (int x = 0; x < p; ++x) {
+        path[static_cast<std::size_t>(x)] =
+            paths.kinds[paths.kind_of[static_cast<std::size_t>(s - 1) * static_cast<std::size_t>(p) + static_cast<std::size_t>(x)]];
+      }
       // "ready" goes from x to its sender x - s, over that pair's path.
       std::vector<double> ready_lands(static_cast<std::size_t>(p));
       for (int x = 0; x < p; ++x) {
@@ -413,9 +420,10 @@ double pairwise_per_rank(const EstimateFabric& fabric, const CollectiveSpec& spe
         ready_lands[static_cast<std::size_t>(from)] = lands;  // lands at the sender `from`
         t[static_cast<std::size_t>(x)] = sdma_task(c, at, c.sdma_fixed, bytes, local, c.local_latency);
       }
+      const double rate_by[2] = {rate_of(st, PathCost{}), rate_of(st, [] { PathCost r; r.rdma = true; return r; }())};
       for (int x = 0; x < p; ++x) {
         const PathCost& pc = path[static_cast<std::size_t>(x)];
-        const double rate = rate_of(st, pc);
+        const double rate = rate_by[pc.rdma ? 1 : 0];
         double u = c.wait_end(t[static_cast<std::size_t>(x)] + d, ready_lands[static_cast<std::size_t>(x)]);
         double arrived;
         if (pc.rdma) {
