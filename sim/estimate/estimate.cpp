@@ -72,35 +72,78 @@ PathCost EstimateFabric::path(int from, int to) const {
   return out;
 }
 
-double EstimateFabric::shared_rate(const std::string& key, const std::function<void(std::vector<FlowPair>&)>& flows,
-                                   double cap, bool write) const {
+const std::vector<double>& EstimateFabric::flow_rates(const std::string& key,
+                                                     const std::function<void(std::vector<FlowPair>&)>& flows,
+                                                     double cap, bool write) const {
   const std::string memo = key + (write ? "|w|" : "|r|") + std::to_string(cap);
-  const auto found = shared_.find(memo);
-  if (found != shared_.end()) return found->second;
+  const auto found = rates_.find(memo);
+  if (found != rates_.end()) return found->second;
   std::vector<FlowPair> list;
   flows(list);
-  // Flows per channel; the NPUs' memory channels after the links'.
+  // Channels crossed, the NPUs' memory channels after the links'; a flow's
+  // own limit is `cap` and, for a write, the write caps of its links.
   const std::size_t links = 2 * spec_.links.size();
-  std::vector<int> count(links + static_cast<std::size_t>(spec_.npus), 0);
   std::vector<std::vector<int>> paths(list.size());
+  std::vector<double> limit(list.size(), cap);
+  std::vector<int> used;  // channels crossed by some flow
+  std::vector<int> unfrozen(links + static_cast<std::size_t>(spec_.npus), 0);
+  std::vector<double> left(unfrozen.size(), 0.0);
   for (std::size_t i = 0; i < list.size(); ++i) {
     const FlowPair& f = list[i];
     paths[i] = f.from == f.to ? std::vector<int>{static_cast<int>(links) + f.from} : routes_.path(f.from, f.to);
-    for (const int c : paths[i]) ++count[static_cast<std::size_t>(c)];
-  }
-  double slowest = kUnlimited;
-  for (std::size_t i = 0; i < list.size(); ++i) {
-    double r = cap;
     for (const int c : paths[i]) {
       const auto cu = static_cast<std::size_t>(c);
-      const double bw = cu >= links ? costs_.local_rate : rate(spec_.links[cu / 2].params.bandwidth);
-      r = std::min(r, bw / count[cu]);
-      if (write && cu < links) r = std::min(r, rate(spec_.links[cu / 2].params.write_bandwidth));
+      if (unfrozen[cu]++ == 0) {
+        used.push_back(c);
+        left[cu] = cu >= links ? costs_.local_rate : rate(spec_.links[cu / 2].params.bandwidth);
+      }
+      if (write && cu < links) limit[i] = std::min(limit[i], rate(spec_.links[cu / 2].params.write_bandwidth));
     }
-    slowest = std::min(slowest, r);
   }
-  shared_.emplace(memo, slowest);
-  return slowest;
+  // Max-min fair shares by progressive filling, as the detailed flow model
+  // solves them: raise every unfrozen flow's rate together; a flow freezes
+  // at its own limit or when a channel it crosses is full.
+  std::vector<double> out(list.size(), 0.0);
+  std::vector<char> frozen(list.size(), 0);
+  std::size_t remaining = list.size();
+  while (remaining > 0) {
+    double level = kUnlimited;
+    for (const int c : used) {
+      const auto cu = static_cast<std::size_t>(c);
+      if (unfrozen[cu] > 0) level = std::min(level, left[cu] / unfrozen[cu]);
+    }
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      if (!frozen[i]) level = std::min(level, limit[i]);
+    }
+    const double slack = level * 1e-12;
+    std::vector<std::size_t> now;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      if (frozen[i]) continue;
+      bool stop = limit[i] <= level + slack;
+      for (const int c : paths[i]) {
+        const auto cu = static_cast<std::size_t>(c);
+        if (left[cu] / unfrozen[cu] <= level + slack) stop = true;
+      }
+      if (stop) now.push_back(i);
+    }
+    for (const std::size_t i : now) {
+      frozen[i] = 1;
+      out[i] = level;
+      --remaining;
+      for (const int c : paths[i]) {
+        const auto cu = static_cast<std::size_t>(c);
+        left[cu] = std::max(0.0, left[cu] - level);
+        --unfrozen[cu];
+      }
+    }
+  }
+  return rates_.emplace(memo, std::move(out)).first->second;
+}
+
+double EstimateFabric::shared_rate(const std::string& key, const std::function<void(std::vector<FlowPair>&)>& flows,
+                                   double cap, bool write) const {
+  const std::vector<double>& rates = flow_rates(key, flows, cap, write);
+  return rates.empty() ? cap : *std::min_element(rates.begin(), rates.end());
 }
 
 const std::vector<PathCost>& EstimateFabric::path_kinds(const std::string& key,

@@ -81,11 +81,16 @@ class EstimateFabric {
   // relation (same chip, server, SDMA domain, leaf of each fabric) take
   // paths of the same cost.
   PathCost path(int from, int to) const;
-  // The slowest flow's rate (bytes per ps) when `flows` run at once: each
-  // channel's rate split equally between the flows crossing it, each flow
-  // capped by `cap` (and by the write caps of its links when `write`).
-  // Memoized under `key` (a step pattern's name: what the flows are does
-  // not depend on the data size), so a sweep counts each pattern once.
+  // Each flow's rate (bytes per ps) when `flows` run at once: max-min fair
+  // shares of the channels they cross (progressive filling, as the detailed
+  // flow model), each flow capped by `cap` (and by the write caps of its
+  // links when `write`). Memoized under `key` (a step pattern's name: what
+  // the flows are does not depend on the data size), so a sweep solves
+  // each pattern once.
+  const std::vector<double>& flow_rates(const std::string& key,
+                                        const std::function<void(std::vector<FlowPair>&)>& flows, double cap,
+                                        bool write) const;
+  // The slowest of them: a step ends with its slowest flow.
   double shared_rate(const std::string& key, const std::function<void(std::vector<FlowPair>&)>& flows, double cap,
                      bool write) const;
   // The distinct paths (by latency, rates, RDMA, same chip) that the pairs
@@ -109,7 +114,7 @@ class EstimateFabric {
   TopologySpec spec_;
   StepCosts costs_;
   RouteFinder routes_;
-  mutable std::map<std::string, double> shared_;  // key + cap + write -> rate
+  mutable std::map<std::string, std::vector<double>> rates_;  // key + cap + write -> each flow's rate
   mutable std::map<std::string, std::vector<PathCost>> kinds_;
   mutable std::map<std::uint64_t, PathCost> paths_;
   mutable std::map<std::string, PairTable> tables_;  // by relation of the two NPUs (path())

@@ -420,10 +420,18 @@ double pairwise_per_rank(const EstimateFabric& fabric, const CollectiveSpec& spe
         ready_lands[static_cast<std::size_t>(from)] = lands;  // lands at the sender `from`
         t[static_cast<std::size_t>(x)] = sdma_task(c, at, c.sdma_fixed, bytes, local, c.local_latency);
       }
+      // Each pair's own max-min share (flows listed x = 0.. for one group),
+      // the step's slowest beyond the counted window.
       const double rate_by[2] = {rate_of(st, PathCost{}), rate_of(st, [] { PathCost r; r.rdma = true; return r; }())};
+      const auto flows = step_flows(g, st, p);
+      const std::string key = step_key(g, st, p);
+      const std::vector<double>& sdma_rates = fabric.flow_rates(key, flows, c.copy_rate, true);
+      const std::vector<double>& rdma_rates = fabric.flow_rates(key, flows, kNoCap, false);
       for (int x = 0; x < p; ++x) {
         const PathCost& pc = path[static_cast<std::size_t>(x)];
-        const double rate = rate_by[pc.rdma ? 1 : 0];
+        const std::vector<double>& rates = pc.rdma ? rdma_rates : sdma_rates;
+        const double rate = g.groups == 1 && static_cast<std::size_t>(x) < rates.size() ? rates[static_cast<std::size_t>(x)]
+                                                                                       : rate_by[pc.rdma ? 1 : 0];
         double u = c.wait_end(t[static_cast<std::size_t>(x)] + d, ready_lands[static_cast<std::size_t>(x)]);
         double arrived;
         if (pc.rdma) {

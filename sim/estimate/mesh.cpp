@@ -310,7 +310,13 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
         for (int r = 0; r < p && static_cast<int>(out.size()) < 8192; ++r)
           for (int x : dist) out.push_back(FlowPair{(r + p - x) % p, r});
       };
-      const double rate = f.shared_rate(key, flows, c.copy_rate, false);
+      // Each slot reads at the slowest share its distance gets (the round's
+      // flows listed rank-major, one per distance).
+      const std::vector<double>& rates = f.flow_rates(key, flows, c.copy_rate, false);
+      std::vector<double> slot_rate(dist.size(), 1e300);
+      for (std::size_t i = 0; i < rates.size(); ++i) {
+        slot_rate[i % dist.size()] = std::min(slot_rate[i % dist.size()], rates[i]);
+      }
       // The first use of the blocks stages all of them at once, sharing the
       // memory channel; later ones wait each for its own block's reader,
       // which spreads them out (one at a time, roughly).
@@ -335,7 +341,7 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
           double u = c.wait_end(sdma_free[j] + d, staged);
           const double ack = u + d + record;
           u = c.wait_end(ack + d, ack);
-          u = sdma_task(c, u, c.sdma_read_fixed, piece, rate, path.latency);
+          u = sdma_task(c, u, c.sdma_read_fixed, piece, slot_rate[j], path.latency);
           const double done = u + d + record;
           u = c.wait_end(done + d, done);
           end = std::max(end, u + d + c.record_local);
