@@ -290,11 +290,24 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
   const double d = c.dispatch;
   // The own block, on Main, while the rest runs; local copies go at the memory's rate / copies at once.
   const double own = copy_task(c, start(c), static_cast<double>(s.count * esz));
-  // Per slot j of a round (its SDMA and local-copy streams): when each is
-  // free, and when each group's block j was last freed by its reader.
+  // Up to kPerRank ranks every rank is followed with its own times (each
+  // pair's share and path, a rank waiting for its own peers); beyond, one
+  // representative per slot at its distance's slowest share and path.
+  constexpr int kPerRank = 1024;
+  const int ranks = p <= kPerRank ? p : 1;
+  const EstimateFabric::PairTable* table =
+      p <= kPerRank ? &f.pair_table("a2a-pairs/" + std::to_string(p), p - 1, p,
+                                    [p](int row, int r) { return FlowPair{r, (r + row + 1) % p}; })
+                    : nullptr;
+  // Per rank and slot j of a round (its SDMA and local-copy streams): when
+  // each is free, and when each group's block j was last freed by its reader.
   const std::size_t slots = static_cast<std::size_t>(concurrent);
-  std::vector<double> sdma_free(slots, start(c)), local_free(slots, start(c));
-  std::vector<double> slot_freed(slots * static_cast<std::size_t>(groups), start(c));
+  auto at = [slots](std::vector<double>& v, int r, std::size_t j) -> double& {
+    return v[static_cast<std::size_t>(r) * slots + j];
+  };
+  std::vector<double> sdma_free(static_cast<std::size_t>(ranks) * slots, start(c)), local_free(sdma_free);
+  std::vector<std::vector<double>> slot_freed(static_cast<std::size_t>(groups), sdma_free);
+  std::vector<double> staged(static_cast<std::size_t>(ranks)), ack(staged), signal(staged), u(staged);
   int use = 0;
   for (std::uint64_t step = 0; step < steps; ++step) {
     const double piece = static_cast<double>(std::min(block, s.count - std::min(s.count, step * block)) * esz);
@@ -310,8 +323,7 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
         for (int r = 0; r < p && static_cast<int>(out.size()) < 8192; ++r)
           for (int x : dist) out.push_back(FlowPair{(r + p - x) % p, r});
       };
-      // Each slot reads at the slowest share its distance gets (the round's
-      // flows listed rank-major, one per distance).
+      // The round's flows, listed rank-major, one per distance.
       const std::vector<double>& rates = f.flow_rates(key, flows, c.copy_rate, false);
       std::vector<double> slot_rate(dist.size(), 1e300);
       for (std::size_t i = 0; i < rates.size(); ++i) {
@@ -323,30 +335,49 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
       const double sharing = use <= groups ? static_cast<double>(dist.size()) : 1.0;
       const double local_rate = std::min(c.local_rate / sharing, c.copy_rate);
       for (std::size_t j = 0; j < dist.size(); ++j) {
-        // The local stream: wait for the block to be free (its last reader), copy, record "staged".
-        double& freed = slot_freed[static_cast<std::size_t>(group) * slots + j];
-        double t = local_free[j];
-        if (use > groups) t = c.wait_end(t + d, freed);
-        t = sdma_task(c, t, c.sdma_fixed, piece, local_rate, c.local_latency);
-        local_free[j] = t + d + c.record_local;
-        const double staged = local_free[j];
-        // The SDMA stream, over the slowest kind of pair at this distance.
         const int x = dist[j];
-        auto pairs = [&](std::vector<FlowPair>& out) {
-          for (int r = 0; r < p && static_cast<int>(out.size()) < 8192; ++r) out.push_back(FlowPair{(r + p - x) % p, r});
-        };
-        double end = 0;
-        for (const PathCost& path : f.path_kinds("a2a-d/" + std::to_string(p) + "/" + std::to_string(x), pairs)) {
-          const double record = path.same_chip ? c.record_local : c.record_remote;
-          double u = c.wait_end(sdma_free[j] + d, staged);
-          const double ack = u + d + record;
-          u = c.wait_end(ack + d, ack);
-          u = sdma_task(c, u, c.sdma_read_fixed, piece, slot_rate[j], path.latency);
-          const double done = u + d + record;
-          u = c.wait_end(done + d, done);
-          end = std::max(end, u + d + c.record_local);
+        // The path of (r, r + x): from the table, or the slowest kind at this distance.
+        PathCost slowest;
+        if (table == nullptr) {
+          auto pairs = [&](std::vector<FlowPair>& out) {
+            for (int r = 0; r < p && static_cast<int>(out.size()) < 8192; ++r) out.push_back(FlowPair{(r + p - x) % p, r});
+          };
+          for (const PathCost& k : f.path_kinds("a2a-d/" + std::to_string(p) + "/" + std::to_string(x), pairs)) {
+            if (k.latency >= slowest.latency) slowest = k;
+          }
         }
-        sdma_free[j] = freed = end;
+        auto path_of = [&](int r) -> const PathCost& {  // of the pair (r, r + x)
+          if (table == nullptr) return slowest;
+          return table->kinds[table->kind_of[static_cast<std::size_t>(x - 1) * static_cast<std::size_t>(p) +
+                                             static_cast<std::size_t>(r)]];
+        };
+        auto record = [&](const PathCost& pc) { return pc.same_chip ? c.record_local : c.record_remote; };
+        for (int r = 0; r < ranks; ++r) {
+          // The local stream: wait for the block to be free (its last reader), copy, record "staged".
+          double t = at(local_free, r, j);
+          if (use > groups) t = c.wait_end(t + d, at(slot_freed[static_cast<std::size_t>(group)], r, j));
+          t = sdma_task(c, t, c.sdma_fixed, piece, local_rate, c.local_latency);
+          at(local_free, r, j) = t + d + c.record_local;
+          // The SDMA stream: wait for it, TxAck to r + x.
+          u[static_cast<std::size_t>(r)] = c.wait_end(at(sdma_free, r, j) + d, at(local_free, r, j));
+          ack[static_cast<std::size_t>(r)] = u[static_cast<std::size_t>(r)] + d + record(path_of(r));
+        }
+        for (int r = 0; r < ranks; ++r) {
+          // RxAck from r - x, read its piece, TxDataSignal back to it.
+          const int from = ranks == 1 ? 0 : (r + p - x) % p;
+          const PathCost& in = path_of(from);
+          const std::size_t flow = static_cast<std::size_t>(r) * dist.size() + j;
+          const double rate = ranks > 1 && flow < rates.size() ? rates[flow] : slot_rate[j];
+          double t = c.wait_end(ack[static_cast<std::size_t>(r)] + d, ack[static_cast<std::size_t>(from)]);
+          t = sdma_task(c, t, c.sdma_read_fixed, piece, rate, in.latency);
+          signal[static_cast<std::size_t>(r)] = t + d + record(in);
+        }
+        for (int r = 0; r < ranks; ++r) {
+          // RxDataSignal from r + x (it has read r's piece), then free the block.
+          const int to = ranks == 1 ? 0 : (r + x) % p;
+          const double t = c.wait_end(signal[static_cast<std::size_t>(r)] + d, signal[static_cast<std::size_t>(to)]);
+          at(sdma_free, r, j) = at(slot_freed[static_cast<std::size_t>(group)], r, j) = t + d + c.record_local;
+        }
       }
     }
   }
