@@ -1,18 +1,24 @@
 // `--model estimate`: a collective's time in closed form, without SystemC.
 // The executor HCCL's selection picks is the same as in the detailed model;
-// instead of building its task graph, its step structure is evaluated for
-// one representative rank (every rank of these executors runs the same
-// steps): each step costs its fixed costs (dispatch, notify records and
-// waits, SDMA / RDMA set-up, latencies) plus its bytes over the rate its
-// flow gets when the flows of that step are counted on every channel they
-// cross (an equal split per channel, the slowest flow setting the step).
+// instead of building its task graph, its task order is evaluated with the
+// scheduler's rules (dispatch gaps, notify records and waits, SDMA / RDMA
+// set-up, latencies, a transfer's bytes over its rate): for the ranks of one
+// server, each with its own times, where the form depends on where a rank
+// sits (the mesh and ring stages, the pairwise and DirectFullmesh AlltoAll
+// up to 1024-2048 ranks), else for one representative rank whose peers are
+// as far along as it is (every rank of these steps runs the same tasks). A
+// step's rates are max-min fair shares of the channels its flows cross,
+// all of the step's flows counted together (progressive filling, memoized
+// per pattern: they do not depend on the size).
 //
-// What it leaves out, against the detailed model: skew between ranks (a
-// rank paired with a late peer waits for it; here every rank is as late as
-// the representative), flows of different steps overlapping, and the
-// max-min redistribution of a channel's spare rate (an equal split per
-// channel instead). tests/unit/test_estimate.cpp bounds the difference on a
-// grid of ops, sizes, rank counts and products.
+// What it leaves out, against the detailed model: flows of different steps
+// or stages overlapping (a Pipeline's two level-0 lanes share the server's
+// links; a broadcast root's scatter writes still in flight during its
+// all-gather; DirectFullmesh slots drifting into different rounds), and
+// skew between ranks where the form follows one representative.
+// tests/unit/test_estimate*.cpp bound the difference on a grid of ops,
+// sizes, rank counts and products; README "The estimate mode" lists where
+// it differs most and why.
 #pragma once
 
 #include <cstdint>
