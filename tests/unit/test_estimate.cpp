@@ -113,6 +113,12 @@ TEST_CASE("estimate: eight A2 servers (64 NPUs), every op 8K..64M", "[estimate]"
   });
 }
 
+TEST_CASE("estimate: an A2 AllReduce Pipeline of several slices (256M, 1G on two servers)", "[estimate]") {
+  // Its two level-0 lanes share the server links (processor sharing in the form).
+  Platform platform(load_topology(topology("a2-cluster.json"), {}, 2));
+  compare(platform, {CollOp::AllReduce}, {256 * MiB, 1 * GiB}, [](CollOp, std::uint64_t) { return Bound{}; });
+}
+
 TEST_CASE("estimate: one A3 server, the flat and AlltoAll executors 8K..64M", "[estimate]") {
   // 8K..4M select the small-count executors (flat H-D_R) and DirectFullmesh;
   // the double rings above are test_estimate_ring.cpp's.
