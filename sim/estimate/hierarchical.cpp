@@ -290,7 +290,41 @@ double pipelined_all_reduce(const CollectiveSpec& s, const Hierarchy& h, const A
   return end[slices - 1][2];
 }
 
+// One server: the mesh-atomic form itself (mesh.cpp), per loop over the
+// HCCL buffer: copies in, the pairwise phases between fork and join (a pair
+// syncs before its first move of the loop), copies out.
+double mesh_atomic(const CollectiveSpec& s, const EstimateFabric& f) {
+  const StepCosts& c = f.costs();
+  const int p = s.ranks;
+  const std::uint64_t esz = data_type_size(s.dtype);
+  const std::uint64_t buffer = std::max<std::uint64_t>(1, s.buffer_bytes / esz);
+  const bool per_rank = s.op != CollOp::AllReduce;
+  const std::uint64_t per_loop = per_rank ? std::max<std::uint64_t>(1, buffer / static_cast<std::uint64_t>(p)) : buffer;
+  Times t(static_cast<std::size_t>(p), c.launch - c.dispatch);
+  std::uint64_t first = 0;
+  do {
+    const std::uint64_t n = std::min(per_loop, s.count - first);
+    const double bytes = static_cast<double>(n * esz);
+    const double chunk = static_cast<double>((n + static_cast<std::uint64_t>(p) - 1) / static_cast<std::uint64_t>(p) * esz);
+    switch (s.op) {
+      case CollOp::AllReduce:
+        t = atomic_phase(f, copies(c, t, 1, bytes), chunk, true, true, every_pair);
+        t = copies(c, atomic_phase(f, t, chunk, false, false, every_pair), 1, bytes);
+        break;
+      case CollOp::AllGather:
+        t = copies(c, atomic_phase(f, copies(c, t, 1, bytes), bytes, false, true, every_pair), p, bytes);
+        break;
+      default:  // ReduceScatter
+        t = copies(c, atomic_phase(f, copies(c, t, p, bytes), bytes, true, true, every_pair), 1, bytes);
+        break;
+    }
+    first += per_loop;
+  } while (first < s.count);
+  return latest(t);
+}
+
 double hierarchical(const CollectiveSpec& s, const ExecContext& ctx, const AlgoPlan& plan, const EstimateFabric& f) {
+  if (ctx.hierarchy.servers() <= 1) return mesh_atomic(s, f);
   const StepCosts& c = f.costs();
   const Hierarchy& h = ctx.hierarchy;
   const std::uint64_t esz = data_type_size(s.dtype);
@@ -401,6 +435,7 @@ void register_hierarchical_estimates(std::map<std::string, EstimateFn>& out) {
   const EstimateFn composed = [](const CollectiveSpec& s, const ExecContext& ctx, const AlgoPlan& plan,
                                  const EstimateFabric& f) { return hierarchical(s, ctx, plan, f); };
   for (const char* name : {"AllReduceMeshExecutor", "AllGatherMeshExecutor", "ReduceScatterMeshExecutor",
+                           "AllGatherMeshGraphExecutor", "ReduceScatterMeshGraphExecutor",
                            "AllReduceMeshOpbasePipelineExecutor", "AllGatherMeshOpbasePipelineExecutor",
                            "ReduceScatterMeshOpbasePipelineExecutor"}) {
     out[name] = composed;

@@ -54,7 +54,7 @@ struct Bound {
 // gives the tolerance of a point.
 template <typename BoundOf>
 void compare(Platform& platform, const std::vector<CollOp>& ops, const std::vector<std::uint64_t>& sizes,
-             BoundOf bound) {
+             BoundOf bound, WorkflowMode mode = WorkflowMode::OpBase) {
   for (const CollOp op : ops) {
     PerfRequest request;
     request.op = op;
@@ -62,6 +62,7 @@ void compare(Platform& platform, const std::vector<CollOp>& ops, const std::vect
     request.buffer_bytes = platform.spec().npu.hccl_buffer_bytes;
     request.check = false;
     request.sizes = sizes;
+    request.mode = mode;
     const std::vector<PerfRow> detailed = run_perf(platform, request);
     const std::vector<PerfRow> estimated = estimate_perf(platform.spec(), request);
     REQUIRE(detailed.size() == estimated.size());
@@ -92,6 +93,12 @@ TEST_CASE("estimate: one A2 server, every op 8K..1G, exact", "[estimate]") {
     // not per rank (-0.4%).
     return op == CollOp::AlltoAll && size == GiB ? Bound{0.05, 1.0} : Bound{0.05, 0.001};
   });
+}
+
+TEST_CASE("estimate: one A2 server in graph mode (the mesh-atomic executors), exact", "[estimate]") {
+  Platform platform(load_topology(topology("a2-server.json")));
+  compare(platform, {CollOp::AllReduce, CollOp::AllGather, CollOp::ReduceScatter}, {8 * KiB, 1 * MiB, 64 * MiB, 1 * GiB},
+          [](CollOp, std::uint64_t) { return Bound{0.05, 0.001}; }, WorkflowMode::Graph);
 }
 
 TEST_CASE("estimate: two A2 servers, every op 8K..64M", "[estimate]") {
