@@ -470,11 +470,6 @@ namespace hcclsim {
 
 namespace {
 
-int ceil_log2(int p) {
-  int k = 0;
-  while ((1 << k) < p) ++k;
-  return k;
-}
 
 // DESIGN.md §3's alpha-beta costs, in seconds, for one level of p ranks
 // moving n bytes per rank.

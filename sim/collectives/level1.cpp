@@ -60,17 +60,6 @@ void add_span(std::vector<Span>& spans, Span s) {
   }
 }
 
-int ceil_log2(int p) {
-  int k = 0;
-  while ((1 << k) < p) ++k;
-  return k;
-}
-int floor_pow2(int p) {
-  int q = 1;
-  while (q * 2 <= p) q *= 2;
-  return q;
-}
-int mod(int a, int p) { return ((a % p) + p) % p; }
 
 // Bits 0..k-1 of v reversed.
 int bit_reverse(int v, int k) {

@@ -18,6 +18,19 @@ struct Span {
   std::uint64_t count = 0;
 };
 
+// Small integer helpers of the rank schedules.
+inline int ceil_log2(int p) {
+  int k = 0;
+  while ((1 << k) < p) ++k;
+  return k;
+}
+inline int floor_pow2(int p) {
+  int q = 1;
+  while (q * 2 <= p) q *= 2;
+  return q;
+}
+inline int mod(int a, int p) { return ((a % p) + p) % p; }
+
 // Chunk j of `parts` over n elements: sizes differ by at most one, larger ones first.
 inline Span chunk_span(std::uint64_t n, int parts, int j) {
   const std::uint64_t base = n / static_cast<std::uint64_t>(parts);

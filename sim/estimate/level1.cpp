@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/collectives/plan.h"
 #include "sim/estimate/steps.h"
 #include "sim/executors/executor.h"
 
@@ -24,17 +25,6 @@ constexpr double kNoCap = 1e30;
 // channels as the whole cluster does, and counting stays well under 10 ms.
 constexpr int kCountedSources = 1024;
 
-int ceil_log2(int p) {
-  int k = 0;
-  while ((1 << k) < p) ++k;
-  return k;
-}
-int floor_pow2(int p) {
-  int q = 1;
-  while (q * 2 <= p) q *= 2;
-  return q;
-}
-int mod(int a, int p) { return ((a % p) + p) % p; }
 
 // One step of a loop: the largest part a rank sends (elements), in how many
 // tasks, whether it is reduced, and the peer pattern (x -> x + shift, or

@@ -33,7 +33,6 @@ namespace {
 // whole cluster does, and counting stays well under 10 ms at any size.
 constexpr int kCountedSources = 1024;
 
-int mod(int a, int p) { return ((a % p) + p) % p; }
 
 // The slices of one loop of a ring form: slice j is `parts` runs of
 // `elems[j]` elements each (segments of a stage form, else one run).
