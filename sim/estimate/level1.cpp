@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -351,6 +352,90 @@ double pairwise(const EstimateFabric& fabric, const CollectiveSpec& spec, const 
 // The same exchange, every rank with its own time (stream order per step:
 // record "ready" to its sender, copy in, wait its receiver's "ready",
 // write, record "done", wait its sender's "done", copy out).
+// Guarded steps followed rank by rank (level1.cpp's emitter): every rank x
+// sends to x + shift and receives from x - shift; per step it records
+// "ready" to its sender, [copies in], waits for its receiver's "ready",
+// writes (SDMA, or an RDMA post whose data and "done" land on their own),
+// records "done", waits for its sender's "done", then [reduces or copies
+// out]. Each pair has its own path and its own max-min share of the step.
+class PerRankSteps {
+ public:
+  PerRankSteps(const EstimateFabric& fabric, const GroupLayout& g, int p)
+      : f_(fabric), c_(fabric.costs()), g_(g), p_(p), kinds_(fabric, g, p), ready_(static_cast<std::size_t>(p)),
+        done_(ready_) {}
+
+  // `before_wait` / `after_done`: a local copy's bytes (0: none);
+  // `reduce`: the receiver reduces the bytes it got.
+  void step(std::vector<double>& t, int shift, double bytes, int pieces, bool reduce, double before_wait,
+            double after_done) {
+    const double d = c_.dispatch;
+    const double local = std::min(c_.local_rate, c_.copy_rate);
+    Step1 st;
+    st.shift = shift;
+    const EstimateFabric::PairTable& paths = f_.pair_table(
+        "perrank/" + std::to_string(p_) + "/" + std::to_string(g_.stride) + "/" + std::to_string(g_.group_step) + "/" +
+            std::to_string(mod(shift, p_)),
+        1, p_, [&](int, int x) { return FlowPair{g_.npu(0, x), g_.npu(0, mod(x + shift, p_))}; });
+    auto path = [&](int x) -> const PathCost& { return paths.kinds[paths.kind_of[static_cast<std::size_t>(x)]]; };
+    for (int x = 0; x < p_; ++x) {
+      const int from = mod(x - shift, p_);
+      const auto [at, lands] = record(t[static_cast<std::size_t>(x)], path(from));
+      ready_[static_cast<std::size_t>(from)] = lands;  // lands at the sender `from`
+      t[static_cast<std::size_t>(x)] = before_wait > 0 ? sdma_task(c_, at, c_.sdma_fixed, before_wait, local, c_.local_latency) : at;
+    }
+    double slowest[2] = {1e300, 1e300};  // beyond the counted flows: the step's slowest of each kind
+    for (const auto& [kind, rate] : kinds_.of(st)) slowest[kind.rdma ? 1 : 0] = std::min(slowest[kind.rdma ? 1 : 0], rate);
+    const auto flows = step_flows(g_, st, p_);
+    const std::string key = step_key(g_, st, p_);
+    const std::vector<double>& sdma_rates = f_.flow_rates(key, flows, c_.copy_rate, true);
+    const std::vector<double>& rdma_rates = f_.flow_rates(key, flows, kNoCap, false);
+    for (int x = 0; x < p_; ++x) {
+      const PathCost& pc = path(x);
+      const std::vector<double>& rates = pc.rdma ? rdma_rates : sdma_rates;
+      const double rate = static_cast<std::size_t>(x) < rates.size() ? rates[static_cast<std::size_t>(x)] : slowest[pc.rdma ? 1 : 0];
+      double u = c_.wait_end(t[static_cast<std::size_t>(x)] + d, ready_[static_cast<std::size_t>(x)]);
+      double arrived;
+      if (pc.rdma) {
+        u += pieces * (d + c_.rdma_post);
+        arrived = u + bytes / rate + pc.latency;
+      } else {
+        u = sdma_task(c_, u, c_.sdma_fixed, bytes, rate, pc.latency) + (pieces - 1) * (d + c_.sdma_fixed + pc.latency);
+        arrived = u;
+      }
+      const auto [at, lands] = record(u, pc);
+      t[static_cast<std::size_t>(x)] = at;
+      done_[static_cast<std::size_t>(mod(x + shift, p_))] = std::max(lands, arrived);
+    }
+    for (int x = 0; x < p_; ++x) {
+      double u = c_.wait_end(t[static_cast<std::size_t>(x)] + d, done_[static_cast<std::size_t>(x)]);
+      if (reduce && bytes > 0) {
+        u = sdma_task(c_, u, c_.sdma_fixed, bytes, std::min(c_.local_rate, c_.reduce_rate), c_.local_latency) +
+            (pieces - 1) * (d + c_.sdma_fixed + c_.local_latency);
+      }
+      if (after_done > 0) u = sdma_task(c_, u, c_.sdma_fixed, after_done, local, c_.local_latency);
+      t[static_cast<std::size_t>(x)] = u;
+    }
+  }
+
+  // A record from x over `pc`: when x's stream is free again and when it lands.
+  std::pair<double, double> record(double at, const PathCost& pc) const {
+    if (pc.rdma) {
+      const double posted = at + c_.dispatch + c_.rdma_post;
+      return {posted, posted + c_.rdma_notify_bytes / pc.rate + pc.latency};
+    }
+    const double end = at + c_.dispatch + (pc.same_chip ? c_.record_local : c_.record_remote);
+    return {end, end};
+  }
+
+ private:
+  const EstimateFabric& f_;
+  const StepCosts& c_;
+  GroupLayout g_;
+  int p_;
+  PatternKinds kinds_;
+  std::vector<double> ready_, done_;
+};
+
 double pairwise_per_rank(const EstimateFabric& fabric, const CollectiveSpec& spec, const GroupLayout& g, double free) {
   const StepCosts& c = fabric.costs();
   const double d = c.dispatch;
@@ -359,86 +444,27 @@ double pairwise_per_rank(const EstimateFabric& fabric, const CollectiveSpec& spe
   const std::uint64_t per_loop = std::max<std::uint64_t>(1, spec.buffer_bytes / data_type_size(spec.dtype));
   const int window = p - 1 <= 120 ? p - 1 : 100;
   const double local = std::min(c.local_rate, c.copy_rate);
-  PatternKinds kinds(fabric, g, p);
-  // The path of (x, x + s) for every step s and rank x, looked up once.
-  const EstimateFabric::PairTable& paths = fabric.pair_table(
-      "pairwise/" + std::to_string(p) + "/" + std::to_string(g.stride) + "/" + std::to_string(g.group_step), p - 1, p,
-      [&](int row, int x) { return FlowPair{g.npu(0, x), g.npu(0, mod(x + row + 1, p))}; });
-  std::vector<double> t(static_cast<std::size_t>(p), free), ready(t), done(t);
-  std::vector<PathCost> path(static_cast<std::size_t>(p));
-  auto rate_of = [&](const Step1& st, const PathCost& pc) {
-    double r = 1e300;
-    for (const auto& [kind, rate] : kinds.of(st)) {
-      if (kind.rdma == pc.rdma) r = std::min(r, rate);
-    }
-    return r;
-  };
-  // A record from x to `to`: when x's stream is free again and when it lands.
-  auto record = [&](double at, const PathCost& pc) {
-    if (pc.rdma) {
-      const double posted = at + d + c.rdma_post;
-      return std::make_pair(posted, posted + c.rdma_notify_bytes / pc.rate + pc.latency);
-    }
-    const double end = at + d + (pc.same_chip ? c.record_local : c.record_remote);
-    return std::make_pair(end, end);
-  };
+  PerRankSteps steps(fabric, g, p);
+  std::vector<double> t(static_cast<std::size_t>(p), free), ready(t);
   for (std::uint64_t first = 0; first < std::max<std::uint64_t>(spec.count, 1); first += per_loop) {
     const double bytes = static_cast<double>(std::min(per_loop, spec.count - first)) * esz;
     for (double& x : t) x = sdma_task(c, x, c.sdma_fixed, bytes, local, c.local_latency);
     for (int s = 1; s < p; ++s) {
       if ((s - 1) % window == 0 && window < p - 1 && s > 1) {
+        // The dissemination barrier between rounds: record to x + 2^i, wait from x - 2^i.
         for (int i = 0; i < ceil_log2(p); ++i) {
           for (int x = 0; x < p; ++x) {
-            const auto [at, lands] = record(t[static_cast<std::size_t>(x)], fabric.path(g.npu(0, x), g.npu(0, mod(x + (1 << i), p))));
+            const auto [at, lands] =
+                steps.record(t[static_cast<std::size_t>(x)], fabric.path(g.npu(0, x), g.npu(0, mod(x + (1 << i), p))));
             t[static_cast<std::size_t>(x)] = at;
             ready[static_cast<std::size_t>(mod(x + (1 << i), p))] = lands;
           }
-          for (int x = 0; x < p; ++x) t[static_cast<std::size_t>(x)] = c.wait_end(t[static_cast<std::size_t>(x)] + d, ready[static_cast<std::size_t>(x)]);
+          for (int x = 0; x < p; ++x) {
+            t[static_cast<std::size_t>(x)] = c.wait_end(t[static_cast<std::size_t>(x)] + d, ready[static_cast<std::size_t>(x)]);
+          }
         }
       }
-      Step1 st;
-      st.shift = s;
-      for (int x = 0; x < p; ++x) {
-        path[static_cast<std::size_t>(x)] =
-            paths.kinds[paths.kind_of[static_cast<std::size_t>(s - 1) * static_cast<std::size_t>(p) + static_cast<std::size_t>(x)]];
-      }
-      // "ready" goes from x to its sender x - s, over that pair's path.
-      std::vector<double> ready_lands(static_cast<std::size_t>(p));
-      for (int x = 0; x < p; ++x) {
-        const int from = mod(x - s, p);
-        const auto [at, lands] = record(t[static_cast<std::size_t>(x)], path[static_cast<std::size_t>(from)]);
-        ready_lands[static_cast<std::size_t>(from)] = lands;  // lands at the sender `from`
-        t[static_cast<std::size_t>(x)] = sdma_task(c, at, c.sdma_fixed, bytes, local, c.local_latency);
-      }
-      // Each pair's own max-min share (flows listed x = 0.. for one group),
-      // the step's slowest beyond the counted window.
-      const double rate_by[2] = {rate_of(st, PathCost{}), rate_of(st, [] { PathCost r; r.rdma = true; return r; }())};
-      const auto flows = step_flows(g, st, p);
-      const std::string key = step_key(g, st, p);
-      const std::vector<double>& sdma_rates = fabric.flow_rates(key, flows, c.copy_rate, true);
-      const std::vector<double>& rdma_rates = fabric.flow_rates(key, flows, kNoCap, false);
-      for (int x = 0; x < p; ++x) {
-        const PathCost& pc = path[static_cast<std::size_t>(x)];
-        const std::vector<double>& rates = pc.rdma ? rdma_rates : sdma_rates;
-        const double rate = g.groups == 1 && static_cast<std::size_t>(x) < rates.size() ? rates[static_cast<std::size_t>(x)]
-                                                                                       : rate_by[pc.rdma ? 1 : 0];
-        double u = c.wait_end(t[static_cast<std::size_t>(x)] + d, ready_lands[static_cast<std::size_t>(x)]);
-        double arrived;
-        if (pc.rdma) {
-          u += d + c.rdma_post;
-          arrived = u + bytes / rate + pc.latency;
-        } else {
-          u = sdma_task(c, u, c.sdma_fixed, bytes, rate, pc.latency);
-          arrived = u;
-        }
-        const auto [at, lands] = record(u, pc);
-        t[static_cast<std::size_t>(x)] = at;
-        done[static_cast<std::size_t>(mod(x + s, p))] = std::max(lands, arrived);
-      }
-      for (int x = 0; x < p; ++x) {
-        const double got = c.wait_end(t[static_cast<std::size_t>(x)] + d, done[static_cast<std::size_t>(x)]);
-        t[static_cast<std::size_t>(x)] = sdma_task(c, got, c.sdma_fixed, bytes, local, c.local_latency);
-      }
+      steps.step(t, s, bytes, 1, false, bytes, bytes);
     }
     if (spec.count == 0) break;
   }
@@ -465,6 +491,15 @@ double level1_estimate(const EstimateFabric& fabric, const CollectiveSpec& spec,
   // loop of n elements takes the same time wherever it starts: computed
   // once per distinct n (every loop but the last is full).
   std::map<std::uint64_t, double> loop_time;
+  // Ring, NHR and NB steps of AllReduce, ReduceScatter and AllGather (every
+  // rank sending and receiving alike) are followed rank by rank up to
+  // kPairwisePerRank ranks: a slow pair then delays its own ranks only, as
+  // in the detailed model, instead of every rank at every step.
+  const bool by_rank = p <= kPairwisePerRank && algo != Level1Algo::HalvingDoubling &&
+                       (spec.op == CollOp::AllReduce || spec.op == CollOp::ReduceScatter ||
+                        spec.op == CollOp::AllGather);
+  std::optional<PerRankSteps> ranks;
+  if (by_rank) ranks.emplace(fabric, g, p);
   auto loop = [&](double n) {
     double free = 0;
     switch (spec.op) {  // copy in
@@ -475,7 +510,12 @@ double level1_estimate(const EstimateFabric& fabric, const CollectiveSpec& spec,
       default: free = copy(free, n);
     }
     const std::vector<Step1> steps = loop_steps(spec.op, algo, p, n);
-    for (std::size_t i = 0; i < steps.size(); ++i) {
+    if (by_rank) {
+      std::vector<double> t(static_cast<std::size_t>(p), free);
+      for (const Step1& st : steps) ranks->step(t, st.shift, st.elems * esz, st.pieces, st.reduce, 0, 0);
+      free = *std::max_element(t.begin(), t.end());
+    }
+    for (std::size_t i = 0; i < (by_rank ? 0 : steps.size()); ++i) {
       const Step1& s = steps[i];
       if (s.fanout) {
         std::vector<double> bytes;
