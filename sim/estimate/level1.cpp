@@ -7,6 +7,7 @@
 #include "sim/estimate/level1.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -43,7 +44,49 @@ struct Step1 {
   // A broadcast's tree step: a rank that has the data sends in every later
   // step of the run (see fanout_tree).
   bool fanout = false;
+  // H-D_R's pairs: +1 the fold (2i+1 -> 2i for the first p - p2 pairs),
+  // -1 the unfold (2i -> 2i+1); 0 with a mask: virtual ranks v -> v ^ mask.
+  int fold = 0;
 };
+
+// What rank x sends in an H-D_R step of ReduceScatter or AllGather with
+// per-rank blocks of `block` bytes: d virtual blocks, a virtual block being
+// its folded pair's two blocks (v < r) or a rank's own. `elems` (the
+// largest) for every other step.
+double hd_bytes(const Step1& s, CollOp op, int p, double block, double largest, int x) {
+  const int p2 = floor_pow2(p);
+  const int r = p - p2;
+  if (s.mask == 0 || r == 0 || (op != CollOp::ReduceScatter && op != CollOp::AllGather)) return largest;
+  const int v = x < 2 * r ? (x % 2 == 0 ? x / 2 : -1) : x - r;
+  if (v < 0) return largest;
+  const int d = s.mask;
+  int lo;
+  if (op == CollOp::ReduceScatter) {
+    const int base = v & ~(2 * d - 1);
+    lo = (v & d) ? base : base + d;  // the half the partner keeps
+  } else {
+    lo = v & ~(d - 1);  // the blocks it holds
+  }
+  const int doubled = std::max(0, std::min(lo + d, r) - lo);
+  return block * (d + doubled);
+}
+
+// Who each rank sends to in an H-D_R step (-1: nobody), on real ranks:
+// virtual rank v is 2v for v < r (its pair folded into it), else v + r.
+std::vector<int> hd_targets(const Step1& s, int p) {
+  const int p2 = floor_pow2(p);
+  const int r = p - p2;
+  std::vector<int> to(static_cast<std::size_t>(p), -1);
+  auto real = [r](int v) { return v < r ? 2 * v : v + r; };
+  if (s.fold > 0) {
+    for (int i = 0; i < r; ++i) to[static_cast<std::size_t>(2 * i + 1)] = 2 * i;
+  } else if (s.fold < 0) {
+    for (int i = 0; i < r; ++i) to[static_cast<std::size_t>(2 * i)] = 2 * i + 1;
+  } else {
+    for (int v = 0; v < p2; ++v) to[static_cast<std::size_t>(real(v))] = real(v ^ s.mask);
+  }
+  return to;
+}
 
 // A run of broadcast tree steps over RDMA, from when the first sender is
 // free. A write is posted and the stream goes on, so a rank that has the
@@ -159,6 +202,8 @@ std::vector<Step1> hd_steps(CollOp op, int p, double n) {
     s.reduce = reduce;
     s.mask = mask;
     s.shift = shift;
+    // A fold sends towards the pair's lower rank, an unfold back (shift 1 counts their flows).
+    if (mask == 0) s.fold = out.empty() ? 1 : -1;
     out.push_back(s);
   };
   const double vblock = folded ? 2 * n : n;  // a virtual block: a folded pair's two blocks
@@ -417,6 +462,71 @@ class PerRankSteps {
     }
   }
 
+  // The same for any pairing: rank x sends to to[x] (-1: it sends nothing
+  // in this step), at most one sender per receiver; `key` names the pattern.
+  void step_to(std::vector<double>& t, const std::vector<int>& to, const std::string& key,
+               const std::function<double(int)>& bytes_of, int pieces, bool reduce) {
+    const double d = c_.dispatch;
+    std::vector<int> from(static_cast<std::size_t>(p_), -1);
+    std::vector<std::size_t> flow_of(static_cast<std::size_t>(p_), 0);
+    auto flows = [&](std::vector<FlowPair>& out) {
+      for (int grp = 0; grp < g_.groups; ++grp) {
+        for (int x = 0; x < p_; ++x) {
+          if (static_cast<int>(out.size()) >= kCountedSources) return;
+          if (to[static_cast<std::size_t>(x)] >= 0) out.push_back(FlowPair{g_.npu(grp, x), g_.npu(grp, to[static_cast<std::size_t>(x)])});
+        }
+      }
+    };
+    std::size_t listed = 0;
+    for (int x = 0; x < p_; ++x) {
+      const int y = to[static_cast<std::size_t>(x)];
+      if (y < 0) continue;
+      from[static_cast<std::size_t>(y)] = x;
+      flow_of[static_cast<std::size_t>(x)] = listed++;
+    }
+    const std::vector<double>& sdma_rates = f_.flow_rates(key, flows, c_.copy_rate, true);
+    const std::vector<double>& rdma_rates = f_.flow_rates(key, flows, kNoCap, false);
+    auto path = [&](int x, int y) { return f_.path(g_.npu(0, x), g_.npu(0, y)); };
+    for (int x = 0; x < p_; ++x) {  // receivers record "ready" to their sender
+      const int sender = from[static_cast<std::size_t>(x)];
+      if (sender < 0) continue;
+      const auto [at, lands] = record(t[static_cast<std::size_t>(x)], path(x, sender));
+      ready_[static_cast<std::size_t>(sender)] = lands;
+      t[static_cast<std::size_t>(x)] = at;
+    }
+    for (int x = 0; x < p_; ++x) {  // senders wait, write, record "done"
+      const int y = to[static_cast<std::size_t>(x)];
+      if (y < 0) continue;
+      const PathCost pc = path(x, y);
+      const std::vector<double>& rates = pc.rdma ? rdma_rates : sdma_rates;
+      const std::size_t i = flow_of[static_cast<std::size_t>(x)];
+      const double rate = i < rates.size() ? rates[i] : *std::min_element(rates.begin(), rates.end());
+      const double bytes = bytes_of(x);
+      double u = c_.wait_end(t[static_cast<std::size_t>(x)] + d, ready_[static_cast<std::size_t>(x)]);
+      double arrived;
+      if (pc.rdma) {
+        u += pieces * (d + c_.rdma_post);
+        arrived = u + bytes / rate + pc.latency;
+      } else {
+        u = sdma_task(c_, u, c_.sdma_fixed, bytes, rate, pc.latency) + (pieces - 1) * (d + c_.sdma_fixed + pc.latency);
+        arrived = u;
+      }
+      const auto [at, lands] = record(u, pc);
+      t[static_cast<std::size_t>(x)] = at;
+      done_[static_cast<std::size_t>(y)] = std::max(lands, arrived);
+    }
+    for (int x = 0; x < p_; ++x) {  // receivers wait for "done", reduce
+      if (from[static_cast<std::size_t>(x)] < 0) continue;
+      const double bytes = bytes_of(from[static_cast<std::size_t>(x)]);
+      double u = c_.wait_end(t[static_cast<std::size_t>(x)] + d, done_[static_cast<std::size_t>(x)]);
+      if (reduce && bytes > 0) {
+        u = sdma_task(c_, u, c_.sdma_fixed, bytes, std::min(c_.local_rate, c_.reduce_rate), c_.local_latency) +
+            (pieces - 1) * (d + c_.sdma_fixed + c_.local_latency);
+      }
+      t[static_cast<std::size_t>(x)] = u;
+    }
+  }
+
   // A record from x over `pc`: when x's stream is free again and when it lands.
   std::pair<double, double> record(double at, const PathCost& pc) const {
     if (pc.rdma) {
@@ -495,9 +605,8 @@ double level1_estimate(const EstimateFabric& fabric, const CollectiveSpec& spec,
   // rank sending and receiving alike) are followed rank by rank up to
   // kPairwisePerRank ranks: a slow pair then delays its own ranks only, as
   // in the detailed model, instead of every rank at every step.
-  const bool by_rank = p <= kPairwisePerRank && algo != Level1Algo::HalvingDoubling &&
-                       (spec.op == CollOp::AllReduce || spec.op == CollOp::ReduceScatter ||
-                        spec.op == CollOp::AllGather);
+  const bool by_rank = p <= kPairwisePerRank && (spec.op == CollOp::AllReduce || spec.op == CollOp::ReduceScatter ||
+                                                 spec.op == CollOp::AllGather);
   std::optional<PerRankSteps> ranks;
   if (by_rank) ranks.emplace(fabric, g, p);
   auto loop = [&](double n) {
@@ -512,7 +621,17 @@ double level1_estimate(const EstimateFabric& fabric, const CollectiveSpec& spec,
     const std::vector<Step1> steps = loop_steps(spec.op, algo, p, n);
     if (by_rank) {
       std::vector<double> t(static_cast<std::size_t>(p), free);
-      for (const Step1& st : steps) ranks->step(t, st.shift, st.elems * esz, st.pieces, st.reduce, 0, 0);
+      for (const Step1& st : steps) {
+        if (algo == Level1Algo::HalvingDoubling) {
+          const std::string key = "hd/" + step_key(g, st, p) + "/" + std::to_string(st.fold);
+          const double block = n * esz;  // per-rank blocks (ReduceScatter, AllGather)
+          const double largest = st.elems * esz;
+          ranks->step_to(t, hd_targets(st, p), key,
+                         [&](int x) { return hd_bytes(st, spec.op, p, block, largest, x); }, st.pieces, st.reduce);
+        } else {
+          ranks->step(t, st.shift, st.elems * esz, st.pieces, st.reduce, 0, 0);
+        }
+      }
       free = *std::max_element(t.begin(), t.end());
     }
     for (std::size_t i = 0; i < (by_rank ? 0 : steps.size()); ++i) {
