@@ -406,67 +406,36 @@ double pairwise(const EstimateFabric& fabric, const CollectiveSpec& spec, const 
 class PerRankSteps {
  public:
   PerRankSteps(const EstimateFabric& fabric, const GroupLayout& g, int p)
-      : f_(fabric), c_(fabric.costs()), g_(g), p_(p), kinds_(fabric, g, p), ready_(static_cast<std::size_t>(p)),
+      : f_(fabric), c_(fabric.costs()), g_(g), p_(p), ready_(static_cast<std::size_t>(p)),
         done_(ready_) {}
 
-  // `before_wait` / `after_done`: a local copy's bytes (0: none);
+  // Every rank x sends to x + shift. `before_wait` / `after_done`: a local
+  // copy's bytes (0: none) before the wait for "ready" and after "done";
   // `reduce`: the receiver reduces the bytes it got.
   void step(std::vector<double>& t, int shift, double bytes, int pieces, bool reduce, double before_wait,
             double after_done) {
-    const double d = c_.dispatch;
-    const double local = std::min(c_.local_rate, c_.copy_rate);
     Step1 st;
     st.shift = shift;
+    std::vector<int> to(static_cast<std::size_t>(p_));
+    for (int x = 0; x < p_; ++x) to[static_cast<std::size_t>(x)] = mod(x + shift, p_);
+    // Paths by pair from a table built once per shift (a pairwise exchange visits p - 1 of them).
     const EstimateFabric::PairTable& paths = f_.pair_table(
         "perrank/" + std::to_string(p_) + "/" + std::to_string(g_.stride) + "/" + std::to_string(g_.group_step) + "/" +
             std::to_string(mod(shift, p_)),
         1, p_, [&](int, int x) { return FlowPair{g_.npu(0, x), g_.npu(0, mod(x + shift, p_))}; });
-    auto path = [&](int x) -> const PathCost& { return paths.kinds[paths.kind_of[static_cast<std::size_t>(x)]]; };
-    for (int x = 0; x < p_; ++x) {
-      const int from = mod(x - shift, p_);
-      const auto [at, lands] = record(t[static_cast<std::size_t>(x)], path(from));
-      ready_[static_cast<std::size_t>(from)] = lands;  // lands at the sender `from`
-      t[static_cast<std::size_t>(x)] = before_wait > 0 ? sdma_task(c_, at, c_.sdma_fixed, before_wait, local, c_.local_latency) : at;
-    }
-    double slowest[2] = {1e300, 1e300};  // beyond the counted flows: the step's slowest of each kind
-    for (const auto& [kind, rate] : kinds_.of(st)) slowest[kind.rdma ? 1 : 0] = std::min(slowest[kind.rdma ? 1 : 0], rate);
-    const auto flows = step_flows(g_, st, p_);
-    const std::string key = step_key(g_, st, p_);
-    const std::vector<double>& sdma_rates = f_.flow_rates(key, flows, c_.copy_rate, true);
-    const std::vector<double>& rdma_rates = f_.flow_rates(key, flows, kNoCap, false);
-    for (int x = 0; x < p_; ++x) {
-      const PathCost& pc = path(x);
-      const std::vector<double>& rates = pc.rdma ? rdma_rates : sdma_rates;
-      const double rate = static_cast<std::size_t>(x) < rates.size() ? rates[static_cast<std::size_t>(x)] : slowest[pc.rdma ? 1 : 0];
-      double u = c_.wait_end(t[static_cast<std::size_t>(x)] + d, ready_[static_cast<std::size_t>(x)]);
-      double arrived;
-      if (pc.rdma) {
-        u += pieces * (d + c_.rdma_post);
-        arrived = u + bytes / rate + pc.latency;
-      } else {
-        u = sdma_task(c_, u, c_.sdma_fixed, bytes, rate, pc.latency) + (pieces - 1) * (d + c_.sdma_fixed + pc.latency);
-        arrived = u;
-      }
-      const auto [at, lands] = record(u, pc);
-      t[static_cast<std::size_t>(x)] = at;
-      done_[static_cast<std::size_t>(mod(x + shift, p_))] = std::max(lands, arrived);
-    }
-    for (int x = 0; x < p_; ++x) {
-      double u = c_.wait_end(t[static_cast<std::size_t>(x)] + d, done_[static_cast<std::size_t>(x)]);
-      if (reduce && bytes > 0) {
-        u = sdma_task(c_, u, c_.sdma_fixed, bytes, std::min(c_.local_rate, c_.reduce_rate), c_.local_latency) +
-            (pieces - 1) * (d + c_.sdma_fixed + c_.local_latency);
-      }
-      if (after_done > 0) u = sdma_task(c_, u, c_.sdma_fixed, after_done, local, c_.local_latency);
-      t[static_cast<std::size_t>(x)] = u;
-    }
+    step_to(t, to, step_key(g_, st, p_), [bytes](int) { return bytes; }, pieces, reduce, before_wait, after_done,
+            [&](int x, int) -> PathCost { return paths.kinds[paths.kind_of[static_cast<std::size_t>(x)]]; });
   }
 
   // The same for any pairing: rank x sends to to[x] (-1: it sends nothing
-  // in this step), at most one sender per receiver; `key` names the pattern.
+  // in this step), at most one sender per receiver; `key` names the pattern;
+  // `path_of(x, y)` the path between two members (default: the fabric's).
   void step_to(std::vector<double>& t, const std::vector<int>& to, const std::string& key,
-               const std::function<double(int)>& bytes_of, int pieces, bool reduce) {
+               const std::function<double(int)>& bytes_of, int pieces, bool reduce, double before_wait = 0,
+               double after_done = 0, std::function<PathCost(int, int)> path_of = {}) {
     const double d = c_.dispatch;
+    const double local = std::min(c_.local_rate, c_.copy_rate);
+    if (!path_of) path_of = [this](int x, int y) { return f_.path(g_.npu(0, x), g_.npu(0, y)); };
     std::vector<int> from(static_cast<std::size_t>(p_), -1);
     std::vector<std::size_t> flow_of(static_cast<std::size_t>(p_), 0);
     auto flows = [&](std::vector<FlowPair>& out) {
@@ -486,18 +455,17 @@ class PerRankSteps {
     }
     const std::vector<double>& sdma_rates = f_.flow_rates(key, flows, c_.copy_rate, true);
     const std::vector<double>& rdma_rates = f_.flow_rates(key, flows, kNoCap, false);
-    auto path = [&](int x, int y) { return f_.path(g_.npu(0, x), g_.npu(0, y)); };
-    for (int x = 0; x < p_; ++x) {  // receivers record "ready" to their sender
+    for (int x = 0; x < p_; ++x) {  // receivers record "ready" to their sender, [copy in]
       const int sender = from[static_cast<std::size_t>(x)];
       if (sender < 0) continue;
-      const auto [at, lands] = record(t[static_cast<std::size_t>(x)], path(x, sender));
+      const auto [at, lands] = record(t[static_cast<std::size_t>(x)], path_of(sender, x));
       ready_[static_cast<std::size_t>(sender)] = lands;
-      t[static_cast<std::size_t>(x)] = at;
+      t[static_cast<std::size_t>(x)] = before_wait > 0 ? sdma_task(c_, at, c_.sdma_fixed, before_wait, local, c_.local_latency) : at;
     }
     for (int x = 0; x < p_; ++x) {  // senders wait, write, record "done"
       const int y = to[static_cast<std::size_t>(x)];
       if (y < 0) continue;
-      const PathCost pc = path(x, y);
+      const PathCost pc = path_of(x, y);
       const std::vector<double>& rates = pc.rdma ? rdma_rates : sdma_rates;
       const std::size_t i = flow_of[static_cast<std::size_t>(x)];
       const double rate = i < rates.size() ? rates[i] : *std::min_element(rates.begin(), rates.end());
@@ -515,7 +483,7 @@ class PerRankSteps {
       t[static_cast<std::size_t>(x)] = at;
       done_[static_cast<std::size_t>(y)] = std::max(lands, arrived);
     }
-    for (int x = 0; x < p_; ++x) {  // receivers wait for "done", reduce
+    for (int x = 0; x < p_; ++x) {  // receivers wait for "done", reduce [, copy out]
       if (from[static_cast<std::size_t>(x)] < 0) continue;
       const double bytes = bytes_of(from[static_cast<std::size_t>(x)]);
       double u = c_.wait_end(t[static_cast<std::size_t>(x)] + d, done_[static_cast<std::size_t>(x)]);
@@ -523,6 +491,7 @@ class PerRankSteps {
         u = sdma_task(c_, u, c_.sdma_fixed, bytes, std::min(c_.local_rate, c_.reduce_rate), c_.local_latency) +
             (pieces - 1) * (d + c_.sdma_fixed + c_.local_latency);
       }
+      if (after_done > 0) u = sdma_task(c_, u, c_.sdma_fixed, after_done, local, c_.local_latency);
       t[static_cast<std::size_t>(x)] = u;
     }
   }
@@ -542,7 +511,6 @@ class PerRankSteps {
   const StepCosts& c_;
   GroupLayout g_;
   int p_;
-  PatternKinds kinds_;
   std::vector<double> ready_, done_;
 };
 
