@@ -355,15 +355,21 @@ double slowest_kind(PatternKinds& kinds, const Step1& s, Run run) {
 // The pairwise AlltoAll (level1.cpp all_to_all): per step, copy in, the
 // guarded write into the peer's CCL_OUT, copy out; rounds of 100 steps
 // beyond 121 ranks, separated by a dissemination barrier.
-// Up to this many ranks the pairwise exchange is followed rank by rank
-// (each pair's own path, and a rank's late peer making it late); beyond,
-// every step costs its slowest kind of pair.
-constexpr int kPairwisePerRank = 2048;
+// Forms are followed rank by rank (each pair's own path and share, a
+// rank's late peer making it late) while a loop has at most this many
+// (rank, step) pairs, so that a point stays within milliseconds: a ring up
+// to 362 ranks, the logarithmic algorithms up to about 2^14. Beyond, every
+// step costs its slowest kind of pair. The pairwise exchange keeps the
+// per-rank form up to 1024 ranks (about 30 ms a point there): its
+// representative form is 12-30% off at 1024 A2 NPUs, where the per-rank one
+// is within 7%.
+constexpr double kPerRankBudget = 262144;
+constexpr double kPairwiseBudget = 1024.0 * 1023.0;
 
 double pairwise_per_rank(const EstimateFabric& fabric, const CollectiveSpec& spec, const GroupLayout& g, double free);
 
 double pairwise(const EstimateFabric& fabric, const CollectiveSpec& spec, const GroupLayout& g, double free) {
-  if (g.members <= kPairwisePerRank) return pairwise_per_rank(fabric, spec, g, free);
+  if (static_cast<double>(g.members) * (g.members - 1) <= kPairwiseBudget) return pairwise_per_rank(fabric, spec, g, free);
   const StepCosts& c = fabric.costs();
   const int p = g.members;
   const double esz = static_cast<double>(data_type_size(spec.dtype));
@@ -569,12 +575,13 @@ double level1_estimate(const EstimateFabric& fabric, const CollectiveSpec& spec,
   // loop of n elements takes the same time wherever it starts: computed
   // once per distinct n (every loop but the last is full).
   std::map<std::uint64_t, double> loop_time;
-  // Ring, NHR and NB steps of AllReduce, ReduceScatter and AllGather (every
-  // rank sending and receiving alike) are followed rank by rank up to
-  // kPairwisePerRank ranks: a slow pair then delays its own ranks only, as
-  // in the detailed model, instead of every rank at every step.
-  const bool by_rank = p <= kPairwisePerRank && (spec.op == CollOp::AllReduce || spec.op == CollOp::ReduceScatter ||
-                                                 spec.op == CollOp::AllGather);
+  // The steps of AllReduce, ReduceScatter and AllGather (every rank
+  // sending and receiving alike) are followed rank by rank within the
+  // budget: a slow pair then delays its own ranks only, as in the detailed
+  // model, instead of every rank at every step.
+  const double steps_per_loop = static_cast<double>(loop_steps(spec.op, algo, p, 1.0).size());
+  const bool by_rank = steps_per_loop * p <= kPerRankBudget &&
+                       (spec.op == CollOp::AllReduce || spec.op == CollOp::ReduceScatter || spec.op == CollOp::AllGather);
   std::optional<PerRankSteps> ranks;
   if (by_rank) ranks.emplace(fabric, g, p);
   auto loop = [&](double n) {

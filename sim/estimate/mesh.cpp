@@ -5,6 +5,7 @@
 // phase (a full mesh), so a transfer's rate is its link's, capped.
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <string>
 
 #include "sim/collectives/plan.h"
@@ -290,10 +291,11 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
   const double d = c.dispatch;
   // The own block, on Main, while the rest runs; local copies go at the memory's rate / copies at once.
   const double own = copy_task(c, start(c), static_cast<double>(s.count * esz));
-  // Up to kPerRank ranks every rank is followed with its own times (each
-  // pair's share and path, a rank waiting for its own peers); beyond, one
-  // representative per slot at its distance's slowest share and path.
-  constexpr int kPerRank = 1024;
+  // Up to kPerRank ranks (p^2 pairs a step, milliseconds a point) every rank
+  // is followed with its own times (each pair's share and path, a rank
+  // waiting for its own peers); beyond, one representative per slot at its
+  // distance's slowest share and path.
+  constexpr int kPerRank = 512;
   const int ranks = p <= kPerRank ? p : 1;
   const EstimateFabric::PairTable* table =
       p <= kPerRank ? &f.pair_table("a2a-pairs/" + std::to_string(p), p - 1, p,
@@ -308,15 +310,20 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
   std::vector<double> sdma_free(static_cast<std::size_t>(ranks) * slots, start(c)), local_free(sdma_free);
   std::vector<std::vector<double>> slot_freed(static_cast<std::size_t>(groups), sdma_free);
   std::vector<double> staged(static_cast<std::size_t>(ranks)), ack(staged), signal(staged), u(staged);
+  struct RoundSlots {
+    std::vector<double> rate;    // per slot: the slowest share of its distance
+    std::vector<PathCost> path;  // per slot: the slowest kind of path (representative form)
+  };
+  std::map<std::size_t, RoundSlots> round_slots;
   int use = 0;
   for (std::uint64_t step = 0; step < steps; ++step) {
     const double piece = static_cast<double>(std::min(block, s.count - std::min(s.count, step * block)) * esz);
     for (std::size_t ri = 0; ri < rounds.size(); ++ri) {
       const int group = use++ % groups;
-      // Beyond 128 rounds (thousands of ranks) a round takes the counts of
-      // one of 64 sampled far rounds: all of them leave the server alike,
-      // and counting every round would take minutes.
-      const std::size_t sample = rounds.size() > 128 && ri >= 64 ? 64 + ri % 64 : ri;
+      // Beyond 32 rounds (hundreds of ranks) a round takes the shares of
+      // one of 16 sampled far rounds: all of them leave the server alike,
+      // and solving every round's thousands of flows would take seconds.
+      const std::size_t sample = rounds.size() > 32 && ri >= 16 ? 16 + ri % 16 : ri;
       const std::vector<int>& dist = rounds[sample];
       const std::string key = "a2a/" + std::to_string(p) + "/" + std::to_string(sample);
       auto flows = [&](std::vector<FlowPair>& out) {
@@ -325,10 +332,27 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
       };
       // The round's flows, listed rank-major, one per distance.
       const std::vector<double>& rates = f.flow_rates(key, flows, c.copy_rate, false);
-      std::vector<double> slot_rate(dist.size(), 1e300);
-      for (std::size_t i = 0; i < rates.size(); ++i) {
-        slot_rate[i % dist.size()] = std::min(slot_rate[i % dist.size()], rates[i]);
+      // Each slot's slowest share and path, once per (sampled) round.
+      auto cached = round_slots.find(sample);
+      if (cached == round_slots.end()) {
+        RoundSlots rs;
+        rs.rate.assign(dist.size(), 1e300);
+        for (std::size_t i = 0; i < rates.size(); ++i) rs.rate[i % dist.size()] = std::min(rs.rate[i % dist.size()], rates[i]);
+        rs.path.resize(dist.size());
+        if (table == nullptr) {
+          for (std::size_t j = 0; j < dist.size(); ++j) {
+            const int x = dist[j];
+            auto pairs = [&](std::vector<FlowPair>& out) {
+              for (int r = 0; r < p && static_cast<int>(out.size()) < 8192; ++r) out.push_back(FlowPair{(r + p - x) % p, r});
+            };
+            for (const PathCost& k : f.path_kinds("a2a-d/" + std::to_string(p) + "/" + std::to_string(x), pairs)) {
+              if (k.latency >= rs.path[j].latency) rs.path[j] = k;
+            }
+          }
+        }
+        cached = round_slots.emplace(sample, std::move(rs)).first;
       }
+      const std::vector<double>& slot_rate = cached->second.rate;
       // The first use of the blocks stages all of them at once, sharing the
       // memory channel; later ones wait each for its own block's reader,
       // which spreads them out (one at a time, roughly).
@@ -337,15 +361,7 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
       for (std::size_t j = 0; j < dist.size(); ++j) {
         const int x = dist[j];
         // The path of (r, r + x): from the table, or the slowest kind at this distance.
-        PathCost slowest;
-        if (table == nullptr) {
-          auto pairs = [&](std::vector<FlowPair>& out) {
-            for (int r = 0; r < p && static_cast<int>(out.size()) < 8192; ++r) out.push_back(FlowPair{(r + p - x) % p, r});
-          };
-          for (const PathCost& k : f.path_kinds("a2a-d/" + std::to_string(p) + "/" + std::to_string(x), pairs)) {
-            if (k.latency >= slowest.latency) slowest = k;
-          }
-        }
+        const PathCost& slowest = cached->second.path[j];
         auto path_of = [&](int r) -> const PathCost& {  // of the pair (r, r + x)
           if (table == nullptr) return slowest;
           return table->kinds[table->kind_of[static_cast<std::size_t>(x - 1) * static_cast<std::size_t>(p) +
