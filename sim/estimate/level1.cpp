@@ -461,6 +461,9 @@ class PerRankSteps {
     }
     const std::vector<double>& sdma_rates = f_.flow_rates(key, flows, c_.copy_rate, true);
     const std::vector<double>& rdma_rates = f_.flow_rates(key, flows, kNoCap, false);
+    // Ranks beyond the counted flows take the step's slowest share.
+    const double sdma_slowest = sdma_rates.empty() ? c_.copy_rate : *std::min_element(sdma_rates.begin(), sdma_rates.end());
+    const double rdma_slowest = rdma_rates.empty() ? kNoCap : *std::min_element(rdma_rates.begin(), rdma_rates.end());
     for (int x = 0; x < p_; ++x) {  // receivers record "ready" to their sender, [copy in]
       const int sender = from[static_cast<std::size_t>(x)];
       if (sender < 0) continue;
@@ -474,7 +477,7 @@ class PerRankSteps {
       const PathCost pc = path_of(x, y);
       const std::vector<double>& rates = pc.rdma ? rdma_rates : sdma_rates;
       const std::size_t i = flow_of[static_cast<std::size_t>(x)];
-      const double rate = i < rates.size() ? rates[i] : *std::min_element(rates.begin(), rates.end());
+      const double rate = i < rates.size() ? rates[i] : (pc.rdma ? rdma_slowest : sdma_slowest);
       const double bytes = bytes_of(x);
       double u = c_.wait_end(t[static_cast<std::size_t>(x)] + d, ready_[static_cast<std::size_t>(x)]);
       double arrived;
@@ -580,7 +583,7 @@ double level1_estimate(const EstimateFabric& fabric, const CollectiveSpec& spec,
   // budget: a slow pair then delays its own ranks only, as in the detailed
   // model, instead of every rank at every step.
   const double steps_per_loop = static_cast<double>(loop_steps(spec.op, algo, p, 1.0).size());
-  const bool by_rank = steps_per_loop * p <= kPerRankBudget &&
+  const bool by_rank = p <= kCountedSources && steps_per_loop * p <= kPerRankBudget &&
                        (spec.op == CollOp::AllReduce || spec.op == CollOp::ReduceScatter || spec.op == CollOp::AllGather);
   std::optional<PerRankSteps> ranks;
   if (by_rank) ranks.emplace(fabric, g, p);
