@@ -5,8 +5,9 @@
 // set-up, latencies, a transfer's bytes over its rate): for the ranks of one
 // server, each with its own times, where the form depends on where a rank
 // sits (the mesh and ring stages; level-1 steps, the pairwise and the
-// DirectFullmesh AlltoAll up to 512-1024 ranks), else for one representative rank whose peers are
-// as far along as it is (every rank of these steps runs the same tasks). A
+// DirectFullmesh AlltoAll up to 512-1024 ranks), else for one
+// representative rank whose peers are as far along as it is (every rank of
+// these steps runs the same tasks). A
 // step's rates are max-min fair shares of the channels its flows cross,
 // all of the step's flows counted together (progressive filling, memoized
 // per pattern: they do not depend on the size).
