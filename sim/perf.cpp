@@ -265,8 +265,19 @@ PerfRow row_of(const PerfRequest& request, const CollectiveSpec& spec, const Exe
 
 }  // namespace
 
+std::string estimate_problem(const PerfRequest& request, std::uint64_t size) {
+  const std::uint64_t loops = size / std::max<std::uint64_t>(request.buffer_bytes, 1);
+  if (loops <= kMaxEstimateLoops) return "";
+  return "too large for the estimate: data_size " + std::to_string(size) + " is " + std::to_string(loops) +
+         " times the HCCL buffer (" + std::to_string(request.buffer_bytes) + " bytes); the closed forms walk every "
+         "loop over it, at most " + std::to_string(kMaxEstimateLoops) + " (use a smaller size or a larger --buffsize)";
+}
+
 std::vector<PerfRow> estimate_perf(const TopologySpec& topology, const PerfRequest& request,
                                    const PerfRowCallback& on_row) {
+  for (const std::uint64_t size : request.sizes) {
+    if (const std::string why = estimate_problem(request, size); !why.empty()) throw std::invalid_argument(why);
+  }
   std::vector<PerfRow> rows;
   const ExecContext ctx = exec_context(topology, request);
   const EstimateFabric fabric(topology);

@@ -128,8 +128,15 @@ std::vector<PerfRow> run_perf(Platform& platform, const PerfRequest& request, Tr
 // `--model estimate`: the same rows from the executors' closed forms
 // (sim/estimate), without SystemC and without a data check ("skipped").
 // Throws std::invalid_argument for an executor that has no closed form.
+// Throws std::invalid_argument (estimate_problem's text) for a size it
+// refuses.
 std::vector<PerfRow> estimate_perf(const TopologySpec& topology, const PerfRequest& request,
                                    const PerfRowCallback& on_row = {});
+// The closed forms walk the loops over the HCCL buffer (a few per
+// data_size / HCCL_BUFFSIZE): why a row of `size` bytes is refused when
+// there would be more than kMaxEstimateLoops of them, or "".
+constexpr std::uint64_t kMaxEstimateLoops = 1ULL << 16;
+std::string estimate_problem(const PerfRequest& request, std::uint64_t size);
 
 // Output formats: sim/report/row_writer.h.
 

@@ -255,6 +255,10 @@ int PerfCommand::run(CommandContext& ctx) {
           std::to_string(spec.npus) + " NPUs",
       memory_limit_.bytes());
   if (!too_large.empty() && !estimate) throw InputError(sizes.size() > 1 ? "option -e" : "option -b/-e", too_large);
+  if (estimate) {
+    const std::string why = estimate_problem(req, sizes.back());
+    if (!why.empty()) throw InputError(sizes.size() > 1 ? "option -e" : "option -b/-e", why);
+  }
   ProcessGroup& group = *ctx.group;
   if (!trace_file_.empty() && group.size() > 1) {
     throw InputError("option --trace", "a trace needs one process (the sizes run by other MPI processes are not "

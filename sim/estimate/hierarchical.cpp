@@ -252,9 +252,11 @@ double pipelined_all_reduce(const CollectiveSpec& s, const Hierarchy& h, const A
   };
   double now = c.launch;
   std::size_t done = 0;
+  std::size_t oldest = 0;  // slices before it have ended; only the next few can run (k needs k-2 ended)
   while (done < 3 * slices) {
+    while (oldest < slices && end[oldest][2] >= 0) ++oldest;
     std::vector<std::pair<std::size_t, std::size_t>> running;
-    for (std::size_t k = 0; k < slices; ++k) {
+    for (std::size_t k = oldest; k < std::min(slices, oldest + 3); ++k) {
       for (std::size_t l = 0; l < 3; ++l) {
         if (end[k][l] < 0 && (started[k][l] || released(k, l))) {
           started[k][l] = 1;

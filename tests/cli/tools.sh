@@ -256,6 +256,8 @@ PY
     expect_exit 2 "option --trace" perf all_reduce --model estimate --trace "$tmp/t.json"
     expect_exit 2 "option --links" perf all_reduce --model estimate --links "$tmp/l.csv"
     expect_exit 2 "no closed form for AllReduceMeshAiv" perf all_reduce --model estimate --expansion aiv
+    expect_exit 2 "option -b/-e: too large for the estimate" perf all_reduce --model estimate -b 64T -e 64T
+    expect_exit 2 "too large for the estimate" perf all_reduce --model estimate --buffsize 1
     printf '{"topologies": ["%s"], "ops": ["all_reduce"], "sizes": ["1M"], "model": "fast"}' \
       "$src/configs/topologies/a2-server.json" >"$tmp/grid.json"
     expect_exit 2 "model" sweep "$tmp/grid.json"
