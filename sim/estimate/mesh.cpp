@@ -266,28 +266,12 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
   const int p = s.ranks;
   const std::uint64_t esz = data_type_size(s.dtype);
   if (p < 2) return copy_task(c, start(c), static_cast<double>(s.count * esz));
-  const int concurrent = std::min(8, p - 1);
-  const std::uint64_t big = (1024 * 1024) / esz;
-  const int groups = !s.alltoallv_counts.empty() || s.count > big ? 2 : 1;
-  const std::uint64_t align = std::max<std::uint64_t>(1, 16 * 1024 / esz);
-  const std::uint64_t buffer = s.buffer_bytes / esz;
-  std::uint64_t block = buffer / static_cast<std::uint64_t>(concurrent * groups) / align * align;
-  if (block == 0) block = std::max<std::uint64_t>(1, buffer / static_cast<std::uint64_t>(concurrent * groups));
-  std::vector<std::vector<int>> rounds;
-  std::vector<int> seen(static_cast<std::size_t>(p), 0);
-  for (int base = 1; base < p; base += 4) {
-    std::vector<int> distances;
-    for (int d = base; d < base + 4 && d < p; ++d) {
-      for (int dist : {d, p - d}) {
-        if (dist > 0 && dist < p && !seen[static_cast<std::size_t>(dist)]) {
-          seen[static_cast<std::size_t>(dist)] = 1;
-          distances.push_back(dist);
-        }
-      }
-    }
-    if (!distances.empty()) rounds.push_back(distances);
-  }
-  const std::uint64_t steps = std::max<std::uint64_t>(1, (s.count + block - 1) / block);
+  const DirectFullmeshPlan plan = direct_fullmesh_plan(s, s.count, !s.alltoallv_counts.empty());
+  const int concurrent = plan.concurrent;
+  const int groups = plan.groups;
+  const std::uint64_t block = plan.block;
+  const std::vector<std::vector<int>>& rounds = plan.rounds;
+  const std::uint64_t steps = std::max<std::uint64_t>(1, plan.steps);
   const double d = c.dispatch;
   // The own block, on Main, while the rest runs; local copies go at the memory's rate / copies at once.
   const double own = copy_task(c, start(c), static_cast<double>(s.count * esz));

@@ -92,6 +92,19 @@ TaskGraph build_executor(const CollectiveSpec& spec, const ExecContext& ctx, con
 // IsSupportSDMAReduce); other dtypes and prod take HCCL's non-inline paths.
 bool sdma_inline_reduce(DataType dtype, ReduceOp op);
 
+// RunAlltoAllDirectFullmesh's layout (mesh_a2.cpp): up to 8 peers at once
+// (distances +-i in rounds), one or two groups of CCL_IN blocks (two for
+// AlltoAllV or pairs over 1 MiB), `steps` pieces of `block` elements for the
+// largest pair. Shared by the builder and the closed form (sim/estimate).
+struct DirectFullmeshPlan {
+  int concurrent = 1;
+  int groups = 1;
+  std::uint64_t block = 1;                // elements
+  std::vector<std::vector<int>> rounds;   // the distances of each round
+  std::uint64_t steps = 0;
+};
+DirectFullmeshPlan direct_fullmesh_plan(const CollectiveSpec& spec, std::uint64_t largest_pair, bool alltoallv);
+
 // Registration, called once by executors() in a fixed order.
 void register_mesh_executors(std::vector<Executor>& out);
 void register_ring_executors(std::vector<Executor>& out);

@@ -327,32 +327,16 @@ class AlltoAllExec : public ExecBuilder {
   // the next piece into its block and the receiver reads it from there into
   // its output.
   void direct_fullmesh(bool alltoallv) {
-    const int concurrent = std::min(8, p_ - 1);
-    const std::uint64_t big = (1024 * 1024) / esz_;
-    const int groups = alltoallv || layout_.largest_pair > big ? 2 : 1;
-    const std::uint64_t align = std::max<std::uint64_t>(1, 16 * 1024 / esz_);
-    std::uint64_t block = buffer_elements() / static_cast<std::uint64_t>(concurrent * groups) / align * align;
-    if (block == 0) block = std::max<std::uint64_t>(1, buffer_elements() / static_cast<std::uint64_t>(concurrent * groups));
-    // Rounds of distances: round k pairs +-(4k+1..4k+4).
-    std::vector<std::vector<int>> rounds;
-    std::vector<int> seen(static_cast<std::size_t>(p_), 0);
-    for (int base = 1; base < p_; base += 4) {
-      std::vector<int> distances;
-      for (int d = base; d < base + 4 && d < p_; ++d) {
-        for (int dist : {d, p_ - d}) {
-          if (dist > 0 && dist < p_ && !seen[static_cast<std::size_t>(dist)]) {
-            seen[static_cast<std::size_t>(dist)] = 1;
-            distances.push_back(dist);
-          }
-        }
-      }
-      if (!distances.empty()) rounds.push_back(distances);
-    }
+    const DirectFullmeshPlan plan = direct_fullmesh_plan(spec_, layout_.largest_pair, alltoallv);
+    const int concurrent = plan.concurrent;
+    const int groups = plan.groups;
+    const std::uint64_t block = plan.block;
+    const std::vector<std::vector<int>>& rounds = plan.rounds;
     const Handshake ready = new_handshake();
     const Handshake done = new_handshake();
     const int copy_ready = notifies_.take(concurrent * groups);
     const int slot_free = notifies_.take(concurrent * groups);
-    const std::uint64_t steps = (layout_.largest_pair + block - 1) / block;
+    const std::uint64_t steps = plan.steps;
     std::vector<std::vector<int>> uses(static_cast<std::size_t>(p_), std::vector<int>(static_cast<std::size_t>(concurrent * groups), 0));
     for (int r = 0; r < p_; ++r) {
       move(main(r), input(r, layout_.send[r][r]), output(r, layout_.recv[r][r]), spec_.pair_count(r, r), false,
@@ -413,6 +397,36 @@ bool single_server(const ExecContext& ctx) { return ctx.hierarchy.servers() == 1
 std::string needs(bool ok, const std::string& why) { return ok ? std::string() : why; }
 
 }  // namespace
+
+DirectFullmeshPlan direct_fullmesh_plan(const CollectiveSpec& spec, std::uint64_t largest_pair, bool alltoallv) {
+  const int p = spec.ranks;
+  const std::uint64_t esz = data_type_size(spec.dtype);
+  const std::uint64_t buffer = spec.buffer_bytes / esz;
+  DirectFullmeshPlan plan;
+  plan.concurrent = std::min(8, p - 1);
+  const std::uint64_t big = (1024 * 1024) / esz;
+  plan.groups = alltoallv || largest_pair > big ? 2 : 1;
+  const std::uint64_t align = std::max<std::uint64_t>(1, 16 * 1024 / esz);
+  const std::uint64_t slots = static_cast<std::uint64_t>(std::max(1, plan.concurrent * plan.groups));
+  plan.block = buffer / slots / align * align;
+  if (plan.block == 0) plan.block = std::max<std::uint64_t>(1, buffer / slots);
+  // Rounds of distances: round k pairs +-(4k+1..4k+4).
+  std::vector<int> seen(static_cast<std::size_t>(std::max(p, 1)), 0);
+  for (int base = 1; base < p; base += 4) {
+    std::vector<int> distances;
+    for (int d = base; d < base + 4 && d < p; ++d) {
+      for (int dist : {d, p - d}) {
+        if (dist > 0 && dist < p && !seen[static_cast<std::size_t>(dist)]) {
+          seen[static_cast<std::size_t>(dist)] = 1;
+          distances.push_back(dist);
+        }
+      }
+    }
+    if (!distances.empty()) plan.rounds.push_back(distances);
+  }
+  plan.steps = (largest_pair + plan.block - 1) / plan.block;
+  return plan;
+}
 
 // Inline reduction (SDMA Reduce_Inline): fp32/fp16/bf16/int8/int16/int32 with
 // sum/max/min on 910B and 910_93 (device_capacity.cc IsSupportSDMAReduce).
