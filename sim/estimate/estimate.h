@@ -76,6 +76,7 @@ struct FlowPair {
 
 class EstimateFabric {
  public:
+  // `spec` must outlive the fabric.
   explicit EstimateFabric(const TopologySpec& spec);
   EstimateFabric(const EstimateFabric&) = delete;
   EstimateFabric& operator=(const EstimateFabric&) = delete;
@@ -118,7 +119,7 @@ class EstimateFabric {
                               const std::function<FlowPair(int, int)>& pair) const;
 
  private:
-  TopologySpec spec_;
+  const TopologySpec& spec_;  // the caller's: 100,000 NPUs' links are not copied
   StepCosts costs_;
   RouteFinder routes_;
   mutable std::map<std::string, std::vector<double>> rates_;  // key + cap + write -> each flow's rate

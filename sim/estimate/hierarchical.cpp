@@ -114,15 +114,6 @@ GroupLayout rails(const Hierarchy& h) {
   return g;
 }
 
-CollectiveSpec stage(const CollectiveSpec& whole, CollOp op, int ranks, std::uint64_t count, std::uint64_t buffer) {
-  CollectiveSpec s = whole;
-  s.op = op;
-  s.ranks = ranks;
-  s.count = count;
-  s.buffer_bytes = buffer;
-  return s;
-}
-
 // A level-1 stage on every rail: each rank's stream from `free` on. Its
 // duration depends only on the stage's op and size, so a collective of
 // thousands of equal slices computes it once (`memo`).
@@ -159,7 +150,7 @@ std::vector<std::function<Times(const Times&)>> slice_stages(const CollectiveSpe
         return atomic_phase(f, copies(c, plus(t, -d), 1, bytes), chunk, true, true, every_pair);
       });
       out.push_back([=, &f, &memo](const Times& t) {
-        return rail_stage(f, stage(s, CollOp::AllReduce, servers, elems, level1_buffer), plan.level1, rails(h), plus(t, -d), memo);
+        return rail_stage(f, stage_spec(s, CollOp::AllReduce, servers, elems, level1_buffer), plan.level1, rails(h), plus(t, -d), memo);
       });
       out.push_back([=, &f, &memo](const Times& t) {
         return copies(c, atomic_phase(f, plus(t, -d), chunk, false, true, every_pair), 1, bytes);
@@ -172,12 +163,12 @@ std::vector<std::function<Times(const Times&)>> slice_stages(const CollectiveSpe
                       servers, bytes);
       });
       out.push_back([=, &f, &memo](const Times& t) {
-        return rail_stage(f, stage(s, CollOp::ReduceScatter, servers, n, level1_buffer), plan.level1, rails(h), plus(t, -d), memo);
+        return rail_stage(f, stage_spec(s, CollOp::ReduceScatter, servers, n, level1_buffer), plan.level1, rails(h), plus(t, -d), memo);
       });
       break;
     case CollOp::AllGather:
       out.push_back([=, &f, &memo](const Times& t) {
-        return rail_stage(f, stage(s, CollOp::AllGather, servers, n, level1_buffer), plan.level1, rails(h), plus(t, -d), memo);
+        return rail_stage(f, stage_spec(s, CollOp::AllGather, servers, n, level1_buffer), plan.level1, rails(h), plus(t, -d), memo);
       });
       out.push_back([=, &f, &memo](const Times& t) {
         return copies(c, atomic_phase(f, copies(c, plus(t, -d), servers, bytes), servers * bytes, false, true, every_pair),

@@ -396,14 +396,7 @@ class Hierarchical {
   int g0() const { return h_.per_server; }
 
   CollectiveSpec stage(CollOp op, int ranks, std::uint64_t count, std::uint64_t buffer_bytes) const {
-    CollectiveSpec s;
-    s.op = op;
-    s.ranks = ranks;
-    s.dtype = spec_.dtype;
-    s.reduce_op = spec_.reduce_op;
-    s.count = count;
-    s.buffer_bytes = buffer_bytes;
-    return s;
+    return stage_spec(spec_, op, ranks, count, buffer_bytes);
   }
   // Member x of rail i (every server, or the servers of one supernode);
   // `all_rails`: every rail runs the stage at once, else only one.
