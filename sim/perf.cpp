@@ -92,9 +92,6 @@ std::string footprint_problem(const Footprint& f, const std::string& what, std::
 Hierarchy hierarchy_of(const Platform& platform, int ranks) { return hierarchy_of(platform.spec(), ranks); }
 
 Hierarchy hierarchy_of(const TopologySpec& spec, int ranks) {
-  auto server_of = [&](int npu) {
-    return spec.server_of.empty() ? npu / spec.npus_per_server : spec.server_of.at(static_cast<std::size_t>(npu));
-  };
   Hierarchy h;
   h.per_server = std::min(ranks, spec.npus_per_server);
   if (ranks % h.per_server != 0) {
@@ -104,7 +101,7 @@ Hierarchy hierarchy_of(const TopologySpec& spec, int ranks) {
   const int servers = ranks / h.per_server;
   // The stages group ranks by per_server: every server taking part must hold exactly that many.
   for (int r = 0; r < ranks; ++r) {
-    if (server_of(r) - server_of(0) != r / h.per_server) {
+    if (server_of(spec, r) - server_of(spec, 0) != r / h.per_server) {
       throw std::invalid_argument("the servers of ranks 0.." + std::to_string(ranks - 1) + " differ in size (rank " +
                                   std::to_string(r) + " would start or continue a server of " +
                                   std::to_string(h.per_server) +

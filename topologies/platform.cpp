@@ -73,7 +73,7 @@ Platform::Platform(const TopologySpec& spec) : spec_(spec), clock_(std::make_uni
 Platform::~Platform() = default;
 
 int Platform::server_of(int npu) const {
-  return spec_.server_of.empty() ? npu / spec_.npus_per_server : spec_.server_of.at(static_cast<std::size_t>(npu));
+  return hcclsim::server_of(spec_, npu);
 }
 
 bool Platform::rdma_between(int a, int b) const { return finder_.rdma_between(a, b); }

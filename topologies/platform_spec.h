@@ -4,6 +4,7 @@
 // without SystemC.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -50,5 +51,11 @@ struct TopologySpec {
   NetworkModel network = NetworkModel::Flow;
   FlowBatching flow_batching;               // the flow model's one approximation (network.h)
 };
+
+// The server NPU `npu` belongs to: spec.server_of, else by npus_per_server.
+inline int server_of(const TopologySpec& spec, int npu) {
+  return spec.server_of.empty() ? npu / std::max(1, spec.npus_per_server)
+                                : spec.server_of.at(static_cast<std::size_t>(npu));
+}
 
 }  // namespace hcclsim

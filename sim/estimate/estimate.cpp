@@ -41,12 +41,9 @@ PathCost EstimateFabric::path(int from, int to) const {
   // Paths of the same relation (same chip, server, SDMA domain, leaf of
   // each fabric) cost the same in the regular topologies hcclsim builds:
   // look each relation up once.
-  const auto server = [&](int n) {
-    return spec_.server_of.empty() ? n / std::max(1, spec_.npus_per_server) : spec_.server_of[static_cast<std::size_t>(n)];
-  };
   std::uint64_t relation = from == to ? 1 : 0;
   relation = relation << 1 | (from / spec_.npus_per_chip == to / spec_.npus_per_chip ? 1 : 0);
-  relation = relation << 1 | (server(from) == server(to) ? 1 : 0);
+  relation = relation << 1 | (server_of(spec_, from) == server_of(spec_, to) ? 1 : 0);
   relation = relation << 1 | (routes_.rdma_between(from, to) ? 1 : 0);
   for (const FabricSpec& f : spec_.fabrics) {
     relation = relation << 1 | (f.leaf_of[static_cast<std::size_t>(from)] == f.leaf_of[static_cast<std::size_t>(to)] ? 1 : 0);
