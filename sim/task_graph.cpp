@@ -52,9 +52,22 @@ TaskId TaskGraph::add(Task task) {
                              " tasks, about " + std::to_string(kMaxTasks * kBytesPerTask >> 30) +
                              " GiB or more (the limit); use fewer ranks or sizes, or a larger --buffsize (fewer loops)");
   }
+  if (task.label >= labels_.size()) {
+    throw GraphError("a task's label id " + std::to_string(task.label) + " is not one of this graph's (intern it here)");
+  }
   const TaskId id = static_cast<TaskId>(tasks_.size());
   threads_.at(task.thread).tasks.push_back(id);
   tasks_.push_back(std::move(task));
+  return id;
+}
+
+LabelId TaskGraph::intern(std::string key) {
+  if (key.empty()) return 0;
+  const auto found = label_ids_.find(key);
+  if (found != label_ids_.end()) return found->second;
+  const auto id = static_cast<LabelId>(labels_.size());
+  labels_.push_back(key);
+  label_ids_.emplace(std::move(key), id);
   return id;
 }
 
@@ -66,7 +79,7 @@ TaskId TaskGraph::record(ThreadId thread, int peer, int notify, std::string labe
   t.thread = thread;
   t.peer = peer;
   t.notify = notify;
-  t.label = std::move(label);
+  t.label = intern(std::move(label));
   return add(std::move(t));
 }
 
@@ -76,7 +89,7 @@ TaskId TaskGraph::wait(ThreadId thread, int notify, std::string label, Time time
   t.thread = thread;
   t.notify = notify;
   t.timeout = timeout;
-  t.label = std::move(label);
+  t.label = intern(std::move(label));
   return add(std::move(t));
 }
 
@@ -86,29 +99,29 @@ static int owner_of(const Task& t, int rank) {
 }
 
 static Task data_task(TaskKind kind, ThreadId thread, BufferRef src, BufferRef dst, std::uint64_t bytes,
-                      std::string label) {
+                      LabelId label) {
   Task t;
   t.kind = kind;
   t.thread = thread;
   t.src = src;
   t.dst = dst;
   t.bytes = bytes;
-  t.label = std::move(label);
+  t.label = label;
   return t;
 }
 
 TaskId TaskGraph::copy(ThreadId thread, BufferRef src, BufferRef dst, std::uint64_t bytes, std::string label) {
-  return add(data_task(TaskKind::Memcpy, thread, src, dst, bytes, std::move(label)));
+  return add(data_task(TaskKind::Memcpy, thread, src, dst, bytes, intern(std::move(label))));
 }
 
 TaskId TaskGraph::reduce(ThreadId thread, BufferRef src, BufferRef dst, std::uint64_t bytes,
                          std::string label) {
-  return add(data_task(TaskKind::ReduceInline, thread, src, dst, bytes, std::move(label)));
+  return add(data_task(TaskKind::ReduceInline, thread, src, dst, bytes, intern(std::move(label))));
 }
 
 TaskId TaskGraph::aiv_move(ThreadId thread, BufferRef src, BufferRef dst, std::uint64_t bytes, bool reduce,
                            std::string label, int cores) {
-  Task t = data_task(reduce ? TaskKind::ReduceInline : TaskKind::Memcpy, thread, src, dst, bytes, std::move(label));
+  Task t = data_task(reduce ? TaskKind::ReduceInline : TaskKind::Memcpy, thread, src, dst, bytes, intern(std::move(label)));
   t.mover = Mover::Aiv;
   t.cores = cores;
   return add(std::move(t));
@@ -120,7 +133,7 @@ TaskId TaskGraph::flag_set(ThreadId thread, int peer, int flag, std::string labe
   t.thread = thread;
   t.peer = peer;
   t.notify = flag;
-  t.label = std::move(label);
+  t.label = intern(std::move(label));
   return add(std::move(t));
 }
 
@@ -131,7 +144,7 @@ TaskId TaskGraph::flag_wait(ThreadId thread, int owner, int flag, std::uint32_t 
   t.peer = owner;
   t.notify = flag;
   t.count = value;
-  t.label = std::move(label);
+  t.label = intern(std::move(label));
   return add(std::move(t));
 }
 
@@ -148,11 +161,14 @@ std::vector<TaskId> TaskGraph::append(const TaskGraph& part, const std::vector<i
     if (found == reuse->end()) found = reuse->emplace(key, add_thread(key.first, key.second)).first;
     thread_map.push_back(found->second);
   }
+  std::vector<LabelId> label_map(part.labels_.size(), 0);
+  for (LabelId l = 1; l < part.labels_.size(); ++l) label_map[l] = intern(part.labels_[l]);
   std::vector<TaskId> ids;
   ids.reserve(part.tasks_.size());
   for (const Task& original : part.tasks_) {
     Task t = original;
     t.thread = thread_map[original.thread];
+    t.label = label_map[original.label];
     const bool signal = t.kind == TaskKind::NotifyRecord || t.kind == TaskKind::NotifyWait ||
                         t.kind == TaskKind::FlagSet || t.kind == TaskKind::FlagWait;
     if (signal) t.notify += notify_base;
@@ -195,7 +211,7 @@ std::string TaskGraph::describe(TaskId id) const {
   if (t.kind == TaskKind::NotifyWait) os << " on notify " << t.notify;
   if (t.kind == TaskKind::FlagSet) os << " to flag " << t.notify << " of rank " << t.peer;
   if (t.kind == TaskKind::FlagWait) os << " for " << t.count << " on flag " << t.notify << " of rank " << t.peer;
-  if (!t.label.empty()) os << ", " << t.label;
+  if (t.label != 0) os << ", " << label(t);
   os << ")";
   return os.str();
 }

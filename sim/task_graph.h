@@ -10,15 +10,20 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "models/npu/exec_task.h"
+#include "sim/chunked_vector.h"
 #include "sim/units.h"
 
 namespace hcclsim {
 
 using TaskId = std::uint32_t;
 using ThreadId = std::uint32_t;
+// A task's label, interned by its graph (TaskGraph::intern, TaskGraph::label):
+// millions of tasks share a few thousand labels. 0 is the empty label.
+using LabelId = std::uint32_t;
 
 enum class TaskKind : std::uint8_t { NotifyRecord, NotifyWait, Memcpy, ReduceInline, Compute, Delay, FlagSet, FlagWait };
 const char* task_kind_name(TaskKind kind);  // the msprof names: "Notify Record", "Memcpy", ...
@@ -39,8 +44,14 @@ struct BufferRef {
   std::uint64_t offset = 0;
 };
 
+// Fields ordered by size so that a task takes 88 bytes: large runs hold millions.
 struct Task {
   TaskKind kind = TaskKind::Delay;
+  Mover mover = Mover::Sdma;          // Memcpy / ReduceInline
+  CoreKind core_kind = CoreKind::Aiv; // Compute
+  // Delay only: the thread is busy in it while its dependencies are unmet
+  // (a kernel's Wait), so it starts when the thread reaches it.
+  bool started_while_blocked = false;
   ThreadId thread = 0;
   // NotifyRecord: sets `notify` of `peer`. NotifyWait: waits on `notify` of its own rank.
   // FlagSet: adds one to flag `notify` of `peer` (a counter in memory).
@@ -49,20 +60,14 @@ struct Task {
   int peer = -1;
   int notify = -1;
   std::uint32_t count = 1;
+  int cores = 0;                      // Compute; AIV moves: cores working together
+  LabelId label = 0;                  // shown in the trace, e.g. "AllGather#1 step 3"
   Time timeout;                       // NotifyWait; 0 = forever
   // Memcpy / ReduceInline: `bytes` from src to dst; src or dst is on this rank.
   BufferRef src;
   BufferRef dst;
   std::uint64_t bytes = 0;
-  Mover mover = Mover::Sdma;
-  // Compute / Delay.
-  CoreKind core_kind = CoreKind::Aiv;
-  int cores = 0;
-  Time duration;
-  std::string label;                  // shown in the trace, e.g. "AllGather#1 step 3"
-  // Delay only: the thread is busy in it while its dependencies are unmet
-  // (a kernel's Wait), so it starts when the thread reaches it.
-  bool started_while_blocked = false;
+  Time duration;                      // Compute / Delay
 };
 
 struct Thread {
@@ -76,6 +81,9 @@ class TaskGraph {
   ThreadId add_thread(int rank, std::string name);
   // Appends to the task's thread (in-order edge from the previous task).
   TaskId add(Task task);
+  // The id of `text` as a label of this graph's tasks, and back.
+  LabelId intern(std::string text);
+  const std::string& label(const Task& task) const { return labels_[task.label]; }
   // `after` starts only once `before` has finished.
   void add_dependency(TaskId before, TaskId after);
 
@@ -103,7 +111,7 @@ class TaskGraph {
   int notifies_used() const;
   int flags_used() const;
 
-  const std::vector<Task>& tasks() const { return tasks_; }
+  const ChunkedVector<Task>& tasks() const { return tasks_; }
   const std::vector<Thread>& threads() const { return threads_; }
   const Task& task(TaskId id) const { return tasks_[id]; }
   const Thread& thread(ThreadId id) const { return threads_[id]; }
@@ -119,7 +127,9 @@ class TaskGraph {
   void validate(int ranks) const;
 
  private:
-  std::vector<Task> tasks_;
+  ChunkedVector<Task> tasks_;
+  std::vector<std::string> labels_{std::string()};
+  std::unordered_map<std::string, LabelId> label_ids_;
   std::vector<Thread> threads_;
   std::vector<std::pair<TaskId, TaskId>> dependencies_;
 };

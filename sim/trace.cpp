@@ -50,7 +50,7 @@ void TraceWriter::add_run(const TaskGraph& graph, const RunResult& result, Platf
     const int tid = track(rank, graph.thread(t.thread).name);
     const Time end = timing.finished ? timing.end : result.end;
     nlohmann::json args{{"run", run_label}, {"task", id}};
-    if (!t.label.empty()) args["label"] = t.label;
+    if (t.label != 0) args["label"] = graph.label(t);
     switch (t.kind) {
       case TaskKind::NotifyRecord:
         args["peer"] = t.peer;
@@ -85,7 +85,7 @@ void TraceWriter::add_run(const TaskGraph& graph, const RunResult& result, Platf
     }
     // ts and dur are spliced in as exact decimals.
     // Kernel API calls and markers are Delay tasks: their label is the better name.
-    std::string name = t.kind == TaskKind::Delay && !t.label.empty() ? t.label : task_kind_name(t.kind);
+    std::string name = t.kind == TaskKind::Delay && t.label != 0 ? graph.label(t) : task_kind_name(t.kind);
     const bool rdma = (t.kind == TaskKind::NotifyRecord && platform.rdma_between(rank, t.peer)) ||
                       (t.kind == TaskKind::Memcpy && platform.rdma_between(t.src.rank, t.dst.rank));
     if (rdma) name = "RDMASend";

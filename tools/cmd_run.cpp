@@ -43,7 +43,7 @@ std::string task_line(const TaskGraph& g, const RunResult& r, TaskId id, Platfor
   const Task& t = g.task(id);
   std::string line = format_us(r.timings[id].start) + " -> " + format_us(r.timings[id].end) + "  rank " +
                      std::to_string(g.rank_of(id)) + " " + g.thread(t.thread).name + "  " + task_kind_name(t.kind);
-  if (!t.label.empty()) line += " (" + t.label + ")";
+  if (t.label != 0) line += " (" + g.label(t) + ")";
   if ((t.kind == TaskKind::Memcpy || t.kind == TaskKind::ReduceInline) && t.bytes > 0) {
     line += " " + std::to_string(t.bytes) + " B over";
     for (Channel* ch : platform.route(t.src.rank, t.dst.rank)) line += " [" + ch->label() + "]";
@@ -277,7 +277,7 @@ int RunCommand::run(CommandContext& ctx) {
       const Task& t = built.graph.task(step.task);
       doc["critical_path"].push_back({{"rank", built.graph.rank_of(step.task)},
                                       {"thread", built.graph.thread(t.thread).name},
-                                      {"task", task_kind_name(t.kind)}, {"label", t.label}, {"via", step.via},
+                                      {"task", task_kind_name(t.kind)}, {"label", built.graph.label(t)}, {"via", step.via},
                                       {"start_us", std::stod(format_us(result.timings[step.task].start, 6))},
                                       {"end_us", std::stod(format_us(result.timings[step.task].end, 6))}});
     }

@@ -318,7 +318,7 @@ class MoeBuilder {
     task.core_kind = CoreKind::Aiv;
     task.cores = per_lane_;
     task.duration = npu_.cores.aiv_bandwidth.transfer_time(bytes / static_cast<std::uint64_t>(per_lane_));
-    task.label = label;
+    task.label = graph_.intern(label);
     graph_.add(std::move(task));
   }
   // SyncAll: every core of rank r adds to the barrier counter, then waits for all.
@@ -381,14 +381,14 @@ class MoeBuilder {
       sync.kind = TaskKind::Delay;
       sync.thread = host_[static_cast<std::size_t>(r)];
       sync.duration = npu_.stream.host_sync;
-      sync.label = "host sync";
+      sync.label = graph_.intern("host sync");
       const TaskId h = graph_.add(std::move(sync));
       for (TaskId l : lasts) graph_.add_dependency(l, h);
       for (int c = 0; c < cores_; ++c) {
         Task start;
         start.kind = TaskKind::Delay;
         start.thread = core(r, c);
-        start.label = "kernel start";
+        start.label = graph_.intern("kernel start");
         const TaskId s = graph_.add(std::move(start));
         graph_.add_dependency(h, s);
       }

@@ -143,40 +143,40 @@ Program::Built Program::build() const {
       const HandleKey hk{rank, step.domain, step.handle};
       const std::string what = "d" + std::to_string(step.domain) + " handle " + std::to_string(step.handle);
       switch (step.kind) {
-        case StepKind::Init: t.label = "InitV2 context " + std::to_string(step.context); break;
+        case StepKind::Init: t.label = g.intern("InitV2 context " + std::to_string(step.context)); break;
         case StepKind::Prepare:
-          t.label = "Prepare " + what;
+          t.label = g.intern("Prepare " + what);
           gates[hk] = syncs_so_far[step.domain];
           break;
-        case StepKind::Commit: t.label = "Commit " + what; break;
+        case StepKind::Commit: t.label = g.intern("Commit " + what); break;
         case StepKind::Wait:
-          t.label = "Wait " + what;
+          t.label = g.intern("Wait " + what);
           t.started_while_blocked = true;
           break;
-        case StepKind::Query: t.label = "Query " + what; break;
+        case StepKind::Query: t.label = g.intern("Query " + what); break;
         case StepKind::InterSync:
-          t.label = "InterHcclGroupSync d" + std::to_string(step.domain) + " on d" + std::to_string(step.src_domain) +
-                    " handle " + std::to_string(step.src_handle);
+          t.label = g.intern("InterHcclGroupSync d" + std::to_string(step.domain) + " on d" + std::to_string(step.src_domain) +
+                    " handle " + std::to_string(step.src_handle));
           syncs_so_far[step.domain].push_back(Gate{step.src_domain, step.src_handle});
           break;
-        case StepKind::Finalize: t.label = "Finalize context " + std::to_string(step.context); break;
+        case StepKind::Finalize: t.label = g.intern("Finalize context " + std::to_string(step.context)); break;
         case StepKind::Matmul:
         case StepKind::Vector:
           t.kind = TaskKind::Compute;
           t.core_kind = step.kind == StepKind::Matmul ? CoreKind::Aic : CoreKind::Aiv;
           t.cores = step.cores;
           t.duration = step.duration;
-          t.label = step.kind == StepKind::Matmul ? "matmul" : "vector";
+          t.label = g.intern(step.kind == StepKind::Matmul ? "matmul" : "vector");
           break;
         case StepKind::Moe:
           // The list waits here until the call's tasks on this rank are done.
-          t.label = std::string(moe_calls_[step.moe].phase == MoePhase::Dispatch ? "moe_dispatch" : "moe_combine") +
-                    " (call " + std::to_string(step.moe) + ") returns";
+          t.label = g.intern(std::string(moe_calls_[step.moe].phase == MoePhase::Dispatch ? "moe_dispatch" : "moe_combine") +
+                    " (call " + std::to_string(step.moe) + ") returns");
           t.started_while_blocked = true;
           break;
-        case StepKind::CrossSet: t.label = "CrossCoreSetFlag " + std::to_string(step.flag); break;
+        case StepKind::CrossSet: t.label = g.intern("CrossCoreSetFlag " + std::to_string(step.flag)); break;
         case StepKind::CrossWait:
-          t.label = "CrossCoreWaitFlag " + std::to_string(step.flag);
+          t.label = g.intern("CrossCoreWaitFlag " + std::to_string(step.flag));
           t.started_while_blocked = true;
           break;
       }
@@ -326,7 +326,7 @@ Program::Built Program::build() const {
           Task t;
           t.kind = TaskKind::Delay;
           t.thread = mt->second;
-          t.label = info.op + " handle " + std::to_string(h) + " repeat " + std::to_string(rep) + " done";
+          t.label = g.intern(info.op + " handle " + std::to_string(h) + " repeat " + std::to_string(rep) + " done");
           const TaskId m = g.add(std::move(t));
           marker[{domain, static_cast<int>(h), rep, member}] = m;
           for (TaskId last : rp.per_rank[member].last) g.add_dependency(last, m);

@@ -154,14 +154,17 @@ TaskGraph edited(const TaskGraph& graph, Edit edit, int late = -1, Time lateness
     d.kind = TaskKind::Delay;
     d.thread = t;
     d.duration = lateness;
-    d.label = "late start";
+    d.label = g.intern("late start");
     g.add(d);
     break;
   }
   std::vector<std::int64_t> new_id(graph.tasks().size(), -1);
   for (TaskId id = 0; id < graph.tasks().size(); ++id) {
     std::vector<Task> out = edit(graph, id);
-    for (const Task& t : out) new_id[id] = g.add(t);
+    for (Task t : out) {
+      t.label = g.intern(graph.label(t));  // the edit's tasks carry `graph`'s label ids
+      new_id[id] = g.add(t);
+    }
   }
   for (const auto& [before, after] : graph.dependencies()) {
     if (new_id[before] >= 0 && new_id[after] >= 0) {
@@ -608,17 +611,17 @@ TEST_CASE("on 72 ranks a ring reduce_scatter whose receiver does not wait for th
   std::string label;
   for (TaskId id = 0; id < graph.tasks().size() && label.empty(); ++id) {
     const Task& t = graph.task(id);
-    if (t.kind == TaskKind::NotifyWait && graph.rank_of(id) == 6 && ends_with(t.label, " done")) label = t.label;
+    if (t.kind == TaskKind::NotifyWait && graph.rank_of(id) == 6 && ends_with(graph.label(t), " done")) label = graph.label(t);
   }
   REQUIRE_FALSE(label.empty());
   bool wait_dropped = false, record_dropped = false;
   const TaskGraph unsynced = edited(graph, [&](const TaskGraph& g, TaskId id) {
     const Task& t = g.task(id);
-    if (t.label == label && t.kind == TaskKind::NotifyWait && g.rank_of(id) == 6 && !wait_dropped) {
+    if (g.label(t) == label && t.kind == TaskKind::NotifyWait && g.rank_of(id) == 6 && !wait_dropped) {
       wait_dropped = true;
       return std::vector<Task>{};
     }
-    if (t.label == label && t.kind == TaskKind::NotifyRecord && g.rank_of(id) == 5 && t.peer == 6 &&
+    if (g.label(t) == label && t.kind == TaskKind::NotifyRecord && g.rank_of(id) == 5 && t.peer == 6 &&
         !record_dropped) {
       record_dropped = true;
       return std::vector<Task>{};

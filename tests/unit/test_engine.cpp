@@ -32,7 +32,7 @@ TaskId delay(TaskGraph& g, ThreadId thread, Time d, std::string label = {}) {
   t.kind = TaskKind::Delay;
   t.thread = thread;
   t.duration = d;
-  t.label = std::move(label);
+  t.label = g.intern(std::move(label));
   return g.add(std::move(t));
 }
 

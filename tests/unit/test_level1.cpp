@@ -204,8 +204,9 @@ std::size_t memcpys(const TaskGraph& g, int rank, const std::string& step) {
   std::size_t n = 0;
   for (TaskId id = 0; id < g.tasks().size(); ++id) {
     const Task& t = g.task(id);
-    if (t.kind == TaskKind::Memcpy && g.rank_of(id) == rank && t.label.size() >= step.size() &&
-        t.label.compare(t.label.size() - step.size(), step.size(), step) == 0) {
+    const std::string& label = g.label(t);
+    if (t.kind == TaskKind::Memcpy && g.rank_of(id) == rank && label.size() >= step.size() &&
+        label.compare(label.size() - step.size(), step.size(), step) == 0) {
       ++n;
     }
   }
@@ -320,7 +321,7 @@ TEST_CASE("level1 step structure: NHR sends one piece per step on 2^k ranks and 
     std::size_t n = 0;
     for (TaskId id = 0; id < g.tasks().size(); ++id) {
       const Task& t = g.task(id);
-      if (t.kind == TaskKind::NotifyWait && g.rank_of(id) == rank && t.label.find(" done") != std::string::npos) ++n;
+      if (t.kind == TaskKind::NotifyWait && g.rank_of(id) == rank && g.label(t).find(" done") != std::string::npos) ++n;
     }
     return n;
   };
@@ -583,7 +584,9 @@ TEST_CASE("level1 data check catches a missing reduction", "[level1][data_check]
         dropped = true;
         continue;
       }
-      broken.add(t);
+      Task c = t;
+      c.label = broken.intern(graph.label(t));
+      broken.add(c);
     }
     REQUIRE(dropped);
     INFO(level1_algo_name(algo));
@@ -608,18 +611,21 @@ TEST_CASE("level1 without its ready handshake a late rank gets overwritten", "[l
           d.kind = TaskKind::Delay;
           d.thread = t;
           d.duration = Time::from_us(200);
-          d.label = "late start";
+          d.label = g.intern("late start");
           g.add(d);
         }
       }
       std::size_t dropped = 0;
       for (const Task& t : graph.tasks()) {
-        if (!keep_ready && t.kind == TaskKind::NotifyWait && t.label.size() > 6 &&
-            t.label.compare(t.label.size() - 6, 6, " ready") == 0) {
+        const std::string& label = graph.label(t);
+        if (!keep_ready && t.kind == TaskKind::NotifyWait && label.size() > 6 &&
+            label.compare(label.size() - 6, 6, " ready") == 0) {
           ++dropped;
           continue;
         }
-        g.add(t);
+        Task c = t;
+        c.label = g.intern(label);
+        g.add(c);
       }
       CHECK((dropped > 0) == !keep_ready);
       return g;

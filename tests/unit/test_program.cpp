@@ -82,7 +82,7 @@ const std::vector<TaskId>& thread_tasks(const TaskGraph& g, int rank, const std:
 TaskId kernel_task(const TaskGraph& g, int rank, const std::string& label, int occurrence = 0,
                    const std::string& kernel = "kernel/AIV") {
   for (TaskId id : thread_tasks(g, rank, kernel)) {
-    if (g.task(id).label == label && occurrence-- == 0) return id;
+    if (g.label(g.task(id)) == label && occurrence-- == 0) return id;
   }
   FAIL("no task '" << label << "' on rank " << rank << " " << kernel);
   return 0;

@@ -87,7 +87,7 @@ std::vector<TaskId> kernel_tasks(const TaskGraph& g, int rank, const std::string
   for (const Thread& th : g.threads()) {
     if (th.rank != rank || th.name != "kernel/" + list) continue;
     for (TaskId id : th.tasks) {
-      if (g.task(id).label == label) out.push_back(id);
+      if (g.label(g.task(id)) == label) out.push_back(id);
     }
   }
   return out;
