@@ -11,7 +11,6 @@ namespace hcclsim {
 void Scheduler::compile(const TaskGraph& graph) {
   const auto& tasks = graph.tasks();
   exec_.assign(tasks.size(), ExecTask{});
-  successors_.assign(tasks.size(), {});
   stream_of_.assign(tasks.size(), 0);
   for (TaskId id = 0; id < tasks.size(); ++id) {
     const Task& t = tasks[id];
@@ -32,7 +31,7 @@ void Scheduler::compile(const TaskGraph& graph) {
       case TaskKind::NotifyWait:
         e.kind = ExecKind::NotifyWait;
         e.notify = t.notify;
-        e.wait_timeout = t.timeout;
+        e.span = t.timeout;
         break;
       case TaskKind::FlagSet:
         e.kind = ExecKind::FlagSet;
@@ -57,15 +56,16 @@ void Scheduler::compile(const TaskGraph& graph) {
         const bool read = t.src.rank != rank;
         const NpuParams& npu = platform_.engine(rank).params();
         if (e.aiv) {
-          e.cores = std::max(1, t.cores);
-          if (e.cores > npu.cores.aiv) {
-            throw GraphError(graph.describe(id) + " needs " + std::to_string(e.cores) + " AIV cores but the NPU has " +
+          const int cores = std::max(1, t.cores);
+          if (cores > npu.cores.aiv) {
+            throw GraphError(graph.describe(id) + " needs " + std::to_string(cores) + " AIV cores but the NPU has " +
                              std::to_string(npu.cores.aiv));
           }
-          e.fixed = npu.aiv.copy_fixed;
+          e.cores = static_cast<std::uint16_t>(cores);
+          e.span = npu.aiv.copy_fixed;
           e.rate_cap = Bandwidth{npu.aiv.core_bandwidth.bytes_per_s * static_cast<std::uint64_t>(e.cores)};
         } else {
-          e.fixed = read ? npu.sdma.read_fixed : npu.sdma.task_fixed;
+          e.span = read ? npu.sdma.read_fixed : npu.sdma.task_fixed;
           e.rate_cap = e.reduce ? npu.sdma.reduce_bandwidth : npu.sdma.copy_bandwidth;
         }
         if (!read && e.path != nullptr) {
@@ -93,27 +93,34 @@ void Scheduler::compile(const TaskGraph& graph) {
       case TaskKind::Compute: {
         e.kind = ExecKind::Compute;
         e.core_kind = t.core_kind;
-        e.cores = t.cores;
-        e.duration = t.duration;
+        e.span = t.duration;
         const CoreParams& cores = platform_.engine(rank).params().cores;
         const int available = t.core_kind == CoreKind::Aic ? cores.aic : cores.aiv;
         if (t.cores < 1 || t.cores > available) {
           throw GraphError(graph.describe(id) + " needs " + std::to_string(t.cores) + " cores but the NPU has " +
                            std::to_string(available));
         }
+        e.cores = static_cast<std::uint16_t>(t.cores);
         break;
       }
       case TaskKind::Delay:
         e.kind = ExecKind::Delay;
-        e.duration = t.duration;
+        e.span = t.duration;
         e.started_while_blocked = t.started_while_blocked;
         break;
     }
   }
+  // Explicit dependencies as flat per-task lists (successors of task i at
+  // [first_successor_[i], first_successor_[i + 1])).
+  first_successor_.assign(tasks.size() + 1, 0);
   for (const auto& [before, after] : graph.dependencies()) {
-    successors_[before].push_back(after);
+    ++first_successor_[before + 1];
     ++exec_[after].unmet_deps;
   }
+  for (std::size_t i = 0; i < tasks.size(); ++i) first_successor_[i + 1] += first_successor_[i];
+  successors_.resize(graph.dependencies().size());
+  std::vector<std::uint32_t> fill(first_successor_.begin(), first_successor_.end() - 1);
+  for (const auto& [before, after] : graph.dependencies()) successors_[fill[before]++] = after;
 }
 
 RunResult Scheduler::run(const TaskGraph& graph, DataTracker* tracker) {
@@ -219,7 +226,8 @@ void Scheduler::task_finished(std::uint32_t id, Time at) {
   timing.end = at;
   timing.finished = true;
   if (result_.end < at) result_.end = at;
-  for (TaskId next : successors_[id]) {
+  for (std::uint32_t k = first_successor_[id]; k < first_successor_[id + 1]; ++k) {
+    const TaskId next = successors_[k];
     if (--exec_[next].unmet_deps == 0) {
       platform_.engine(graph_->rank_of(next)).release_dependency(stream_of_[next]);
     }
@@ -227,7 +235,7 @@ void Scheduler::task_finished(std::uint32_t id, Time at) {
 }
 
 void Scheduler::wait_released(std::uint32_t wait, std::uint32_t record) {
-  result_.timings[wait].released_by = record;
+  result_.timings[wait].released_by = static_cast<std::int32_t>(record);
 }
 
 void Scheduler::task_timed_out(std::uint32_t id, Time at) {

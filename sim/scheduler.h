@@ -21,9 +21,9 @@ namespace hcclsim {
 struct TaskTiming {
   Time start;
   Time end;
+  std::int32_t released_by = -1;   // NotifyWait: the record that released it (task ids stay below 2^25)
   bool started = false;
   bool finished = false;
-  std::int64_t released_by = -1;   // NotifyWait: the record that released it
 };
 
 struct RunResult {
@@ -58,7 +58,8 @@ class Scheduler : private TaskObserver {
   const TaskGraph* graph_ = nullptr;
   DataTracker* tracker_ = nullptr;
   std::vector<ExecTask> exec_;
-  std::vector<std::vector<TaskId>> successors_;
+  std::vector<std::uint32_t> first_successor_;   // by task, and one past the last
+  std::vector<TaskId> successors_;
   std::vector<std::uint32_t> stream_of_;   // task -> stream index within its rank's engine
   // The data check's copies in flight: what each read at its start, until it lands.
   // A slot per copy in flight, reused (its capacity kept) by later copies.

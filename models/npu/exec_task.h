@@ -18,40 +18,41 @@ enum class ExecKind : std::uint8_t {
 };
 enum class CoreKind : std::uint8_t { Aic, Aiv };
 
+// 64 bytes, fields ordered by size: large runs compile millions of these.
 struct ExecTask {
   ExecKind kind = ExecKind::Delay;
+  bool remote = false;              // NotifyRecord: the record crosses chips
+  bool reduce = false;              // Reduce_Inline: capped at the SDMA reduce rate
+  bool aiv = false;                 // moved by an AIV core, not an SDMA engine
+  bool started_while_blocked = false;  // Delay: reported started when reached, not when released
+  CoreKind core_kind = CoreKind::Aiv;
+  std::uint16_t cores = 0;          // Compute: `cores` cores of `core_kind`; AIV transfer: cores moving it
   // NotifyRecord: the register `notify` of `target` is set when the task ends.
-  TaskEngine* target = nullptr;
-  int notify = 0;
-  bool remote = false;              // record crosses chips
-  Time wait_timeout;                // NotifyWait: 0 = wait forever
   // FlagSet: adds one to flag `notify` of `target` (a counter in memory)
   // when the store lands, `flag_write` after it starts. FlagWait: polls flag
   // `notify` of `target` until it holds at least `count` and sees it one
   // `flag_poll` later (flags only grow: several producers may add to one,
   // several cores may wait on one).
+  int notify = 0;
   std::uint32_t count = 1;
+  int peer = -1;                    // RdmaWrite / RdmaNotify: the queue pair's peer
+  // Dependencies beyond stream order (explicit edges); the scheduler counts down.
+  std::uint32_t unmet_deps = 0;
+  TaskEngine* target = nullptr;
   // Transfer: `bytes` over `path` (none: nothing moves, only fixed cost).
-  // By an SDMA engine (fixed cost `fixed`, then at most `rate_cap`), or with
+  // By an SDMA engine (fixed cost, then at most `rate_cap`), or with
   // `aiv` by one AI Vector core of the stream's NPU (its own copy rate).
   // RdmaWrite: the stream posts the write and goes on; the bytes cross
   // `path` on their own. RdmaNotify: a small write that sets `notify` of
   // `target` once it and every earlier RdmaWrite to `peer` have arrived (a
   // queue pair delivers in order).
   const std::vector<Channel*>* path = nullptr;
-  int peer = -1;
   std::uint64_t bytes = 0;
-  bool reduce = false;              // Reduce_Inline: capped at the SDMA reduce rate
-  bool aiv = false;                 // moved by an AIV core, not an SDMA engine
-  Time fixed;                       // SDMA: set-up before the first byte (read or write form)
   Bandwidth rate_cap;               // the flow's own cap (engine rate, write limit of the path); 0: none
-  // Compute: `cores` cores of `core_kind` busy for `duration`; Delay: stream busy.
-  CoreKind core_kind = CoreKind::Aiv;
-  int cores = 0;
-  Time duration;
-  // Dependencies beyond stream order (explicit edges); the scheduler counts down.
-  std::uint32_t unmet_deps = 0;
-  bool started_while_blocked = false;  // Delay: reported started when reached, not when released
+  // One time whose meaning depends on the kind: Transfer, the set-up before
+  // the first byte (read or write form); Compute and Delay, how long the
+  // stream (or cores) stay busy; NotifyWait, the timeout (0 = forever).
+  Time span;
 };
 
 // What the stream engines tell the scheduler. Ids index the compiled program.

@@ -373,7 +373,7 @@ void TaskEngine::try_start(std::uint32_t s, std::uint64_t now) {
       } else {
         st.phase = Phase::Notify;
         waiter_[task.notify] = static_cast<std::int32_t>(s);
-        if (task.wait_timeout.ps > 0) set_timer(s, TimerKind::Timeout, now + task.wait_timeout.ps);
+        if (task.span.ps > 0) set_timer(s, TimerKind::Timeout, now + task.span.ps);
       }
       break;
     case ExecKind::Transfer:
@@ -398,7 +398,7 @@ void TaskEngine::try_start(std::uint32_t s, std::uint64_t now) {
     case ExecKind::Delay:
       if (!st.announced) observer_->task_started(head_id(s), Time{now});
       st.phase = Phase::Busy;
-      set_timer(s, TimerKind::BusyDone, now + task.duration.ps);
+      set_timer(s, TimerKind::BusyDone, now + task.span.ps);
       break;
     case ExecKind::RdmaWrite:
     case ExecKind::RdmaNotify:
@@ -414,7 +414,7 @@ void TaskEngine::begin_transfer(std::uint32_t s, std::uint64_t now) {
   st.phase = Phase::Fixed;
   st.since_ps = now;
   observer_->task_started(head_id(s), Time{now});
-  set_timer(s, TimerKind::FixedDone, now + head(s).fixed.ps);
+  set_timer(s, TimerKind::FixedDone, now + head(s).span.ps);
 }
 
 void TaskEngine::begin_compute(std::uint32_t s, std::uint64_t now) {
@@ -422,7 +422,7 @@ void TaskEngine::begin_compute(std::uint32_t s, std::uint64_t now) {
   st.phase = Phase::Busy;
   st.since_ps = now;
   observer_->task_started(head_id(s), Time{now});
-  set_timer(s, TimerKind::BusyDone, now + head(s).duration.ps);
+  set_timer(s, TimerKind::BusyDone, now + head(s).span.ps);
 }
 
 void TaskEngine::complete(std::uint32_t s, std::uint64_t now) {
