@@ -31,7 +31,7 @@ void Scheduler::compile(const TaskGraph& graph) {
       case TaskKind::NotifyWait:
         e.kind = ExecKind::NotifyWait;
         e.notify = t.notify;
-        e.span = t.timeout;
+        e.span = t.duration;  // its timeout
         break;
       case TaskKind::FlagSet:
         e.kind = ExecKind::FlagSet;
@@ -140,11 +140,11 @@ RunResult Scheduler::run(const TaskGraph& graph, DataTracker* tracker) {
   result_.timings.assign(graph.tasks().size(), TaskTiming{});
   const std::uint64_t activations_before = platform_.activations();
 
-  std::vector<std::vector<std::vector<std::uint32_t>>> streams(static_cast<std::size_t>(npus));
+  std::vector<std::vector<const std::vector<std::uint32_t>*>> streams(static_cast<std::size_t>(npus));
   for (const Thread& th : graph.threads()) {
     auto& list = streams[static_cast<std::size_t>(th.rank)];
     for (TaskId id : th.tasks) stream_of_[id] = static_cast<std::uint32_t>(list.size());
-    list.push_back(th.tasks);
+    list.push_back(&th.tasks);
   }
   // Registers and flags per NPU: as many as the graph uses there.
   std::vector<int> registers(static_cast<std::size_t>(npus), 0);
@@ -160,7 +160,7 @@ RunResult Scheduler::run(const TaskGraph& graph, DataTracker* tracker) {
     }
   }
   for (int n = 0; n < npus; ++n) {
-    platform_.engine(n).load(&exec_, std::move(streams[static_cast<std::size_t>(n)]), this,
+    platform_.engine(n).load(&exec_, streams[static_cast<std::size_t>(n)], this,
                              registers[static_cast<std::size_t>(n)], flags[static_cast<std::size_t>(n)]);
   }
   sc_core::sc_start();

@@ -88,7 +88,7 @@ TaskId TaskGraph::wait(ThreadId thread, int notify, std::string label, Time time
   t.kind = TaskKind::NotifyWait;
   t.thread = thread;
   t.notify = notify;
-  t.timeout = timeout;
+  t.duration = timeout;
   t.label = intern(std::move(label));
   return add(std::move(t));
 }

@@ -55,6 +55,8 @@ struct ExecTask {
   Time span;
 };
 
+static_assert(sizeof(ExecTask) <= 64, "a compiled task's size multiplies by millions of tasks");
+
 // What the stream engines tell the scheduler. Ids index the compiled program.
 class TaskObserver {
  public:

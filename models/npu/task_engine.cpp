@@ -35,7 +35,7 @@ TaskEngine::TaskEngine(sc_core::sc_module_name name, int rank, const NpuParams& 
   dont_initialize();
 }
 
-void TaskEngine::load(std::vector<ExecTask>* tasks, std::vector<std::vector<std::uint32_t>> streams,
+void TaskEngine::load(std::vector<ExecTask>* tasks, const std::vector<const std::vector<std::uint32_t>*>& streams,
                       TaskObserver* observer, int notify_registers, int flags) {
   tasks_ = tasks;
   observer_ = observer;
@@ -55,10 +55,10 @@ void TaskEngine::load(std::vector<ExecTask>* tasks, std::vector<std::vector<std:
   lost_on_.clear();
   const std::uint64_t now = sc_core::sc_time_stamp().value();
   for (std::uint32_t s = 0; s < streams.size(); ++s) {
-    streams_[s].tasks = std::move(streams[s]);
+    streams_[s].tasks = streams[s];
     streams_[s].flow.listener = this;
     streams_[s].flow.tag = s;
-    if (streams_[s].tasks.empty()) {
+    if (streams_[s].tasks->empty()) {
       streams_[s].phase = Phase::Done;
       ++done_streams_;
     } else {
@@ -430,7 +430,7 @@ void TaskEngine::complete(std::uint32_t s, std::uint64_t now) {
   const std::uint32_t id = head_id(s);
   st.announced = false;
   ++st.pos;
-  if (st.pos == st.tasks.size()) {
+  if (st.pos == st.tasks->size()) {
     st.phase = Phase::Done;
     st.since_ps = now;
     ++done_streams_;
@@ -447,7 +447,7 @@ std::vector<std::pair<std::uint32_t, TaskEngine::StreamState>> TaskEngine::unfin
   for (std::uint32_t s = 0; s < streams_.size(); ++s) {
     const Stream& st = streams_[s];
     if (st.phase == Phase::Done) continue;
-    out.push_back({s, StreamState{st.tasks[st.pos], st.phase, st.since_ps}});
+    out.push_back({s, StreamState{(*st.tasks)[st.pos], st.phase, st.since_ps}});
   }
   return out;
 }

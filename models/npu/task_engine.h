@@ -53,11 +53,13 @@ class TaskEngine : public sc_core::sc_module, public FlowListener {
   int rank() const { return rank_; }
   const NpuParams& params() const { return params_; }
 
-  // A new workload: `streams[i]` lists ids into `tasks` in stream order.
-  // Starts them at the current simulated time once the simulation runs.
+  // A new workload: `*streams[i]` lists ids into `tasks` in stream order.
+  // Both stay the caller's and must outlive the run (they are millions of
+  // ids at scale, not worth a copy). Starts them at the current simulated
+  // time once the simulation runs.
   // Every notify register starts clear, whatever an earlier (failed) workload left.
   // Notify registers and flags are sized by what the workload uses.
-  void load(std::vector<ExecTask>* tasks, std::vector<std::vector<std::uint32_t>> streams,
+  void load(std::vector<ExecTask>* tasks, const std::vector<const std::vector<std::uint32_t>*>& streams,
             TaskObserver* observer, int notify_registers, int flags);
 
   // From other engines / the scheduler; handled at the current time.
@@ -115,7 +117,7 @@ class TaskEngine : public sc_core::sc_module, public FlowListener {
     std::uint32_t stream;
   };
   struct Stream {
-    std::vector<std::uint32_t> tasks;
+    const std::vector<std::uint32_t>* tasks = nullptr;
     std::size_t pos = 0;
     Phase phase = Phase::Dispatch;
     std::uint64_t since_ps = 0;
@@ -138,8 +140,8 @@ class TaskEngine : public sc_core::sc_module, public FlowListener {
   void land_ready_notifies(int peer);
   void complete(std::uint32_t s, std::uint64_t now);
   void set_timer(std::uint32_t s, TimerKind kind, std::uint64_t at);
-  ExecTask& head(std::uint32_t s) { return (*tasks_)[streams_[s].tasks[streams_[s].pos]]; }
-  std::uint32_t head_id(std::uint32_t s) const { return streams_[s].tasks[streams_[s].pos]; }
+  ExecTask& head(std::uint32_t s) { return (*tasks_)[head_id(s)]; }
+  std::uint32_t head_id(std::uint32_t s) const { return (*streams_[s].tasks)[streams_[s].pos]; }
   ResourcePool& cores_of(CoreKind kind) { return kind == CoreKind::Aic ? aic_ : aiv_; }
 
   int rank_;
