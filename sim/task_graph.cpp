@@ -235,6 +235,26 @@ void TaskGraph::validate(int ranks) const {
     bool operator<(const NotifyTask& o) const { return key != o.key ? key < o.key : id < o.id; }
   };
   std::vector<NotifyTask> notify_tasks;
+  // By (rank, index, task) in linear time: tasks were collected in id order,
+  // so two stable counting passes (index, then rank) give the sorted order.
+  auto sort_by_notify = [](std::vector<NotifyTask>& items, int rank_count) {
+    std::uint32_t indices = 0;
+    for (const NotifyTask& t : items) indices = std::max(indices, static_cast<std::uint32_t>(t.key & 0xffffffffU) + 1);
+    if (indices > 4 * items.size() + 4096) {  // sparse indices (a hand-written program): buckets would cost more
+      std::sort(items.begin(), items.end());
+      return;
+    }
+    std::vector<NotifyTask> sorted(items.size());
+    auto pass = [&](std::size_t buckets, auto bucket_of) {
+      std::vector<std::size_t> start(buckets + 1, 0);
+      for (const NotifyTask& t : items) ++start[bucket_of(t) + 1];
+      for (std::size_t b = 0; b < buckets; ++b) start[b + 1] += start[b];
+      for (const NotifyTask& t : items) sorted[start[bucket_of(t)]++] = t;
+      items.swap(sorted);
+    };
+    pass(indices, [](const NotifyTask& t) { return static_cast<std::size_t>(t.key & 0xffffffffU); });
+    pass(static_cast<std::size_t>(rank_count), [](const NotifyTask& t) { return static_cast<std::size_t>(t.key >> 32); });
+  };
   struct FlagUse {
     std::uint64_t sets = 0;
     std::uint64_t asked = 0;   // the largest value any wait polls for
@@ -297,7 +317,7 @@ void TaskGraph::validate(int ranks) const {
   // notify's k-th record -> k-th wait where one thread records it (with one
   // recording thread that pairing is static and joins the cycle check).
   std::vector<std::pair<TaskId, TaskId>> edges = dependencies_;
-  std::sort(notify_tasks.begin(), notify_tasks.end());
+  sort_by_notify(notify_tasks, ranks);
   std::vector<TaskId> records;
   std::vector<TaskId> waits;
   for (std::size_t begin = 0; begin < notify_tasks.size();) {

@@ -128,6 +128,7 @@ void TaskEngine::post_rdma(std::uint32_t s, std::uint64_t now) {
   op.notify = task.kind == ExecKind::RdmaNotify;
   op.arrived = false;
   QueuePair& qp = qps_[task.peer];
+  op.qp = &qp;  // map nodes stay put: the arrival needs no second lookup
   if (op.notify) {
     op.seq = qp.posted_writes;
     qp.notifies.push_back(op_index);
@@ -149,8 +150,7 @@ void TaskEngine::post_rdma(std::uint32_t s, std::uint64_t now) {
 
 void TaskEngine::rdma_arrived(std::uint32_t op_index, std::uint64_t now) {
   RdmaOp& op = *rdma_ops_[op_index];
-  const ExecTask& task = (*tasks_)[op.task];
-  QueuePair& qp = qps_[task.peer];
+  QueuePair& qp = *op.qp;
   op.arrived = true;
   if (!op.notify) {
     observer_->data_landed(op.task, Time{now});
@@ -158,12 +158,11 @@ void TaskEngine::rdma_arrived(std::uint32_t op_index, std::uint64_t now) {
     qp.outstanding.erase(it);
     free_rdma_ops_.push_back(op_index);
   }
-  land_ready_notifies(task.peer);
+  land_ready_notifies(qp);
 }
 
 // Notifies land in post order, each once the writes posted before it arrived.
-void TaskEngine::land_ready_notifies(int peer) {
-  QueuePair& qp = qps_[peer];
+void TaskEngine::land_ready_notifies(QueuePair& qp) {
   std::size_t landed = 0;
   for (; landed < qp.notifies.size(); ++landed) {
     RdmaOp& op = *rdma_ops_[qp.notifies[landed]];

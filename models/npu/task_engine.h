@@ -137,7 +137,8 @@ class TaskEngine : public sc_core::sc_module, public FlowListener {
   void release_mover(const ExecTask& task, std::uint64_t now);
   void post_rdma(std::uint32_t s, std::uint64_t now);
   void rdma_arrived(std::uint32_t op, std::uint64_t now);
-  void land_ready_notifies(int peer);
+  struct QueuePair;
+  void land_ready_notifies(QueuePair& qp);
   void complete(std::uint32_t s, std::uint64_t now);
   void set_timer(std::uint32_t s, TimerKind kind, std::uint64_t at);
   ExecTask& head(std::uint32_t s) { return (*tasks_)[head_id(s)]; }
@@ -176,6 +177,7 @@ class TaskEngine : public sc_core::sc_module, public FlowListener {
     bool notify = false;
     bool arrived = false;
     std::uint64_t seq = 0;          // write: its post number; notify: writes posted before it
+    QueuePair* qp = nullptr;        // the queue pair it was posted on
   };
   struct QueuePair {
     std::uint64_t posted_writes = 0;
