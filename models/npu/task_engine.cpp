@@ -55,10 +55,11 @@ void TaskEngine::load(std::vector<ExecTask>* tasks, const std::vector<const std:
   lost_on_.clear();
   const std::uint64_t now = sc_core::sc_time_stamp().value();
   for (std::uint32_t s = 0; s < streams.size(); ++s) {
-    streams_[s].tasks = streams[s];
+    streams_[s].tasks = streams[s]->data();
+    streams_[s].count = streams[s]->size();
     streams_[s].flow.listener = this;
     streams_[s].flow.tag = s;
-    if (streams_[s].tasks->empty()) {
+    if (streams_[s].count == 0) {
       streams_[s].phase = Phase::Done;
       ++done_streams_;
     } else {
@@ -204,6 +205,8 @@ void TaskEngine::set_timer(std::uint32_t s, TimerKind kind, std::uint64_t at) {
 
 void TaskEngine::begin_dispatch(std::uint32_t s, std::uint64_t now, Time gap) {
   Stream& st = streams_[s];
+  // The head task is read again when the gap ends; at scale it is far away in memory.
+  __builtin_prefetch(&head(s));
   st.phase = Phase::Dispatch;
   st.since_ps = now;
   set_timer(s, TimerKind::DispatchDone, now + gap.ps);
@@ -429,7 +432,7 @@ void TaskEngine::complete(std::uint32_t s, std::uint64_t now) {
   const std::uint32_t id = head_id(s);
   st.announced = false;
   ++st.pos;
-  if (st.pos == st.tasks->size()) {
+  if (st.pos == st.count) {
     st.phase = Phase::Done;
     st.since_ps = now;
     ++done_streams_;
@@ -446,7 +449,7 @@ std::vector<std::pair<std::uint32_t, TaskEngine::StreamState>> TaskEngine::unfin
   for (std::uint32_t s = 0; s < streams_.size(); ++s) {
     const Stream& st = streams_[s];
     if (st.phase == Phase::Done) continue;
-    out.push_back({s, StreamState{(*st.tasks)[st.pos], st.phase, st.since_ps}});
+    out.push_back({s, StreamState{st.tasks[st.pos], st.phase, st.since_ps}});
   }
   return out;
 }

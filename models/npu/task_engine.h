@@ -117,7 +117,8 @@ class TaskEngine : public sc_core::sc_module, public FlowListener {
     std::uint32_t stream;
   };
   struct Stream {
-    const std::vector<std::uint32_t>* tasks = nullptr;
+    const std::uint32_t* tasks = nullptr;  // the caller's list (see load)
+    std::size_t count = 0;
     std::size_t pos = 0;
     Phase phase = Phase::Dispatch;
     std::uint64_t since_ps = 0;
@@ -142,7 +143,7 @@ class TaskEngine : public sc_core::sc_module, public FlowListener {
   void complete(std::uint32_t s, std::uint64_t now);
   void set_timer(std::uint32_t s, TimerKind kind, std::uint64_t at);
   ExecTask& head(std::uint32_t s) { return (*tasks_)[head_id(s)]; }
-  std::uint32_t head_id(std::uint32_t s) const { return (*streams_[s].tasks)[streams_[s].pos]; }
+  std::uint32_t head_id(std::uint32_t s) const { return streams_[s].tasks[streams_[s].pos]; }
   ResourcePool& cores_of(CoreKind kind) { return kind == CoreKind::Aic ? aic_ : aiv_; }
 
   int rank_;
