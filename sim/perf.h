@@ -14,6 +14,7 @@
 #include "sim/collectives/hierarchy.h"
 #include "sim/executors/executor.h"
 #include "sim/report/link_stats.h"
+#include "sim/task_graph.h"
 #include "sim/trace.h"
 #include "topologies/platform.h"
 
@@ -96,7 +97,6 @@ std::string perf_size_problem(CollOp op, const std::string& op_name, int ranks, 
 // the CLI's --max-memory changes it).
 constexpr std::uint64_t kMaxRunBytes = 16ULL << 30;
 constexpr std::uint64_t kPlatformBytesPerNpu = 64ULL << 10;
-constexpr std::uint64_t kBytesPerTask = 450;
 struct Footprint {
   std::uint64_t tasks = 0;
   std::uint64_t bytes = 0;

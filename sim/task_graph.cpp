@@ -39,12 +39,10 @@ ThreadId TaskGraph::add_thread(int rank, std::string name) {
   return static_cast<ThreadId>(threads_.size() - 1);
 }
 
-// The most tasks one graph may hold: 2^25 (33.5 M). A task costs about 450
-// bytes by the time it has run (the task, its compiled form, timing,
-// dependencies, its share of the data check), so this is about 15 GiB: a
-// larger run is refused with the reason instead of ending in std::bad_alloc.
+// The most tasks one graph may hold: 2^25 (33.5 M), about 15 GiB at
+// kBytesPerTask: a larger run is refused with the reason instead of ending
+// in std::bad_alloc.
 constexpr std::size_t kMaxTasks = std::size_t{1} << 25;
-constexpr std::size_t kBytesPerTask = 450;
 
 TaskId TaskGraph::add(Task task) {
   if (tasks_.size() >= kMaxTasks) {

@@ -71,6 +71,13 @@ struct Task {
 
 static_assert(sizeof(Task) <= 80, "a task's size multiplies by millions of tasks");
 
+// What a task costs by the time it has run (the task, its compiled form,
+// timing, dependencies, its share of the data check), rounded up: the
+// memory pre-check (sim/perf.h) and the task limit use it. Measured lower
+// since tasks shrank (about 215 bytes with the platform on CloudMatrix384,
+// unchecked); kept conservative because the data check adds its own.
+constexpr std::uint64_t kBytesPerTask = 450;
+
 struct Thread {
   int rank = 0;
   std::string name;                   // track name, e.g. "Plane1" or "domain0/aiv"
