@@ -68,6 +68,21 @@ struct CollectiveSpec {
   }
 };
 
+// A stage of a composition: `op` over `ranks` ranks of `count` elements with
+// an HCCL buffer of `buffer_bytes`, in `whole`'s dtype and reduction, on the
+// default buffers (the hierarchies then point it at theirs).
+inline CollectiveSpec stage_spec(const CollectiveSpec& whole, CollOp op, int ranks, std::uint64_t count,
+                                 std::uint64_t buffer_bytes) {
+  CollectiveSpec s;
+  s.op = op;
+  s.ranks = ranks;
+  s.dtype = whole.dtype;
+  s.reduce_op = whole.reduce_op;
+  s.count = count;
+  s.buffer_bytes = buffer_bytes;
+  return s;
+}
+
 // Per-rank buffer sizes of a collective, in bytes.
 struct BufferSizes {
   std::uint64_t input = 0;

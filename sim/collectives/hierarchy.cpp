@@ -134,13 +134,7 @@ class HierarchyBuilder {
 
   CollectiveSpec stage_spec(CollOp op, int ranks, std::uint64_t count, BufferRef in, BufferRef out,
                             std::uint64_t scratch_offset, std::uint64_t buffer_bytes) const {
-    CollectiveSpec s;
-    s.op = op;
-    s.ranks = ranks;
-    s.dtype = spec_.dtype;
-    s.reduce_op = spec_.reduce_op;
-    s.count = count;
-    s.buffer_bytes = buffer_bytes;
+    CollectiveSpec s = hcclsim::stage_spec(spec_, op, ranks, count, buffer_bytes);
     s.input_buffer = in.buffer;
     s.input_offset = in.offset;
     s.output_buffer = out.buffer;

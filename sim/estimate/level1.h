@@ -21,21 +21,6 @@ struct GroupLayout {
   int npu(int group, int member) const { return group * group_step + member * stride; }
 };
 
-// A stage of a composition: `op` over `ranks` ranks of `count` elements with
-// an HCCL buffer of `buffer` bytes, in `whole`'s dtype and reduction (as
-// hierarchy.cpp's stages).
-inline CollectiveSpec stage_spec(const CollectiveSpec& whole, CollOp op, int ranks, std::uint64_t count,
-                                 std::uint64_t buffer) {
-  CollectiveSpec s;
-  s.op = op;
-  s.ranks = ranks;
-  s.dtype = whole.dtype;
-  s.reduce_op = whole.reduce_op;
-  s.count = count;
-  s.buffer_bytes = buffer;
-  return s;
-}
-
 // When a rank's stream is free after running `algo` for `spec` (its ranks
 // laid out by `layout`), the stream being free at `free` before it.
 double level1_estimate(const EstimateFabric& fabric, const CollectiveSpec& spec, Level1Algo algo,
