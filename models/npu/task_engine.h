@@ -132,6 +132,7 @@ class TaskEngine : public sc_core::sc_module, public FlowListener {
   void handle_input(const Input& in, std::uint64_t now);
   void begin_dispatch(std::uint32_t s, std::uint64_t now, Time gap);
   void try_start(std::uint32_t s, std::uint64_t now);
+  bool start_ahead(std::uint32_t s, std::uint64_t now, Time gap);
   void begin_transfer(std::uint32_t s, std::uint64_t now);
   void begin_compute(std::uint32_t s, std::uint64_t now);
   void poll_flag(std::uint32_t s, std::uint64_t now);
