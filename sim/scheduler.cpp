@@ -56,14 +56,14 @@ void Scheduler::compile(const TaskGraph& graph) {
         const bool read = t.src.rank != rank;
         const NpuParams& npu = platform_.engine(rank).params();
         if (e.aiv) {
-          const int cores = std::max(1, t.cores);
-          if (cores > npu.cores.aiv) {
+          const int cores = t.cores;   // 0: the write pipe of a core its kernel holds
+          if (cores < 0 || cores > npu.cores.aiv) {
             throw GraphError(graph.describe(id) + " needs " + std::to_string(cores) + " AIV cores but the NPU has " +
                              std::to_string(npu.cores.aiv));
           }
           e.cores = static_cast<std::uint16_t>(cores);
           e.span = npu.aiv.copy_fixed;
-          e.rate_cap = Bandwidth{npu.aiv.core_bandwidth.bytes_per_s * static_cast<std::uint64_t>(e.cores)};
+          e.rate_cap = Bandwidth{npu.aiv.core_bandwidth.bytes_per_s * static_cast<std::uint64_t>(std::max(1, cores))};
         } else {
           e.span = read ? npu.sdma.read_fixed : npu.sdma.task_fixed;
           e.rate_cap = e.reduce ? npu.sdma.reduce_bandwidth : npu.sdma.copy_bandwidth;

@@ -101,7 +101,8 @@ class TaskGraph {
   TaskId copy(ThreadId thread, BufferRef src, BufferRef dst, std::uint64_t bytes, std::string label = {});
   TaskId reduce(ThreadId thread, BufferRef src, BufferRef dst, std::uint64_t bytes, std::string label = {});
   // AIV: a copy, or an atomic-add store, by `cores` vector cores working
-  // together (one by default); flags.
+  // together (one by default), or with 0 by the write pipe (MTE3) of a core
+  // its kernel already holds (no core taken, one core's rate); flags.
   TaskId aiv_move(ThreadId thread, BufferRef src, BufferRef dst, std::uint64_t bytes, bool reduce,
                   std::string label = {}, int cores = 1);
   TaskId flag_set(ThreadId thread, int peer, int flag, std::string label = {});

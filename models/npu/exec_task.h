@@ -26,7 +26,7 @@ struct ExecTask {
   bool aiv = false;                 // moved by an AIV core, not an SDMA engine
   bool started_while_blocked = false;  // Delay: reported started when reached, not when released
   CoreKind core_kind = CoreKind::Aiv;
-  std::uint16_t cores = 0;          // Compute: `cores` cores of `core_kind`; AIV transfer: cores moving it
+  std::uint16_t cores = 0;          // Compute: `cores` cores of `core_kind`; AIV transfer: cores moving it (0: a held core's write pipe)
   // NotifyRecord: the register `notify` of `target` is set when the task ends.
   // FlagSet: adds one to flag `notify` of `target` (a counter in memory)
   // when the store lands, `flag_write` after it starts. FlagWait: polls flag

@@ -276,7 +276,7 @@ void TaskEngine::handle_timer(const Timer& t, std::uint64_t now) {
     case TimerKind::BusyDone:
       if (head(t.stream).kind == ExecKind::Compute) {
         const ExecTask& task = head(t.stream);
-        cores_of(task.core_kind).release(task.cores, [&](std::uint32_t w) { begin_compute(w, now); });
+        cores_of(task.core_kind).release(task.cores, [&](std::uint32_t w) { core_granted(w, now); });
       }
       complete(t.stream, now);
       break;
@@ -379,7 +379,8 @@ void TaskEngine::poll_flag(std::uint32_t s, std::uint64_t now) {
 // An SDMA engine or an AIV core is free again for the next queued transfer.
 void TaskEngine::release_mover(const ExecTask& task, std::uint64_t now) {
   if (task.aiv) {
-    aiv_.release(task.cores, [&](std::uint32_t w) { begin_transfer(w, now); });
+    if (task.cores == 0) return;
+    aiv_.release(task.cores, [&](std::uint32_t w) { core_granted(w, now); });
   } else {
     sdma_.release(1, [&](std::uint32_t w) { begin_transfer(w, now); });
   }
@@ -420,7 +421,11 @@ void TaskEngine::try_start(std::uint32_t s, std::uint64_t now) {
       break;
     case ExecKind::Transfer:
       st.phase = task.aiv ? Phase::Cores : Phase::Sdma;
-      if (task.aiv ? aiv_.acquire(s, task.cores) : sdma_.acquire(s, 1)) begin_transfer(s, now);
+      if (task.aiv && task.cores == 0) {
+        begin_transfer(s, now);   // a core's write pipe: the core is its kernel's already
+      } else if (task.aiv ? aiv_.acquire(s, task.cores) : sdma_.acquire(s, 1)) {
+        begin_transfer(s, now);
+      }
       break;
     case ExecKind::FlagSet:
       observer_->task_started(head_id(s), Time{now});
@@ -457,6 +462,16 @@ void TaskEngine::begin_transfer(std::uint32_t s, std::uint64_t now) {
   st.since_ps = now;
   observer_->task_started(head_id(s), Time{now});
   set_timer(s, TimerKind::FixedDone, now + head(s).span.ps);
+}
+
+// AIV cores serve both vector compute and AIV copies: a stream granted
+// cores starts whichever its head task is.
+void TaskEngine::core_granted(std::uint32_t s, std::uint64_t now) {
+  if (head(s).kind == ExecKind::Transfer) {
+    begin_transfer(s, now);
+  } else {
+    begin_compute(s, now);
+  }
 }
 
 void TaskEngine::begin_compute(std::uint32_t s, std::uint64_t now) {

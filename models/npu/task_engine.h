@@ -13,7 +13,8 @@
 //   on a register already set is lost, as in hardware;
 // - Transfer takes one SDMA engine (FIFO if none free), pays its fixed cost,
 //   then moves its bytes as a flow over its path of channels at most at its
-//   rate cap; an AIV transfer takes one AIV core instead;
+//   rate cap; an AIV transfer takes its `cores` AIV cores instead, or with
+//   0 cores none (it runs on the write pipe of a core its kernel holds);
 // - FlagSet adds one to a flag (a counter in memory) of its target when the
 //   store lands, `aiv.flag_write` after it starts; FlagWait polls a flag of
 //   its target (its own NPU or a peer) until it holds at least its count and
@@ -135,6 +136,7 @@ class TaskEngine : public sc_core::sc_module, public FlowListener {
   bool start_ahead(std::uint32_t s, std::uint64_t now, Time gap);
   void begin_transfer(std::uint32_t s, std::uint64_t now);
   void begin_compute(std::uint32_t s, std::uint64_t now);
+  void core_granted(std::uint32_t s, std::uint64_t now);
   void poll_flag(std::uint32_t s, std::uint64_t now);
   void release_mover(const ExecTask& task, std::uint64_t now);
   void post_rdma(std::uint32_t s, std::uint64_t now);

@@ -317,6 +317,31 @@ TEST_CASE("a Compute task occupies its AI cores for its whole duration", "[engin
   }
 }
 
+TEST_CASE("an AIV move on a held core's write pipe (0 cores) runs while every core is busy; with 1 core it waits",
+          "[engine][cores]") {
+  const NpuParams npu = small_npu();
+  Platform platform(two_npus(npu));
+  Scheduler sched(platform);
+  const Time busy = Time::from_us(50);
+  const std::uint64_t bytes = 8192;
+  // The link (1 GB/s) is slower than one core's copy rate, so it sets the pace.
+  REQUIRE(npu.aiv.core_bandwidth.bytes_per_s > kLink.bandwidth.bytes_per_s);
+  const Time move = npu.aiv.copy_fixed + serialization(bytes, kLink) + kLink.latency;
+  for (const int cores : {0, 1}) {
+    TaskGraph g;
+    compute(g, g.add_thread(0, "X"), npu.cores.aiv, busy);  // every vector core of NPU 0, first in line
+    const TaskId m = g.aiv_move(g.add_thread(0, "Y"), {0, BufferKind::Input, 0}, {1, BufferKind::Output, 0}, bytes,
+                                false, "write", cores);
+    const RunResult r = sched.run(g);
+    REQUIRE(r.failure.empty());
+    const Time launched = r.begin + npu.stream.op_launch;
+    const Time start = cores == 0 ? launched : launched + busy;
+    INFO("cores " << cores);
+    CHECK(r.timings[m].start == start);
+    CHECK(r.timings[m].end == start + move);
+  }
+}
+
 TEST_CASE("a Compute task asking for more cores than the NPU has is refused", "[engine][cores]") {
   const NpuParams npu = small_npu();
   Platform platform(two_npus(npu));
