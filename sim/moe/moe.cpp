@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fstream>
 #include <numeric>
+#include <optional>
 #include <set>
 
 #include "sim/collectives/exec_builder.h"
@@ -268,12 +269,20 @@ class MoeBuilder {
       count_exchange();
       host_sync();
     }
-    data_dispatch();
+    if (p_.mode == MoeMode::LowLatency && !layered_) {
+      low_latency_dispatch();
+    } else {
+      data_dispatch();
+    }
     return std::move(graph_);
   }
 
   TaskGraph combine() {
-    data_combine();
+    if (p_.mode == MoeMode::LowLatency && !layered_) {
+      low_latency_combine();
+    } else {
+      data_combine();
+    }
     return std::move(graph_);
   }
 
@@ -296,6 +305,25 @@ class MoeBuilder {
   // The rank of `r`'s local index in the domain of `other`.
   int relay(int r, int other) const { return server_[static_cast<std::size_t>(other)] + local_index(r); }
   ThreadId core(int r, int c) const { return core_[static_cast<std::size_t>(r)][static_cast<std::size_t>(c)]; }
+  // The write pipe (MTE3) of core c of rank r: the low-latency kernels write
+  // a row out there while the core loads and computes the next one. Its
+  // moves take no core from the pool (the kernel holds the core already).
+  ThreadId write_pipe(int r, int c) {
+    if (write_pipe_.empty()) write_pipe_.assign(static_cast<std::size_t>(p_.ep) * static_cast<std::size_t>(cores_), kNoThread);
+    ThreadId& t = write_pipe_[static_cast<std::size_t>(r) * static_cast<std::size_t>(cores_) + static_cast<std::size_t>(c)];
+    if (t == kNoThread) t = graph_.add_thread(r, "AIV" + std::to_string(c) + " MTE3");
+    return t;
+  }
+  // One row through a core: a load into its unified buffer (GM -> UB, on the
+  // core itself), or a write from it (UB -> GM, on its write pipe).
+  TaskId load_row(int r, int c, int from, std::uint64_t bytes, const std::string& label) {
+    return graph_.aiv_move(core(r, c), BufferRef{from, BufferKind::Scratch, 0}, BufferRef{r, BufferKind::Scratch, 0},
+                           bytes, false, label, per_lane_);
+  }
+  TaskId write_row(int r, int c, int to, std::uint64_t bytes, const std::string& label) {
+    return graph_.aiv_move(write_pipe(r, c), BufferRef{r, BufferKind::Scratch, 0}, BufferRef{to, BufferKind::Output, 0},
+                           bytes, false, label, 0);
+  }
   std::uint64_t slot() const { return dispatch_slot_bytes(p_); }
   std::uint64_t cslot() const { return combine_slot_bytes(p_); }
 
@@ -310,8 +338,8 @@ class MoeBuilder {
       graph_.aiv_move(t, src, dst, bytes, false, label, per_lane_);
     }
   }
-  void compute(ThreadId t, std::uint64_t bytes, const std::string& label) {
-    if (bytes == 0) return;
+  std::optional<TaskId> compute(ThreadId t, std::uint64_t bytes, const std::string& label) {
+    if (bytes == 0) return std::nullopt;
     Task task;
     task.kind = TaskKind::Compute;
     task.thread = t;
@@ -319,12 +347,19 @@ class MoeBuilder {
     task.cores = per_lane_;
     task.duration = npu_.cores.aiv_bandwidth.transfer_time(bytes / static_cast<std::uint64_t>(per_lane_));
     task.label = graph_.intern(label);
-    graph_.add(std::move(task));
+    return graph_.add(std::move(task));
   }
-  // SyncAll: every core of rank r adds to the barrier counter, then waits for all.
-  void barrier(int r) {
+  // SyncAll: every core of rank r adds to the barrier counter, then waits for
+  // all. With `drained`, a core enters only once that task of its own has
+  // finished (PipeBarrier<PIPE_ALL>: its write pipe has drained).
+  void barrier(int r, const std::vector<std::optional<TaskId>>* drained = nullptr) {
     const auto round = ++rounds_[static_cast<std::size_t>(r)];
-    for (int c = 0; c < cores_; ++c) graph_.flag_set(core(r, c), r, barrier_, "SyncAll");
+    for (int c = 0; c < cores_; ++c) {
+      const TaskId set = graph_.flag_set(core(r, c), r, barrier_, "SyncAll");
+      if (drained != nullptr && (*drained)[static_cast<std::size_t>(c)]) {
+        graph_.add_dependency(*(*drained)[static_cast<std::size_t>(c)], set);
+      }
+    }
     for (int c = 0; c < cores_; ++c) {
       graph_.flag_wait(core(r, c), r, barrier_, static_cast<std::uint32_t>(cores_) * round, "SyncAll");
     }
@@ -561,6 +596,161 @@ class MoeBuilder {
     }
   }
 
+  // Low latency inside one UB/HCCS domain, as MoeDistributeDispatchV2 (the
+  // fullmesh kernel behind DeepEP's low-latency dispatch) runs it:
+  // - each core takes a contiguous share of the rank's (token, expert) rows
+  //   and sends them one at a time: load the BF16 row, quantise it, write it
+  //   into the expert's window from the write pipe. The core goes on to the
+  //   next row while a write is out, but writes a row's metadata only after
+  //   the write before has completed, so it begins a row only once the write
+  //   two rows back has landed: the send runs row by row at the pace of the
+  //   slower of (load + quantise) and a remote write;
+  // - PipeBarrier(ALL), SyncAll, then one status flag per (source, expert)
+  //   to the expert's rank; a receiving core polls its contiguous share of
+  //   the (local expert, source) entries in one read, so here each core has
+  //   one counter of the entries that landed;
+  // - SyncAll; each core copies the rows of its entries from the window to
+  //   the output a row at a time, double-buffered (a load waits for the
+  //   write two rows back); a last SyncAll before the counts are written.
+  void low_latency_dispatch() {
+    const auto ep = static_cast<std::size_t>(p_.ep);
+    const std::uint64_t entries = static_cast<std::uint64_t>(per_rank_) * ep;   // (local expert, source)
+    std::vector<int> entry_core(entries);
+    for (int c = 0; c < cores_; ++c) {
+      const Span mine = share(entries, c);
+      for (std::uint64_t i = mine.first; i < mine.first + mine.count; ++i) entry_core[i] = c;
+    }
+    const int status = flags_.take(cores_);
+    const std::uint64_t bf16_row = static_cast<std::uint64_t>(p_.hidden) * 2;
+    std::vector<std::vector<std::uint64_t>> to_expert;   // per source, rows per expert
+    for (int r = 0; r < p_.ep; ++r) {
+      std::vector<int> dest;   // the rank of each (token, expert) row, in token order
+      std::vector<std::uint64_t> per_expert(static_cast<std::size_t>(p_.experts), 0);
+      for (const std::vector<int>& ids : routing_[static_cast<std::size_t>(r)]) {
+        for (const int e : ids) {
+          if (e < 0) continue;
+          dest.push_back(owner(e));
+          ++per_expert[static_cast<std::size_t>(e)];
+        }
+      }
+      to_expert.push_back(std::move(per_expert));
+      std::vector<std::optional<TaskId>> drained(static_cast<std::size_t>(cores_));
+      for (int c = 0; c < cores_; ++c) {
+        const Span mine = share(dest.size(), c);
+        std::optional<TaskId> previous, before_previous;   // the core's last two writes
+        for (std::uint64_t i = mine.first; i < mine.first + mine.count; ++i) {
+          const TaskId load = load_row(r, c, r, bf16_row, "load row");
+          if (before_previous) graph_.add_dependency(*before_previous, load);
+          const std::optional<TaskId> quantised =
+              p_.int8 ? compute(core(r, c), static_cast<std::uint64_t>(p_.hidden) * kQuantBytesPerElement, "quantise")
+                      : std::nullopt;
+          const TaskId write = write_row(r, c, dest[i], slot(), "push row");
+          graph_.add_dependency(quantised ? *quantised : load, write);
+          before_previous = previous;
+          previous = write;
+        }
+        drained[static_cast<std::size_t>(c)] = previous;
+      }
+      barrier(r, &drained);
+      for (int c = 0; c < cores_; ++c) {
+        const Span experts = share(static_cast<std::uint64_t>(p_.experts), c);
+        for (std::uint64_t e = experts.first; e < experts.first + experts.count; ++e) {
+          const std::uint64_t entry = e % static_cast<std::uint64_t>(per_rank_) * ep + static_cast<std::uint64_t>(r);
+          graph_.flag_set(core(r, c), owner(static_cast<int>(e)), status + entry_core[entry], "status");
+        }
+      }
+    }
+    for (int r = 0; r < p_.ep; ++r) {
+      for (int c = 0; c < cores_; ++c) {
+        const Span mine = share(entries, c);
+        if (mine.count > 0) graph_.flag_wait(core(r, c), r, status + c, static_cast<std::uint32_t>(mine.count), "wait status");
+      }
+      barrier(r);
+      std::vector<std::optional<TaskId>> drained(static_cast<std::size_t>(cores_));
+      for (int c = 0; c < cores_; ++c) {
+        const Span mine = share(entries, c);
+        std::uint64_t rows = 0;
+        for (std::uint64_t i = mine.first; i < mine.first + mine.count; ++i) {
+          const std::uint64_t le = i / ep;
+          const std::uint64_t source = i % ep;
+          rows += to_expert[source][static_cast<std::size_t>(r) * static_cast<std::size_t>(per_rank_) + le];
+        }
+        std::optional<TaskId> previous, before_previous;
+        for (std::uint64_t k = 0; k < rows; ++k) {
+          const TaskId load = load_row(r, c, r, slot(), "window row");
+          if (before_previous) graph_.add_dependency(*before_previous, load);
+          const TaskId write = write_row(r, c, r, slot(), "row to output");
+          graph_.add_dependency(load, write);
+          before_previous = previous;
+          previous = write;
+        }
+        drained[static_cast<std::size_t>(c)] = previous;
+      }
+      barrier(r, &drained);
+    }
+  }
+
+  // Low-latency combine inside one domain, as MoeDistributeCombineV2 runs it:
+  // - an expert rank's cores split the rows it received (by local expert,
+  //   then source, then token) into contiguous shares; each core sends its
+  //   rows one at a time, starting at an offset set by its rank so that
+  //   ranks do not all begin at the same owner: load the row, write it into
+  //   the owner's window at the token's slot, then (PipeBarrier on the write
+  //   pipe) a flag for that slot once the write is done; loads run ahead by
+  //   the two buffers;
+  // - then the same core turns owner for its share of the tokens (2-3 of
+  //   128): it polls a token's flags until all its rows have landed, loads
+  //   them one by one, sums them weighted in FP32 and writes the token out.
+  void low_latency_combine() {
+    const int token_flags = flags_.take(p_.tokens);   // per token of the owner: its rows that landed
+    const std::uint64_t bf16_row = static_cast<std::uint64_t>(p_.hidden) * 2;
+    // Rows each expert holds, as (owner, token), in layout order.
+    std::vector<std::vector<std::pair<int, int>>> held(static_cast<std::size_t>(p_.experts));
+    for (int s = 0; s < p_.ep; ++s) {
+      const auto& tokens = routing_[static_cast<std::size_t>(s)];
+      for (std::size_t t = 0; t < tokens.size(); ++t) {
+        for (const int e : tokens[t]) {
+          if (e >= 0) held[static_cast<std::size_t>(e)].push_back({s, static_cast<int>(t)});
+        }
+      }
+    }
+    for (int e = 0; e < p_.ep; ++e) {
+      std::vector<std::pair<int, int>> rows;
+      for (int le = 0; le < per_rank_; ++le) {
+        const auto& h = held[static_cast<std::size_t>(e * per_rank_ + le)];
+        rows.insert(rows.end(), h.begin(), h.end());
+      }
+      for (int c = 0; c < cores_; ++c) {
+        const Span mine = share(rows.size(), c);
+        std::optional<TaskId> previous, before_previous;
+        for (std::uint64_t j = 0; j < mine.count; ++j) {
+          const auto [owner_rank, token] = rows[mine.first + (j + static_cast<std::uint64_t>(e)) % mine.count];
+          const TaskId load = load_row(e, c, e, bf16_row, "load row");
+          if (before_previous) graph_.add_dependency(*before_previous, load);
+          const TaskId write = write_row(e, c, owner_rank, bf16_row, "push row");
+          graph_.add_dependency(load, write);
+          graph_.flag_set(write_pipe(e, c), owner_rank, token_flags + token, "row flag");
+          before_previous = previous;
+          previous = write;
+        }
+      }
+    }
+    for (int s = 0; s < p_.ep; ++s) {
+      const auto& tokens = routing_[static_cast<std::size_t>(s)];
+      for (int c = 0; c < cores_; ++c) {
+        const Span mine = share(tokens.size(), c);
+        for (std::uint64_t t = mine.first; t < mine.first + mine.count; ++t) {
+          const auto valid = static_cast<std::uint32_t>(
+              std::count_if(tokens[t].begin(), tokens[t].end(), [](int e) { return e >= 0; }));
+          if (valid > 0) graph_.flag_wait(core(s, c), s, token_flags + static_cast<int>(t), valid, "wait rows");
+          for (std::uint32_t k = 0; k < valid; ++k) load_row(s, c, s, bf16_row, "load row");
+          compute(core(s, c), valid * static_cast<std::uint64_t>(p_.hidden) * kSumBytesPerElement, "weighted sum");
+          write_row(s, c, s, bf16_row, "token out");
+        }
+      }
+    }
+  }
+
   // Combine: every row goes back to its token's owner (pushed, with a flag);
   // across RDMA domains the expert's domain first sums the rows of a token
   // on the relay (the rank of the owner's local index), which sends one row.
@@ -687,6 +877,8 @@ class MoeBuilder {
   int per_server_ = 0;
   bool layered_ = false;
   std::map<std::pair<int, int>, int> rdma_registers_;
+  static constexpr ThreadId kNoThread = 0xffffffffu;
+  std::vector<ThreadId> write_pipe_;   // by rank * cores + core, added when first used
 };
 
 std::string link_kind(const std::string& label) {

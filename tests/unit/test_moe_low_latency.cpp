@@ -1,0 +1,125 @@
+// The low-latency MoE kernels inside one UB domain (sim/moe, after
+// MoeDistributeDispatchV2 / MoeDistributeCombineV2): rows go one at a time,
+// and the boundaries of that row pipeline hold exactly.
+//
+// Every expected time is computed from the run's own timings and the
+// profile's constants (dispatch gap, flag poll); nothing is pasted from an
+// output. One Platform per TEST_CASE (SystemC elaborates once per process).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "sim/moe/moe.h"
+#include "sim/scheduler.h"
+#include "topologies/config.h"
+#include "topologies/platform.h"
+
+using namespace hcclsim;
+
+namespace {
+
+std::string source_file(const std::string& relative) { return std::string(HCCLSIM_SOURCE_DIR) + "/" + relative; }
+
+MoeParams low_latency(int ep) {
+  MoeParams p;
+  p.ep = ep;
+  p.tokens = 128;
+  p.hidden = 7168;
+  p.topk = 8;
+  p.experts = 256;
+  p.mode = MoeMode::LowLatency;
+  return p;
+}
+
+TaskGraph build(const Platform& platform, const MoeParams& p, MoePhase phase) {
+  std::vector<int> ranks(static_cast<std::size_t>(p.ep));
+  std::iota(ranks.begin(), ranks.end(), 0);
+  const MoeFabric fabric = moe_fabric(platform.spec().npu, platform.spec().sdma_domain_of, ranks);
+  std::string kernel;
+  return build_moe(p, phase, make_routing(p), fabric, &kernel);
+}
+
+// The tasks of thread `name` on `rank` whose label is `label`, in stream order.
+std::vector<TaskId> tasks_of(const TaskGraph& g, int rank, const std::string& name, const std::string& label) {
+  std::vector<TaskId> out;
+  for (const Thread& th : g.threads()) {
+    if (th.rank != rank || th.name != name) continue;
+    for (const TaskId id : th.tasks) {
+      if (g.label(g.task(id)) == label) out.push_back(id);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("low-latency dispatch: a core begins a row once the write two rows back has landed, and writes a row once "
+          "it is quantised", "[moe][low_latency]") {
+  Platform platform(load_topology(source_file("configs/topologies/a3-server.json")));
+  Scheduler scheduler(platform);
+  const MoeParams p = low_latency(8);
+  const TaskGraph g = build(platform, p, MoePhase::Dispatch);
+  const RunResult r = scheduler.run(g);
+  REQUIRE(r.failure.empty());
+  const Time gap = platform.spec().npu.stream.task_dispatch;
+
+  std::uint64_t pushed = 0;
+  for (int rank = 0; rank < p.ep; ++rank) {
+    for (int c = 0; c < platform.spec().npu.cores.aiv; ++c) {
+      const std::string core = "AIV" + std::to_string(c);
+      const auto loads = tasks_of(g, rank, core, "load row");
+      const auto quantised = tasks_of(g, rank, core, "quantise");
+      const auto writes = tasks_of(g, rank, core + " MTE3", "push row");
+      REQUIRE(loads.size() == writes.size());
+      REQUIRE(quantised.size() == writes.size());
+      pushed += writes.size();
+      for (std::size_t j = 0; j < writes.size(); ++j) {
+        INFO("rank " << rank << " core " << c << " row " << j);
+        // The write goes out the instant its row is quantised, unless the write pipe is still busy.
+        Time write_start = r.timings[quantised[j]].end;
+        if (j > 0) write_start = std::max(write_start, r.timings[writes[j - 1]].end + gap);
+        CHECK(r.timings[writes[j]].start == write_start);
+        if (j < 2) continue;
+        // A row is begun after the core's previous task and after the write two rows back.
+        const Time load_start = std::max(r.timings[quantised[j - 1]].end + gap, r.timings[writes[j - 2]].end);
+        CHECK(r.timings[loads[j]].start == load_start);
+      }
+    }
+  }
+  // Uniform routing drops nothing: every (token, expert) row is pushed once.
+  CHECK(pushed == static_cast<std::uint64_t>(p.ep) * static_cast<std::uint64_t>(p.tokens) * static_cast<std::uint64_t>(p.topk));
+}
+
+TEST_CASE("low-latency combine: an owner core sums a token one poll after the last of its rows' flags lands",
+          "[moe][low_latency]") {
+  Platform platform(load_topology(source_file("configs/topologies/a3-server.json")));
+  Scheduler scheduler(platform);
+  const MoeParams p = low_latency(8);
+  const TaskGraph g = build(platform, p, MoePhase::Combine);
+  const RunResult r = scheduler.run(g);
+  REQUIRE(r.failure.empty());
+  const Time poll = platform.spec().npu.aiv.flag_poll;
+
+  int waits = 0;
+  for (TaskId id = 0; id < g.tasks().size(); ++id) {
+    const Task& w = g.task(id);
+    if (w.kind != TaskKind::FlagWait || g.label(w) != "wait rows") continue;
+    const int owner = g.rank_of(id);
+    Time last_flag;
+    std::uint32_t flags = 0;
+    for (TaskId s = 0; s < g.tasks().size(); ++s) {
+      const Task& set = g.task(s);
+      if (set.kind != TaskKind::FlagSet || set.peer != owner || set.notify != w.notify) continue;
+      ++flags;
+      last_flag = std::max(last_flag, r.timings[s].end);
+    }
+    INFO("owner " << owner << " flag " << w.notify);
+    CHECK(flags == w.count);   // one flag per row of the token (top-k)
+    CHECK(r.timings[id].end == std::max(r.timings[id].start, last_flag) + poll);
+    ++waits;
+  }
+  CHECK(waits == p.ep * p.tokens);
+}
