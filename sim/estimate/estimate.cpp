@@ -69,6 +69,69 @@ PathCost EstimateFabric::path(int from, int to) const {
   return out;
 }
 
+double EstimateFabric::channel_rate(int channel) const {
+  const auto c = static_cast<std::size_t>(channel);
+  const std::size_t links = 2 * spec_.links.size();
+  return c >= links ? costs_.local_rate : rate(spec_.links[c / 2].params.bandwidth);
+}
+
+const std::vector<int>& EstimateFabric::route(int from, int to) const {
+  const std::uint64_t key = static_cast<std::uint64_t>(from) << 32 | static_cast<std::uint32_t>(to);
+  auto found = routed_.find(key);
+  if (found == routed_.end()) found = routed_.emplace(key, routes_.path(from, to)).first;
+  return found->second;
+}
+
+std::vector<double> max_min_shares(const std::vector<const std::vector<int>*>& paths, const std::vector<double>& limit,
+                                   std::vector<double> left) {
+  // Progressive filling, as the detailed flow model solves the shares: raise
+  // every unfrozen flow's rate together; a flow freezes at its own limit or
+  // when a channel it crosses is full.
+  std::vector<int> unfrozen(left.size(), 0);
+  std::vector<int> used;  // channels crossed by some flow
+  for (const std::vector<int>* path : paths) {
+    for (const int c : *path) {
+      if (unfrozen[static_cast<std::size_t>(c)]++ == 0) used.push_back(c);
+    }
+  }
+  std::vector<double> out(paths.size(), 0.0);
+  std::vector<char> frozen(paths.size(), 0);
+  std::size_t remaining = paths.size();
+  std::vector<std::size_t> now;
+  while (remaining > 0) {
+    double level = kUnlimited;
+    for (const int c : used) {
+      const auto cu = static_cast<std::size_t>(c);
+      if (unfrozen[cu] > 0) level = std::min(level, left[cu] / unfrozen[cu]);
+    }
+    for (std::size_t i = 0; i < paths.size(); ++i) {
+      if (!frozen[i]) level = std::min(level, limit[i]);
+    }
+    const double slack = level * 1e-12;
+    now.clear();
+    for (std::size_t i = 0; i < paths.size(); ++i) {
+      if (frozen[i]) continue;
+      bool stop = limit[i] <= level + slack;
+      for (const int c : *paths[i]) {
+        const auto cu = static_cast<std::size_t>(c);
+        if (left[cu] / unfrozen[cu] <= level + slack) stop = true;
+      }
+      if (stop) now.push_back(i);
+    }
+    for (const std::size_t i : now) {
+      frozen[i] = 1;
+      out[i] = level;
+      --remaining;
+      for (const int c : *paths[i]) {
+        const auto cu = static_cast<std::size_t>(c);
+        left[cu] = std::max(0.0, left[cu] - level);
+        --unfrozen[cu];
+      }
+    }
+  }
+  return out;
+}
+
 const std::vector<double>& EstimateFabric::flow_rates(const std::string& key,
                                                      const std::function<void(std::vector<FlowPair>&)>& flows,
                                                      double cap, bool write) const {
@@ -82,58 +145,20 @@ const std::vector<double>& EstimateFabric::flow_rates(const std::string& key,
   const std::size_t links = 2 * spec_.links.size();
   std::vector<std::vector<int>> paths(list.size());
   std::vector<double> limit(list.size(), cap);
-  std::vector<int> used;  // channels crossed by some flow
-  std::vector<int> unfrozen(links + static_cast<std::size_t>(spec_.npus), 0);
-  std::vector<double> left(unfrozen.size(), 0.0);
+  std::vector<double> capacity(links + static_cast<std::size_t>(spec_.npus), 0.0);
   for (std::size_t i = 0; i < list.size(); ++i) {
     const FlowPair& f = list[i];
     paths[i] = f.from == f.to ? std::vector<int>{static_cast<int>(links) + f.from} : routes_.path(f.from, f.to);
     for (const int c : paths[i]) {
-      const auto cu = static_cast<std::size_t>(c);
-      if (unfrozen[cu]++ == 0) {
-        used.push_back(c);
-        left[cu] = cu >= links ? costs_.local_rate : rate(spec_.links[cu / 2].params.bandwidth);
-      }
-      if (write && cu < links) limit[i] = std::min(limit[i], rate(spec_.links[cu / 2].params.write_bandwidth));
-    }
-  }
-  // Max-min fair shares by progressive filling, as the detailed flow model
-  // solves them: raise every unfrozen flow's rate together; a flow freezes
-  // at its own limit or when a channel it crosses is full.
-  std::vector<double> out(list.size(), 0.0);
-  std::vector<char> frozen(list.size(), 0);
-  std::size_t remaining = list.size();
-  while (remaining > 0) {
-    double level = kUnlimited;
-    for (const int c : used) {
-      const auto cu = static_cast<std::size_t>(c);
-      if (unfrozen[cu] > 0) level = std::min(level, left[cu] / unfrozen[cu]);
-    }
-    for (std::size_t i = 0; i < list.size(); ++i) {
-      if (!frozen[i]) level = std::min(level, limit[i]);
-    }
-    const double slack = level * 1e-12;
-    std::vector<std::size_t> now;
-    for (std::size_t i = 0; i < list.size(); ++i) {
-      if (frozen[i]) continue;
-      bool stop = limit[i] <= level + slack;
-      for (const int c : paths[i]) {
-        const auto cu = static_cast<std::size_t>(c);
-        if (left[cu] / unfrozen[cu] <= level + slack) stop = true;
-      }
-      if (stop) now.push_back(i);
-    }
-    for (const std::size_t i : now) {
-      frozen[i] = 1;
-      out[i] = level;
-      --remaining;
-      for (const int c : paths[i]) {
-        const auto cu = static_cast<std::size_t>(c);
-        left[cu] = std::max(0.0, left[cu] - level);
-        --unfrozen[cu];
+      capacity[static_cast<std::size_t>(c)] = channel_rate(c);
+      if (write && static_cast<std::size_t>(c) < links) {
+        limit[i] = std::min(limit[i], rate(spec_.links[static_cast<std::size_t>(c) / 2].params.write_bandwidth));
       }
     }
   }
+  std::vector<const std::vector<int>*> crossed;
+  for (const std::vector<int>& path : paths) crossed.push_back(&path);
+  std::vector<double> out = max_min_shares(crossed, limit, std::move(capacity));
   return rates_.emplace(memo, std::move(out)).first->second;
 }
 

@@ -10,12 +10,16 @@
 // these steps runs the same tasks). A
 // step's rates are max-min fair shares of the channels its flows cross,
 // all of the step's flows counted together (progressive filling, memoized
-// per pattern: they do not depend on the size).
+// per pattern: they do not depend on the size). Where writes of different
+// steps or loops are in flight together (the level-1 Broadcast and Reduce
+// over RDMA, up to 1024 ranks), each write is followed as a flow of its
+// own, its share solved again whenever one starts or drains.
 //
-// What it leaves out, against the detailed model: flows of different steps
-// or stages overlapping (a Pipeline's two level-0 lanes share the server's
-// links; a broadcast root's scatter writes still in flight during its
-// all-gather; DirectFullmesh slots drifting into different rounds), and
+// What it leaves out, against the detailed model: flows of other steps or
+// stages overlapping elsewhere (a Pipeline's two level-0 lanes share the
+// server's links by processor sharing; a ring reduce's gather shares a
+// link with one read of the next loop; DirectFullmesh slots drifting into
+// different rounds and neighbouring pairwise steps are not followed), and
 // skew between ranks where the form follows one representative.
 // tests/unit/test_estimate*.cpp bound the difference on a grid of ops,
 // sizes, rank counts and products; README "The estimate mode" lists where
@@ -98,6 +102,12 @@ class EstimateFabric {
   const std::vector<double>& flow_rates(const std::string& key,
                                         const std::function<void(std::vector<FlowPair>&)>& flows, double cap,
                                         bool write) const;
+  // The channels a transfer from `from` to `to` crosses (as the detailed
+  // model routes it), and a channel's rate in bytes per ps (channels past
+  // the links' are the NPUs' memory), for forms that follow flows starting
+  // and draining one by one.
+  const std::vector<int>& route(int from, int to) const;  // memoized
+  double channel_rate(int channel) const;
   // The slowest of them: a step ends with its slowest flow.
   double shared_rate(const std::string& key, const std::function<void(std::vector<FlowPair>&)>& flows, double cap,
                      bool write) const;
@@ -125,8 +135,15 @@ class EstimateFabric {
   mutable std::map<std::string, std::vector<double>> rates_;  // key + cap + write -> each flow's rate
   mutable std::map<std::string, std::vector<PathCost>> kinds_;
   mutable std::map<std::uint64_t, PathCost> paths_;
+  mutable std::map<std::uint64_t, std::vector<int>> routed_;  // route(), by (from, to)
   mutable std::map<std::string, PairTable> tables_;  // by relation of the two NPUs (path())
 };
+
+// Max-min fair shares of flows over channels by progressive filling (the
+// detailed flow model's rule): flow i crosses the channels `paths[i]`
+// (indices into `capacity`, bytes per ps) and is held to `limit[i]`.
+std::vector<double> max_min_shares(const std::vector<const std::vector<int>*>& paths, const std::vector<double>& limit,
+                                   std::vector<double> capacity);
 
 // An executor's closed form: the collective's time in ps.
 using EstimateFn = std::function<double(const CollectiveSpec&, const ExecContext&, const AlgoPlan&, const EstimateFabric&)>;

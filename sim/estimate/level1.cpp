@@ -4,12 +4,17 @@
 // split into as many tasks as that part has pieces. Steps in which only
 // some ranks take part (H-D_R's fold, a broadcast tree) cost what they cost
 // the ranks on the critical path, which do take part in every one of them.
+// Over RDMA (A2 rails) the Broadcast and the Reduce are followed write by
+// write instead (RdmaRun), as their writes of different steps and loops
+// are in flight together and share the NICs.
 #include "sim/estimate/level1.h"
 
 #include <algorithm>
 #include <functional>
 #include <map>
 #include <optional>
+#include <queue>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -523,6 +528,519 @@ class PerRankSteps {
   std::vector<double> ready_, done_;
 };
 
+// Guarded RDMA steps followed rank by rank, every write a flow of its own
+// (level1.cpp's emitter: per step a rank records "ready" to its sender,
+// [waits for its receiver's "ready", posts its writes and "done"], [waits
+// for its sender's "done"]). A post costs the stream its dispatch and post
+// and the stream goes on, so a rank's writes of later steps (a broadcast
+// root's scatter writes, then its all-gather writes) are in flight
+// together: every write in flight shares the channels it crosses with all
+// the others (max-min, solved again whenever one starts or drains), and a
+// "done" record lands once the writes posted before it to the same peer
+// have arrived. Several loops in one program overlap as in the detailed
+// model: a rank done with a loop starts the next one while others are
+// still in it (a reduce's gathered ranks, sharing their NICs with the
+// gather still going on). Returns when the last stream is free, rank x's
+// being free at free[x] before; a negative time if the steps cannot all run.
+struct RankXfer {
+  int from = 0;
+  int to = 0;
+  double bytes = 0;
+  int pieces = 1;
+  bool reduce = false;  // the receiver reduces what it got (one task per piece)
+};
+
+// A step of RdmaRun: transfers, or (`local` not empty) local copies, rank
+// r copying local[r] bytes (none if 0). `mark` >= 0: RdmaRun::mark(mark)
+// is when the last of the copying ranks ended this step.
+struct RunStep {
+  std::vector<RankXfer> xfers;
+  std::vector<double> local;
+  int mark = -1;
+};
+
+class RdmaRun {
+ public:
+  RdmaRun(const EstimateFabric& fabric, const GroupLayout& g, int p, const std::vector<RunStep>& steps)
+      : f_(fabric), c_(fabric.costs()), g_(g), p_(p) {
+    build(steps);
+  }
+
+  double run(const std::vector<double>& free) {
+    if (!rdma_) return -1;  // SDMA writes hold their stream: not this form
+    for (Pair& q : pairs_) {
+      q.arrival.clear();
+      q.latest.clear();
+      q.known = 0;
+      q.deferred.clear();
+    }
+    landed_.assign(static_cast<std::size_t>(p_ * registers_), -1.0);
+    marks_.assign(marks_.size(), 0.0);
+    flows_.clear();
+    active_.clear();
+    starts_ = {};
+    streams_.assign(static_cast<std::size_t>(p_), Stream{});
+    for (int r = 0; r < p_; ++r) advance(r, free[static_cast<std::size_t>(r)]);
+    double now = *std::min_element(free.begin(), free.end());
+    on_channel_.assign(capacity_.size(), {});
+    std::vector<int> changed;  // channels whose writes changed since the shares were solved
+    for (;;) {
+      share(changed);
+      double drain = kNever;
+      for (const int i : active_) {
+        const Flow& fl = flows_[static_cast<std::size_t>(i)];
+        drain = std::min(drain, now + fl.left / fl.rate);
+      }
+      const double start = starts_.empty() ? kNever : starts_.top().first;
+      const double next = std::min(drain, start);
+      if (next >= kNever) break;
+      for (const int i : active_) {
+        Flow& fl = flows_[static_cast<std::size_t>(i)];
+        fl.left -= fl.rate * (next - now);
+      }
+      now = next;
+      if (drain <= start) {
+        still_.clear();
+        for (const int i : active_) {
+          Flow& fl = flows_[static_cast<std::size_t>(i)];
+          // Drained within a femtosecond's worth of its rate.
+          if (fl.left > fl.rate * 1e-3) {
+            still_.push_back(i);
+            continue;
+          }
+          for (const int ch : pairs_[fl.pair].channels) {
+            std::vector<int>& on = on_channel_[static_cast<std::size_t>(ch)];
+            on.erase(std::find(on.begin(), on.end(), i));
+            changed.push_back(ch);
+          }
+          arrived(i, now + pairs_[fl.pair].path.latency);
+        }
+        active_.swap(still_);
+      } else {
+        while (!starts_.empty() && starts_.top().first <= now) {
+          const int i = starts_.top().second;
+          starts_.pop();
+          active_.push_back(i);
+          Flow& fl = flows_[static_cast<std::size_t>(i)];
+          fl.rate = pairs_[fl.pair].path.rate;  // alone, or on channels it cannot fill
+          for (const int ch : pairs_[fl.pair].channels) {
+            on_channel_[static_cast<std::size_t>(ch)].push_back(i);
+            changed.push_back(ch);
+          }
+        }
+      }
+    }
+    double end = now;
+    for (std::size_t r = 0; r < streams_.size(); ++r) {
+      if (streams_[r].pc < program_[r].size()) return -1;
+      end = std::max(end, streams_[r].free);
+    }
+    return end;
+  }
+  double mark(int m) const { return marks_[static_cast<std::size_t>(m)]; }
+
+ private:
+  static constexpr double kNever = 1e300;
+  enum class Kind { Write, Record, Wait, Copy, Reduce };
+  struct Op {
+    Kind kind;
+    int pair = -1;     // Write, Record: the queue pair
+    double bytes = 0;  // Write, Copy, Reduce
+    int notify = 0;    // Record: the peer's register; Wait: this rank's; Copy: its mark (-1: none)
+  };
+  struct Pair {  // a queue pair, from -> to
+    int to = 0;
+    PathCost path;
+    std::vector<int> channels;  // dense indices into capacity_
+    std::vector<double> arrival;  // per write posted on it, -1 until it arrived
+    std::size_t known = 0;        // writes [0, known) have arrived
+    std::vector<double> latest;   // latest[k]: the last arrival of writes [0, k]
+    std::vector<std::pair<std::size_t, std::pair<double, int>>> deferred;  // (writes before it, (earliest landing, register))
+  };
+  struct Flow {
+    std::size_t pair = 0;
+    std::size_t seq = 0;
+    double left = 0;
+    double rate = 0;
+    bool grouped = false;  // share(): already in the group being solved
+  };
+  struct Stream {
+    std::size_t pc = 0;
+    double free = 0;
+    bool blocked = false;
+    double reach = 0;  // when its blocked wait was reached
+  };
+
+  // Solves the shares again for the writes joined through channels to the
+  // `changed` ones (max-min shares of separate groups do not affect each
+  // other), each held to its path's narrowest channel.
+  void share(std::vector<int>& changed) {
+    if (changed.empty()) return;
+    seen_.resize(capacity_.size(), 0);
+    group_.clear();
+    visited_.clear();
+    for (const int ch : changed) {
+      if (!seen_[static_cast<std::size_t>(ch)]) {
+        seen_[static_cast<std::size_t>(ch)] = 1;
+        visited_.push_back(ch);
+      }
+    }
+    changed.clear();
+    for (std::size_t k = 0; k < visited_.size(); ++k) {  // visited_ grows as the group does
+      for (const int i : on_channel_[static_cast<std::size_t>(visited_[k])]) {
+        Flow& fl = flows_[static_cast<std::size_t>(i)];
+        if (fl.grouped) continue;
+        fl.grouped = true;
+        group_.push_back(i);
+        for (const int next : pairs_[fl.pair].channels) {
+          if (!seen_[static_cast<std::size_t>(next)]) {
+            seen_[static_cast<std::size_t>(next)] = 1;
+            visited_.push_back(next);
+          }
+        }
+      }
+    }
+    for (const int ch : visited_) seen_[static_cast<std::size_t>(ch)] = 0;
+    std::sort(group_.begin(), group_.end());  // solved in a fixed order
+    paths_.clear();
+    limits_.clear();
+    for (const int i : group_) {
+      Flow& fl = flows_[static_cast<std::size_t>(i)];
+      fl.grouped = false;
+      paths_.push_back(&pairs_[fl.pair].channels);
+      limits_.push_back(pairs_[fl.pair].path.rate);
+    }
+    if (group_.size() == 1) {  // alone on its channels: its path's rate
+      flows_[static_cast<std::size_t>(group_[0])].rate = limits_[0];
+      return;
+    }
+    const std::vector<double> rates = max_min_shares(paths_, limits_, capacity_);
+    for (std::size_t k = 0; k < group_.size(); ++k) flows_[static_cast<std::size_t>(group_[k])].rate = rates[k];
+  }
+
+  void build(const std::vector<RunStep>& steps) {
+    program_.assign(static_cast<std::size_t>(p_), {});
+    pairs_.clear();
+    std::unordered_map<std::int64_t, int> pair_of;
+    std::map<int, int> dense;
+    capacity_.clear();
+    auto pair = [&](int x, int y) {
+      const std::int64_t key = static_cast<std::int64_t>(x) * p_ + y;
+      const auto found = pair_of.find(key);
+      if (found != pair_of.end()) return found->second;
+      Pair q;
+      q.to = y;
+      q.path = f_.path(g_.npu(0, x), g_.npu(0, y));
+      rdma_ = rdma_ && q.path.rdma;
+      for (const int ch : f_.route(g_.npu(0, x), g_.npu(0, y))) {
+        auto [it, added] = dense.emplace(ch, static_cast<int>(capacity_.size()));
+        if (added) capacity_.push_back(f_.channel_rate(ch));
+        q.channels.push_back(it->second);
+      }
+      pairs_.push_back(std::move(q));
+      return pair_of.emplace(key, static_cast<int>(pairs_.size() - 1)).first->second;
+    };
+    rdma_ = true;
+    registers_ = 2 * static_cast<int>(steps.size());
+    int marks = 0;
+    for (std::size_t j = 0; j < steps.size(); ++j) {
+      const int ready = 2 * static_cast<int>(j);
+      marks = std::max(marks, steps[j].mark + 1);
+      for (std::size_t r = 0; r < steps[j].local.size(); ++r) {
+        if (steps[j].local[r] > 0) program_[r].push_back(Op{Kind::Copy, -1, steps[j].local[r], steps[j].mark});
+      }
+      std::vector<const RankXfer*> in(static_cast<std::size_t>(p_), nullptr), out(in);
+      for (const RankXfer& x : steps[j].xfers) {
+        out[static_cast<std::size_t>(x.from)] = &x;
+        in[static_cast<std::size_t>(x.to)] = &x;
+      }
+      for (int r = 0; r < p_; ++r) {
+        auto& prog = program_[static_cast<std::size_t>(r)];
+        if (const RankXfer* x = in[static_cast<std::size_t>(r)]) prog.push_back(Op{Kind::Record, pair(r, x->from), 0, ready});
+        if (const RankXfer* x = out[static_cast<std::size_t>(r)]) {
+          prog.push_back(Op{Kind::Wait, -1, 0, ready});
+          for (int k = 0; k < x->pieces; ++k) prog.push_back(Op{Kind::Write, pair(r, x->to), x->bytes / x->pieces, 0});
+          prog.push_back(Op{Kind::Record, pair(r, x->to), 0, ready + 1});
+        }
+        if (const RankXfer* x = in[static_cast<std::size_t>(r)]) {
+          prog.push_back(Op{Kind::Wait, -1, 0, ready + 1});
+          for (int k = 0; k < (x->reduce ? x->pieces : 0); ++k) prog.push_back(Op{Kind::Reduce, -1, x->bytes / x->pieces, -1});
+        }
+      }
+    }
+    marks_.assign(static_cast<std::size_t>(marks), 0.0);
+    // A channel whose writes, all at once each at its path's rate, would
+    // not fill it never limits anyone: left out of the shares (the same
+    // rates, solved over fewer channels).
+    std::vector<double> demand(capacity_.size(), 0.0);
+    for (const auto& prog : program_) {
+      for (const Op& op : prog) {
+        if (op.kind != Kind::Write) continue;
+        const Pair& q = pairs_[static_cast<std::size_t>(op.pair)];
+        for (const int ch : q.channels) demand[static_cast<std::size_t>(ch)] += q.path.rate;
+      }
+    }
+    std::vector<int> kept(capacity_.size(), -1);
+    std::vector<double> capacity;
+    for (Pair& q : pairs_) {
+      std::vector<int> channels;
+      for (const int ch : q.channels) {
+        const auto c = static_cast<std::size_t>(ch);
+        if (demand[c] <= capacity_[c]) continue;
+        if (kept[c] < 0) {
+          kept[c] = static_cast<int>(capacity.size());
+          capacity.push_back(capacity_[c]);
+        }
+        channels.push_back(kept[c]);
+      }
+      q.channels.swap(channels);
+    }
+    capacity_.swap(capacity);
+  }
+
+  double& landed(int r, int notify) { return landed_[static_cast<std::size_t>(r * registers_ + notify)]; }
+
+  // Runs rank r's stream from `t` until it ends or waits for a record not yet landed.
+  void advance(int r, double t) {
+    std::vector<std::pair<int, double>> work{{r, t}};
+    while (!work.empty()) {
+      const auto [x, at] = work.back();
+      work.pop_back();
+      Stream& s = streams_[static_cast<std::size_t>(x)];
+      const auto& prog = program_[static_cast<std::size_t>(x)];
+      double u = at;
+      for (; s.pc < prog.size(); ++s.pc) {
+        const Op& op = prog[s.pc];
+        if (op.kind == Kind::Wait) {
+          const double l = landed(x, op.notify);
+          if (l < 0) {
+            s.blocked = true;
+            s.reach = u + c_.dispatch;
+            break;
+          }
+          u = c_.wait_end(u + c_.dispatch, l);
+          continue;
+        }
+        if (op.kind == Kind::Copy || op.kind == Kind::Reduce) {
+          // On the NPU's own memory, which the model leaves unshared here.
+          const bool reduce = op.kind == Kind::Reduce;
+          u = sdma_task(c_, u, c_.sdma_fixed, op.bytes, std::min(c_.local_rate, c_.sdma_cap(reduce)), c_.local_latency);
+          if (!reduce && op.notify >= 0) marks_[static_cast<std::size_t>(op.notify)] = std::max(marks_[static_cast<std::size_t>(op.notify)], u);
+          continue;
+        }
+        u += c_.dispatch + c_.rdma_post;
+        Pair& q = pairs_[static_cast<std::size_t>(op.pair)];
+        if (op.kind == Kind::Write) {
+          flows_.push_back(Flow{static_cast<std::size_t>(op.pair), q.arrival.size(), op.bytes, 0, false});
+          q.arrival.push_back(-1);
+          starts_.emplace(u, static_cast<int>(flows_.size() - 1));
+        } else {
+          const double earliest = u + c_.rdma_notify_bytes / q.path.rate + q.path.latency;
+          if (q.known == q.arrival.size()) {
+            land(q.to, op.notify, std::max(earliest, q.latest.empty() ? 0.0 : q.latest.back()), work);
+          } else {
+            q.deferred.push_back({q.arrival.size(), {earliest, op.notify}});
+          }
+        }
+      }
+      s.free = u;
+    }
+  }
+
+  void land(int r, int notify, double at, std::vector<std::pair<int, double>>& work) {
+    landed(r, notify) = at;
+    Stream& s = streams_[static_cast<std::size_t>(r)];
+    const auto& prog = program_[static_cast<std::size_t>(r)];
+    if (s.blocked && prog[s.pc].notify == notify) {
+      const double u = c_.wait_end(s.reach, at);
+      s.blocked = false;
+      ++s.pc;
+      work.emplace_back(r, u);
+    }
+  }
+
+  // Write i's last byte arrived at `at`: records behind it on its queue pair may land.
+  void arrived(int i, double at) {
+    Pair& q = pairs_[flows_[static_cast<std::size_t>(i)].pair];
+    q.arrival[flows_[static_cast<std::size_t>(i)].seq] = at;
+    for (; q.known < q.arrival.size() && q.arrival[q.known] >= 0; ++q.known) {
+      q.latest.push_back(std::max(q.latest.empty() ? 0.0 : q.latest.back(), q.arrival[q.known]));
+    }
+    std::vector<std::pair<int, double>> work;
+    std::vector<std::pair<std::size_t, std::pair<double, int>>> wait;
+    for (const auto& [before, rec] : q.deferred) {
+      if (before <= q.known) {
+        land(q.to, rec.second, std::max(rec.first, before == 0 ? 0.0 : q.latest[before - 1]), work);
+      } else {
+        wait.push_back({before, rec});
+      }
+    }
+    q.deferred.swap(wait);
+    for (const auto& [r, t] : work) advance(r, t);
+  }
+
+  const EstimateFabric& f_;
+  const StepCosts& c_;
+  GroupLayout g_;
+  int p_;
+  int registers_ = 0;
+  bool rdma_ = true;
+  std::vector<std::vector<Op>> program_;
+  std::vector<Pair> pairs_;
+  std::vector<double> capacity_;
+  std::vector<std::vector<int>> on_channel_;  // writes in flight over each channel
+  // share()'s and run()'s working space, kept between calls.
+  std::vector<char> seen_;
+  std::vector<int> group_, visited_, still_;
+  std::vector<const std::vector<int>*> paths_;
+  std::vector<double> limits_;
+  std::vector<double> landed_;
+  std::vector<double> marks_;
+  std::vector<Stream> streams_;
+  std::vector<Flow> flows_;
+  std::vector<int> active_;
+  std::priority_queue<std::pair<double, int>, std::vector<std::pair<double, int>>, std::greater<>> starts_;
+};
+
+// H-D_R's fold of a rooted op (level1.cpp's Fold): ranks 0..2r-1 pair up,
+// the one of the root's parity taking part; virtual rank v is real(v).
+struct HdFold {
+  int p2 = 1;
+  int r = 0;
+  int par = 0;
+  HdFold(int p, int root) : p2(floor_pow2(p)), r(p - p2), par(root < 2 * r ? root % 2 : 0) {}
+  int real(int v) const { return v < r ? 2 * v + par : v + r; }
+  int partner(int i) const { return 2 * i + 1 - par; }
+  int virt(int x) const { return x < 2 * r ? x / 2 : x - r; }  // of a rank taking part
+};
+
+// A broadcast from `root`, transfer by transfer, for RdmaRun; `chunk` the
+// bytes of one of the p blocks. The scatter (NHR: residue classes of the
+// index relative to the root; NB and ring: halving ranges), then the
+// all-gather; H-D_R: a binomial tree of whole sends, then the unfold.
+std::vector<RunStep> broadcast_xfers(Level1Algo algo, int p, int root, double chunk) {
+  std::vector<RunStep> out;
+  if (algo == Level1Algo::HalvingDoubling) {
+    const HdFold f(p, root);
+    const int vroot = f.virt(root);
+    for (int d = f.p2 / 2; d >= 1; d /= 2) {
+      std::vector<RankXfer> step;
+      for (int v = 0; v < f.p2; ++v) {
+        if (((v ^ vroot) % (2 * d)) == 0) step.push_back(RankXfer{f.real(v), f.real(v ^ d), chunk * p, 1, false});
+      }
+      out.push_back(RunStep{std::move(step), {}, -1});
+    }
+    std::vector<RankXfer> unfold;
+    for (int i = 0; i < f.r; ++i) unfold.push_back(RankXfer{f.real(i), f.partner(i), chunk * p, 1, false});
+    if (!unfold.empty()) out.push_back(RunStep{std::move(unfold), {}, -1});
+    return out;
+  }
+  const int k = ceil_log2(p);
+  for (int s = 0; s < k; ++s) {
+    std::vector<RankXfer> step;
+    if (algo == Level1Algo::NHR) {
+      const int d = 1 << s;
+      for (int u = 0; u < d && u + d < p; ++u) {
+        step.push_back(RankXfer{mod(root + u, p), mod(root + u + d, p), chunk * ((p - u - d + 2 * d - 1) / (2 * d)), 1, false});
+      }
+    } else {
+      const int d = 1 << (k - 1 - s);
+      for (int u = 0; u + d < p; u += 2 * d) {
+        const int last = std::min(u + 2 * d, p) - 1;  // blocks root + u + d .. root + last, two pieces if they wrap
+        const bool wraps = mod(root + u + d, p) > mod(root + last, p);
+        step.push_back(RankXfer{mod(root + u, p), mod(root + u + d, p), chunk * (last - u - d + 1), wraps ? 2 : 1, false});
+      }
+    }
+    out.push_back(RunStep{std::move(step), {}, -1});
+  }
+  for (const Step1& st : algo == Level1Algo::Ring ? ring_steps(p, chunk, false) : stride_steps(algo, p, chunk, false)) {
+    std::vector<RankXfer> step;
+    for (int y = 0; y < p; ++y) step.push_back(RankXfer{y, mod(y + st.shift, p), st.elems, st.pieces, false});
+    out.push_back(RunStep{std::move(step), {}, -1});
+  }
+  return out;
+}
+
+// A Broadcast's or a Reduce's loops over the HCCL buffer (`loops`: each
+// loop's bytes), transfer by transfer, for RdmaRun. Per loop a Broadcast:
+// the root copies in, broadcast_xfers, every rank copies out; a Reduce:
+// every rank copies in, the reduce-scatter (H-D_R: the fold, then halving;
+// else the ring or the binary strides), the gather to the root (H-D_R:
+// binomial; else along the ring), the root copies out. The copy out is
+// marked with the loop's index.
+std::vector<RunStep> rooted_steps(CollOp op, Level1Algo algo, int p, int root, const std::vector<double>& loops) {
+  std::vector<RunStep> out;
+  auto step = [&out](std::vector<RankXfer> xfers) { out.push_back(RunStep{std::move(xfers), {}, -1}); };
+  const HdFold f(p, root);
+  const int vroot = f.virt(root);
+  const bool broadcast = op == CollOp::Broadcast;
+  for (std::size_t l = 0; l < loops.size(); ++l) {
+    const double b = loops[l];
+    std::vector<double> at_root(static_cast<std::size_t>(p), 0.0);
+    at_root[static_cast<std::size_t>(root)] = b;
+    const std::vector<double> everyone(static_cast<std::size_t>(p), b);
+    out.push_back(RunStep{{}, broadcast ? at_root : everyone, -1});
+    if (broadcast) {
+      for (RunStep& st : broadcast_xfers(algo, p, root, b / p)) out.push_back(std::move(st));
+    } else if (algo == Level1Algo::HalvingDoubling) {
+      std::vector<RankXfer> fold;
+      for (int i = 0; i < f.r; ++i) fold.push_back(RankXfer{f.partner(i), f.real(i), b, 1, true});
+      if (f.r > 0) step(fold);
+      for (int d = f.p2 / 2; d >= 1; d /= 2) {
+        std::vector<RankXfer> xs;
+        for (int v = 0; v < f.p2; ++v) xs.push_back(RankXfer{f.real(v), f.real(v ^ d), b * d / f.p2, 1, true});
+        step(xs);
+      }
+      for (int d = 1; d < f.p2; d *= 2) {
+        std::vector<RankXfer> xs;
+        for (int v = 0; v < f.p2; ++v) {
+          if (((v ^ vroot) % (2 * d)) == d) xs.push_back(RankXfer{f.real(v), f.real(v ^ d), b * d / f.p2, 1, false});
+        }
+        step(xs);
+      }
+    } else {
+      const std::vector<Step1> scatter =
+          algo == Level1Algo::Ring ? ring_steps(p, b / p, true) : stride_steps(algo, p, b / p, true);
+      for (const Step1& st : scatter) {
+        std::vector<RankXfer> xs;
+        for (int x = 0; x < p; ++x) xs.push_back(RankXfer{x, mod(x + st.shift, p), st.elems, st.pieces, true});
+        step(xs);
+      }
+      for (int st = 0; st + 1 < p; ++st) {  // block x - st moves on from x until it reached the root
+        std::vector<RankXfer> xs;
+        for (int x = 0; x < p; ++x) {
+          if (x != root && st < mod(root - x + st, p)) xs.push_back(RankXfer{x, mod(x + 1, p), b / p, 1, false});
+        }
+        step(xs);
+      }
+    }
+    out.push_back(RunStep{{}, broadcast ? everyone : at_root, static_cast<int>(l)});
+  }
+  return out;
+}
+
+// A Broadcast's or a Reduce's loops followed by RdmaRun (the loops
+// overlap: a rank done with one starts the next), or a negative time where
+// it does not apply. Beyond kRunLoops full loops the others take the
+// period between the two before the last followed (the overlap is steady
+// by then; the last one is shortened by the smaller loop after it).
+constexpr int kRunLoops = 3;
+static_assert(kRunLoops >= 3, "the period is taken between the loops before the last followed");
+double rooted_run(const EstimateFabric& fabric, const CollectiveSpec& spec, Level1Algo algo, const GroupLayout& g,
+                  std::uint64_t per_loop, double free) {
+  const int p = g.members;
+  if (g.groups != 1 || p > kCountedSources || !fabric.path(g.npu(0, 0), g.npu(0, 1)).rdma) return -1;
+  const double esz = static_cast<double>(data_type_size(spec.dtype));
+  const std::uint64_t full = spec.count / per_loop;
+  const std::uint64_t rest = spec.count % per_loop;
+  std::vector<double> loops(static_cast<std::size_t>(std::min<std::uint64_t>(full, kRunLoops)), static_cast<double>(per_loop) * esz);
+  if (rest > 0 || loops.empty()) loops.push_back(static_cast<double>(rest) * esz);
+  RdmaRun run(fabric, g, p, rooted_steps(spec.op, algo, p, spec.root, loops));
+  double end = run.run(std::vector<double>(static_cast<std::size_t>(p), free));
+  if (end >= 0 && full > kRunLoops) end += static_cast<double>(full - kRunLoops) * (run.mark(kRunLoops - 2) - run.mark(kRunLoops - 3));
+  return end;
+}
+
 double pairwise_per_rank(const EstimateFabric& fabric, const CollectiveSpec& spec, const GroupLayout& g, double free) {
   const StepCosts& c = fabric.costs();
   const double d = c.dispatch;
@@ -585,6 +1103,10 @@ double level1_estimate(const EstimateFabric& fabric, const CollectiveSpec& spec,
   const double steps_per_loop = static_cast<double>(loop_steps(spec.op, algo, p, 1.0).size());
   const bool by_rank = p <= kCountedSources && steps_per_loop * p <= kPerRankBudget &&
                        (spec.op == CollOp::AllReduce || spec.op == CollOp::ReduceScatter || spec.op == CollOp::AllGather);
+  if (spec.op == CollOp::Broadcast || spec.op == CollOp::Reduce) {
+    const double end = rooted_run(fabric, spec, algo, g, per_loop, free);
+    if (end >= 0) return end;
+  }
   std::optional<PerRankSteps> ranks;
   if (by_rank) ranks.emplace(fabric, g, p);
   auto loop = [&](double n) {

@@ -211,7 +211,12 @@ class RingLevel0 {
 
   // After a reduce-scatter, the root reads every other rank's slice in turn
   // on Main, each behind a handshake with that rank's Main (RingExec::reduce).
-  void gather(int root, const Slices& s) {
+  // A rank's Main goes on once its handshake is done: with a `following`
+  // loop it forks it at once, and a rank gathered before it whose previous rank
+  // on a ring it is reads its first part of that loop from it while the
+  // root still reads its slice; where the two reads cross the same link
+  // they share it (max-min) until the shorter ends.
+  void gather(int root, const Slices& s, const Slices* following = nullptr) {
     const double d = c_.dispatch;
     double& t = stream(root, 0);
     for (int r = 0; r < p_; ++r) {
@@ -221,9 +226,35 @@ class RingLevel0 {
       peer = c_.wait_end(peer + d, t);
       peer += d + record(r, root);
       t = c_.wait_end(t + d, peer);
-      // One read at a time: the path's own rate.
+      // Alone, one read at a time: the path's own rate.
       const PathCost path = f_.path(npu(r), npu(root));
-      t = transfer(t, c_.sdma_read_fixed, 1, s.elems[idx(r)], std::min(path.rate, c_.copy_rate), path.latency);
+      const double rate = std::min(path.rate, c_.copy_rate);
+      const double bytes = static_cast<double>(s.elems[idx(r)]) * esz_;
+      if (bytes == 0) continue;
+      const double begin = t + d + c_.sdma_read_fixed;  // its first byte
+      double end = begin + bytes / rate;
+      for (int k = 0; following != nullptr && k < rings_; ++k) {
+        const int reader = next(k, r);
+        if (reader == root || reader > r) continue;  // not gathered yet: still in this loop
+        const auto [shared, reader_shared] = gather_shares(r, root, reader);
+        if (shared >= rate) continue;
+        // When the reader's first read of r starts (fork(), reduce_scatter()):
+        // r's Main releases its streams, the copy stream copies the first
+        // part, the ring stream records the ack the reader waits for.
+        auto released = [&](int i) { return peer + static_cast<double>(i) * (d + c_.record_local); };
+        const std::uint64_t part = half(following->elems[idx(at(k, pos(k, r) - 2))], k);
+        const double copied = copy(released(copy_stream(k)), following->parts, part, ring_copy_rate_) + d + c_.record_local;
+        const double ring_free = released(ring_stream(k) == 0 ? 2 * rings_ - 1 : ring_stream(k));
+        const double ack = c_.wait_end(ring_free + d, copied) + d + record(r, reader);
+        const double other = ack + d + c_.sdma_read_fixed;
+        const double other_bytes = static_cast<double>(following->parts) *
+                                   static_cast<double>(half(following->elems[idx(at(k, pos(k, reader) - 2))], k)) * esz_;
+        if (other >= end || other_bytes == 0) continue;
+        const double left = bytes - (other - begin) * rate;
+        const double together = std::min(left / shared, other_bytes / reader_shared);
+        end = other + together + (left - together * shared) / rate;
+      }
+      t = end + path.latency;
     }
   }
 
@@ -241,6 +272,29 @@ class RingLevel0 {
   int next(int k, int r) const { return at(k, pos(k, r) + 1); }
   // Ring k's half of a run.
   std::uint64_t half(std::uint64_t elems, int k) const { return chunk_span(elems, rings_, k).count; }
+  // The rates of the root's read of r and of `reader`'s read of r at once.
+  std::pair<double, double> gather_shares(int r, int root, int reader) const {
+    const auto key = std::make_tuple(r, root, reader);
+    const auto found = gather_shares_.find(key);
+    if (found != gather_shares_.end()) return found->second;
+    std::vector<std::vector<int>> routes{f_.route(npu(r), npu(root)), f_.route(npu(r), npu(reader))};
+    std::vector<int> dense;
+    std::vector<double> capacity;
+    for (std::vector<int>& route : routes) {
+      for (int& ch : route) {
+        const auto at_ = std::find(dense.begin(), dense.end(), ch);
+        const int i = static_cast<int>(at_ - dense.begin());
+        if (at_ == dense.end()) {
+          dense.push_back(ch);
+          capacity.push_back(f_.channel_rate(ch));
+        }
+        ch = i;
+      }
+    }
+    const std::vector<double> rates =
+        max_min_shares({&routes[0], &routes[1]}, {c_.copy_rate, c_.reduce_rate}, std::move(capacity));
+    return gather_shares_.emplace(key, std::make_pair(rates[0], rates[1])).first->second;
+  }
   double record(int from, int to) const {
     const int chip = std::max(1, f_.spec().npus_per_chip);
     return npu(from) / chip == npu(to) / chip ? c_.record_local : c_.record_remote;
@@ -286,6 +340,7 @@ class RingLevel0 {
   std::vector<std::vector<double>> read_latency_;  // [ring][rank]: from the previous rank
   double ring_copy_rate_ = 0;
   double main_copy_rate_ = 0;
+  mutable std::map<std::tuple<int, int, int>, std::pair<double, double>> gather_shares_;
 };
 
 // Runs of a stage form's slice that `move` does copy: the run t sits at
@@ -349,16 +404,20 @@ double one_server(const CollectiveSpec& spec, const EstimateFabric& fabric, int 
         for (int r = 0; r < p; ++r) ring.main_copy(r, 1, n);
       });
       break;
-    case CollOp::Reduce:
+    case CollOp::Reduce: {
+      std::uint64_t first = 0;
       loops(spec.count, buffer, [&](std::uint64_t n) {
         const Slices s = chunk_slices(n, p);
+        first += n;
+        const Slices next = chunk_slices(std::min<std::uint64_t>(std::max<std::uint64_t>(buffer, 1), spec.count - first), p);
         ring.fork();
         ring.reduce_scatter(s);
         ring.join();
-        ring.gather(spec.root, s);
+        ring.gather(spec.root, s, first < spec.count ? &next : nullptr);
         ring.main_copy(spec.root, 1, n);
       });
       break;
+    }
     case CollOp::AlltoAll: break;
   }
   return ring.end();
@@ -539,10 +598,12 @@ class Hierarchical {
     for (std::uint64_t first = 0; first == 0 || first < spec_.count; first += buffer) {
       const std::uint64_t n = std::min(buffer, spec_.count - first);
       const Slices s = chunk_slices(n, g0());
+      const std::uint64_t after = first + n;
+      const Slices next = chunk_slices(std::min(buffer, spec_.count - std::min(after, spec_.count)), g0());
       ring_.fork();
       ring_.reduce_scatter(s);
       ring_.join();
-      ring_.gather(root_index, s);
+      ring_.gather(root_index, s, after < spec_.count ? &next : nullptr);
       ring_.main_copy(root_index, 1, n);
       if (spec_.count == 0) break;
     }
