@@ -63,7 +63,7 @@ void Channel::arrive(Flow& flow, std::size_t hop, std::uint64_t bytes, std::uint
   if (hop > 0) state.tails.push_back(tail_ps);
   if (!state.queued) {
     state.queued = true;
-    ready_.push_back(Ready{&flow, hop});
+    queues().ready.push_back(Ready{&flow, hop});
     peak_flows_ = std::max(peak_flows_, ++active_flows_);
   }
   if (!serving_) {
@@ -85,7 +85,7 @@ void Channel::step(std::uint64_t now) {
 void Channel::reschedule() {
   std::uint64_t next = ChannelClock::kNever;
   if (serving_) next = in_service_.exit_ps;
-  if (!delay_line_.empty()) next = std::min(next, delay_line_.front().exit_ps);
+  if (queues_ && !queues_->delay_line.empty()) next = std::min(next, queues_->delay_line.front().exit_ps);
   if (next != next_wake_ && next != ChannelClock::kNever) {
     next_wake_ = next;
     clock_.wake(this, next);
@@ -104,12 +104,12 @@ void Channel::finish_service(std::uint64_t now) {
     flow.bytes_delivered += done.bytes;
     if (flow.bytes_delivered == flow.bytes) {
       done.exit_ps = now + params_.latency.ps;
-      delay_line_.push_back(done);
+      queues().delay_line.push_back(done);
     }
   }
   Flow::Hop& state = done.flow->hops[done.hop];
   if (state.bytes_waiting > 0) {
-    ready_.push_back(Ready{done.flow, done.hop});
+    queues().ready.push_back(Ready{done.flow, done.hop});
   } else {
     state.queued = false;
     --active_flows_;
@@ -117,9 +117,10 @@ void Channel::finish_service(std::uint64_t now) {
 }
 
 void Channel::deliver_due(std::uint64_t now) {
-  while (!delay_line_.empty() && delay_line_.front().exit_ps <= now) {
-    InFlight seg = delay_line_.front();
-    delay_line_.pop_front();
+  std::deque<InFlight>& delay_line = queues().delay_line;
+  while (!delay_line.empty() && delay_line.front().exit_ps <= now) {
+    InFlight seg = delay_line.front();
+    delay_line.pop_front();
     Flow& flow = *seg.flow;
     const std::size_t next_hop = seg.hop + 1;
     if (next_hop < flow.path->size()) {
@@ -131,9 +132,10 @@ void Channel::deliver_due(std::uint64_t now) {
 }
 
 void Channel::start_service(std::uint64_t now) {
-  if (ready_.empty()) return;
-  Ready next = ready_.front();
-  ready_.pop_front();
+  std::deque<Ready>& ready = queues().ready;
+  if (ready.empty()) return;
+  Ready next = ready.front();
+  ready.pop_front();
   Flow& flow = *next.flow;
   Flow::Hop& state = flow.hops[next.hop];
   const std::uint64_t chunk = std::min(flow.segment, state.bytes_waiting);
@@ -151,7 +153,7 @@ void Channel::start_service(std::uint64_t now) {
   in_service_ = InFlight{next.flow, next.hop, chunk, end, end + params_.latency.ps};
   if (next.hop + 1 < flow.path->size()) {
     // Its head goes on to the next channel now.
-    delay_line_.push_back(InFlight{next.flow, next.hop, chunk, now + params_.latency.ps, end + params_.latency.ps});
+    queues().delay_line.push_back(InFlight{next.flow, next.hop, chunk, now + params_.latency.ps, end + params_.latency.ps});
   }
   bytes_carried_ += chunk;
   busy_ += Time{end - now};
