@@ -306,6 +306,7 @@ std::vector<PerfRow> run_perf(Platform& platform, const PerfRequest& request, Tr
                               const PerfRowCallback& on_row) {
   std::vector<PerfRow> rows;
   Scheduler scheduler(platform);
+  scheduler.keep_timings(trace != nullptr);   // a row needs only the run's end
   LinkMeter meter(platform);
   const ExecContext ctx = exec_context(platform, request);
   const Hierarchy& hierarchy = ctx.hierarchy;

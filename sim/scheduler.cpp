@@ -137,7 +137,8 @@ RunResult Scheduler::run(const TaskGraph& graph, DataTracker* tracker) {
   result_ = RunResult{};
   result_.begin = Time{sc_core::sc_time_stamp().value()};
   result_.end = result_.begin;
-  result_.timings.assign(graph.tasks().size(), TaskTiming{});
+  result_.timings.assign(keep_timings_ ? graph.tasks().size() : 0, TaskTiming{});
+  finished_.assign(graph.tasks().size(), false);
   const std::uint64_t activations_before = platform_.activations();
 
   std::vector<std::vector<const std::vector<std::uint32_t>*>> streams(static_cast<std::size_t>(npus));
@@ -179,9 +180,11 @@ RunResult Scheduler::run(const TaskGraph& graph, DataTracker* tracker) {
 }
 
 void Scheduler::task_started(std::uint32_t id, Time at) {
-  TaskTiming& timing = result_.timings[id];
-  timing.start = at;
-  timing.started = true;
+  if (keep_timings_) {
+    TaskTiming& timing = result_.timings[id];
+    timing.start = at;
+    timing.started = true;
+  }
   if (!tracker_) return;
   const Task& t = graph_->task(id);
   if (t.kind != TaskKind::Memcpy && t.kind != TaskKind::ReduceInline) return;
@@ -222,9 +225,12 @@ void Scheduler::data_landed(std::uint32_t id, Time at) {
 }
 
 void Scheduler::task_finished(std::uint32_t id, Time at) {
-  TaskTiming& timing = result_.timings[id];
-  timing.end = at;
-  timing.finished = true;
+  if (keep_timings_) {
+    TaskTiming& timing = result_.timings[id];
+    timing.end = at;
+    timing.finished = true;
+  }
+  finished_[id] = true;
   if (result_.end < at) result_.end = at;
   for (std::uint32_t k = first_successor_[id]; k < first_successor_[id + 1]; ++k) {
     const TaskId next = successors_[k];
@@ -235,15 +241,15 @@ void Scheduler::task_finished(std::uint32_t id, Time at) {
 }
 
 void Scheduler::wait_released(std::uint32_t wait, std::uint32_t record) {
-  result_.timings[wait].released_by = static_cast<std::int32_t>(record);
+  if (keep_timings_) result_.timings[wait].released_by = static_cast<std::int32_t>(record);
 }
 
-void Scheduler::task_timed_out(std::uint32_t id, Time at) {
+void Scheduler::task_timed_out(std::uint32_t id, Time started, Time at) {
   if (!result_.failure.empty()) return;
   result_.timed_out = true;
   std::ostringstream os;
   os << "HCCL_E_TIMEOUT: " << graph_->describe(id) << " timed out at " << format_us(at) << " us after waiting "
-     << format_us(at - result_.timings[id].start) << " us; nothing recorded notify " << graph_->task(id).notify
+     << format_us(at - started) << " us; nothing recorded notify " << graph_->task(id).notify
      << " in time";
   result_.failure = os.str();
 }
@@ -269,7 +275,7 @@ std::string Scheduler::deadlock_report() const {
       }
       if (state.phase == TaskEngine::Phase::Deps) {
         for (const auto& [before, after] : graph_->dependencies()) {
-          if (after == state.task && !result_.timings[before].finished) {
+          if (after == state.task && !finished_[before]) {
             os << "\n    depends on unfinished " << graph_->describe(before);
           }
         }

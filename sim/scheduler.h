@@ -30,7 +30,7 @@ struct RunResult {
   Time begin;                      // simulated time when the run started
   Time end;                        // when its last task finished
   Time elapsed() const { return end - begin; }
-  std::vector<TaskTiming> timings;  // by TaskId, absolute simulated time
+  std::vector<TaskTiming> timings;  // by TaskId, absolute simulated time; empty unless kept (keep_timings)
   // Empty when every task finished. Otherwise why not: a deadlock or a timeout.
   std::string failure;
   bool timed_out = false;
@@ -44,12 +44,16 @@ class Scheduler : private TaskObserver {
 
   // Graph rank r runs on NPU r. `tracker` (optional) follows the data.
   RunResult run(const TaskGraph& graph, DataTracker* tracker = nullptr);
+  // Whether runs record every task's timing (the default). A caller that
+  // needs only the run's end (perf without a trace) turns it off: at
+  // millions of tasks the timings are 24 bytes and two cache misses a task.
+  void keep_timings(bool keep) { keep_timings_ = keep; }
 
  private:
   void task_started(std::uint32_t id, Time at) override;
   void task_finished(std::uint32_t id, Time at) override;
   void data_landed(std::uint32_t id, Time at) override;
-  void task_timed_out(std::uint32_t id, Time at) override;
+  void task_timed_out(std::uint32_t id, Time started, Time at) override;
   void wait_released(std::uint32_t wait, std::uint32_t record) override;
   void compile(const TaskGraph& graph);
   std::string deadlock_report() const;
@@ -68,6 +72,8 @@ class Scheduler : private TaskObserver {
   std::vector<std::uint32_t> free_slots_;
   static constexpr std::uint32_t kNoSlot = 0xffffffffu;
   RunResult result_;
+  bool keep_timings_ = true;
+  std::vector<bool> finished_;   // by task, for the deadlock report whether timings are kept or not
 };
 
 }  // namespace hcclsim

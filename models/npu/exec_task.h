@@ -68,8 +68,8 @@ class TaskObserver {
   // The wait `wait` was released by the record `record` (for flow arrows
   // and the critical path).
   virtual void wait_released(std::uint32_t wait, std::uint32_t record) = 0;
-  // A wait whose timeout expired; the stream stops there.
-  virtual void task_timed_out(std::uint32_t id, Time at) = 0;
+  // A wait, begun at `started`, whose timeout expired; the stream stops there.
+  virtual void task_timed_out(std::uint32_t id, Time started, Time at) = 0;
 
  protected:
   ~TaskObserver() = default;

@@ -298,10 +298,11 @@ void TaskEngine::handle_timer(const Timer& t, std::uint64_t now) {
     case TimerKind::Timeout:
       if (st.phase == Phase::Notify && st.token == t.token) {
         waiter_[head(t.stream).notify] = -1;
+        const Time started{st.since_ps};
         st.phase = Phase::Failed;
         st.since_ps = now;
         ++done_streams_;  // a failed stream will not go on; the observer reports it
-        observer_->task_timed_out(head_id(t.stream), Time{now});
+        observer_->task_timed_out(head_id(t.stream), started, Time{now});
       }
       break;
   }
