@@ -12,7 +12,7 @@ std::string node_name(int node, int npus) {
 }
 }  // namespace
 
-Platform::Platform(const TopologySpec& spec) : spec_(spec), clock_(std::make_unique<ChannelClock>("channel_clock")), finder_(spec_) {
+Platform::Platform(const TopologySpec& spec) : spec_(spec), clock_(std::make_unique<WakeClock>("wake_clock")), finder_(spec_) {
   const int nodes = spec.npus + spec.switches;
   auto bad_node = [&](int node) { return node < 0 || node >= nodes; };
   for (const LinkSpec& link : spec.links) {
@@ -50,7 +50,7 @@ Platform::Platform(const TopologySpec& spec) : spec_(spec), clock_(std::make_uni
   }
   for (int n = 0; n < spec.npus; ++n) {
     const std::string name = "npu" + std::to_string(n);
-    engines_.push_back(std::make_unique<TaskEngine>((name + "_engine").c_str(), n, spec.npu, *network_));
+    engines_.push_back(std::make_unique<TaskEngine>((name + "_engine").c_str(), n, spec.npu, *network_, *clock_));
     local_memory_.push_back(
         std::make_unique<Channel>((name + "_memory").c_str(), spec.npu.local_memory, name + " local memory", *clock_));
   }

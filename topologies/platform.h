@@ -53,7 +53,7 @@ class Platform {
 
  private:
   TopologySpec spec_;
-  std::unique_ptr<ChannelClock> clock_;
+  std::unique_ptr<WakeClock> clock_;   // times every channel and engine
   std::unique_ptr<Network> network_;
   std::vector<std::unique_ptr<TaskEngine>> engines_;
   std::vector<std::unique_ptr<Channel>> local_memory_;

@@ -17,44 +17,7 @@ void Flow::start() {
 
 void SegmentNetwork::start_flow(Flow& flow) { flow.start(); }
 
-ChannelClock::ChannelClock(sc_core::sc_module_name name) : sc_core::sc_module(name) {
-  SC_HAS_PROCESS(ChannelClock);
-  SC_METHOD(run);
-  sensitive << wake_;
-  dont_initialize();
-}
-
-void ChannelClock::wake(Channel* channel, std::uint64_t at) {
-  heap_.push(Entry{at, seq_++, channel});
-  // Inside run() the one notification is made at its end; elsewhere only an
-  // earlier wake-up needs one (each re-notification leaves a dead entry in
-  // SystemC's queue).
-  if (!running_ && at < notified_at_) {
-    notified_at_ = at;
-    const std::uint64_t now = sc_core::sc_time_stamp().value();
-    wake_.notify(at == now ? sc_core::SC_ZERO_TIME : sc_core::sc_time::from_value(at - now));
-  }
-}
-
-void ChannelClock::run() {
-  ++activations_;
-  const std::uint64_t now = sc_core::sc_time_stamp().value();
-  notified_at_ = kNever;
-  running_ = true;
-  // Steps may ask for more wake-ups at `now`; they run in this same loop.
-  while (!heap_.empty() && heap_.top().at <= now) {
-    const Entry e = heap_.top();
-    heap_.pop();
-    e.channel->step(e.at);
-  }
-  running_ = false;
-  if (!heap_.empty()) {
-    notified_at_ = heap_.top().at;
-    wake_.notify(sc_core::sc_time::from_value(notified_at_ - now));
-  }
-}
-
-Channel::Channel(sc_core::sc_module_name name, const ChannelParams& params, std::string label, ChannelClock& clock)
+Channel::Channel(sc_core::sc_module_name name, const ChannelParams& params, std::string label, WakeClock& clock)
     : sc_core::sc_module(name), params_(params), label_(std::move(label)), clock_(clock) {}
 
 void Channel::arrive(Flow& flow, std::size_t hop, std::uint64_t bytes, std::uint64_t tail_ps) {
@@ -72,9 +35,9 @@ void Channel::arrive(Flow& flow, std::size_t hop, std::uint64_t bytes, std::uint
   }
 }
 
-void Channel::step(std::uint64_t now) {
+void Channel::on_clock(std::uint64_t now) {
   if (now != next_wake_) return;  // a wake-up that was replaced by another
-  next_wake_ = ChannelClock::kNever;
+  next_wake_ = WakeClock::kNever;
   ++activations_;
   if (serving_ && in_service_.exit_ps <= now) finish_service(now);
   deliver_due(now);
@@ -83,10 +46,10 @@ void Channel::step(std::uint64_t now) {
 }
 
 void Channel::reschedule() {
-  std::uint64_t next = ChannelClock::kNever;
+  std::uint64_t next = WakeClock::kNever;
   if (serving_) next = in_service_.exit_ps;
   if (queues_ && !queues_->delay_line.empty()) next = std::min(next, queues_->delay_line.front().exit_ps);
-  if (next != next_wake_ && next != ChannelClock::kNever) {
+  if (next != next_wake_ && next != WakeClock::kNever) {
     next_wake_ = next;
     clock_.wake(this, next);
   }

@@ -15,7 +15,7 @@
 // hops takes size/bandwidth + h x latency, and the segment size only sets
 // the granularity of sharing. Buffers between hops are unbounded (no credit
 // flow control). An arrival at an idle channel starts serializing at once;
-// the platform's ChannelClock times the rest.
+// the platform's WakeClock times the rest.
 #pragma once
 
 #include <cstdint>
@@ -25,7 +25,7 @@
 #include <systemc>
 #include <vector>
 
-#include "models/link/channel_clock.h"
+#include "models/wake_clock.h"
 #include "models/link/link_stats.h"
 #include "models/params.h"
 
@@ -84,9 +84,9 @@ struct Flow {
   void start();
 };
 
-class Channel : public sc_core::sc_module {
+class Channel : public sc_core::sc_module, public Clocked {
  public:
-  Channel(sc_core::sc_module_name name, const ChannelParams& params, std::string label, ChannelClock& clock);
+  Channel(sc_core::sc_module_name name, const ChannelParams& params, std::string label, WakeClock& clock);
 
   const std::string& label() const { return label_; }
   const ChannelParams& params() const { return params_; }
@@ -96,7 +96,7 @@ class Channel : public sc_core::sc_module {
   void arrive(Flow& flow, std::size_t hop, std::uint64_t bytes, std::uint64_t tail_ps = 0);
 
   // Called by the clock at the time this channel asked for.
-  void step(std::uint64_t now);
+  void on_clock(std::uint64_t now) override;
 
   std::uint64_t bytes_carried() const { return bytes_carried_; }
   std::uint64_t activations() const { return activations_; }
@@ -150,8 +150,8 @@ class Channel : public sc_core::sc_module {
   std::unique_ptr<Queues> queues_;
   bool serving_ = false;
   InFlight in_service_{};
-  ChannelClock& clock_;
-  std::uint64_t next_wake_ = ChannelClock::kNever;  // the wake-up the clock holds for us
+  WakeClock& clock_;
+  std::uint64_t next_wake_ = WakeClock::kNever;  // the wake-up the clock holds for us
   std::uint64_t bytes_carried_ = 0;
   std::uint64_t activations_ = 0;
   Time busy_;

@@ -21,11 +21,13 @@ const char* phase_name(TaskEngine::Phase phase) {
   return "?";
 }
 
-TaskEngine::TaskEngine(sc_core::sc_module_name name, int rank, const NpuParams& params, Network& network)
+TaskEngine::TaskEngine(sc_core::sc_module_name name, int rank, const NpuParams& params, Network& network,
+                       WakeClock& clock)
     : sc_core::sc_module(name),
       rank_(rank),
       params_(params),
       network_(network),
+      clock_(clock),
       sdma_(params.sdma.engines),
       aic_(params.cores.aic),
       aiv_(params.cores.aiv) {
@@ -196,7 +198,17 @@ void TaskEngine::step() {
     }
     if (!progressed) break;
   }
-  if (!timers_.empty()) wake_.notify(sc_core::sc_time::from_value(timers_.top().at - now));
+  // The next timer through the platform's clock (only an earlier one needs a new request).
+  if (!timers_.empty() && timers_.top().at < next_wake_) {
+    next_wake_ = timers_.top().at;
+    clock_.wake(this, next_wake_);
+  }
+}
+
+void TaskEngine::on_clock(std::uint64_t at) {
+  if (at != next_wake_) return;  // a wake-up replaced by an earlier one
+  next_wake_ = WakeClock::kNever;
+  step();
 }
 
 void TaskEngine::set_timer(std::uint32_t s, TimerKind kind, std::uint64_t at) {

@@ -43,13 +43,15 @@
 #include "models/npu/exec_task.h"
 #include "models/npu/resource_pool.h"
 #include "models/params.h"
+#include "models/wake_clock.h"
 
 namespace hcclsim {
 
-class TaskEngine : public sc_core::sc_module, public FlowListener {
+class TaskEngine : public sc_core::sc_module, public FlowListener, public Clocked {
  public:
-  // Transfers go through `network` (segment or flow model), which outlives the engine.
-  TaskEngine(sc_core::sc_module_name name, int rank, const NpuParams& params, Network& network);
+  // Transfers go through `network` (segment or flow model); `clock` times the
+  // engine's own timers (its process runs for inputs). Both outlive the engine.
+  TaskEngine(sc_core::sc_module_name name, int rank, const NpuParams& params, Network& network, WakeClock& clock);
 
   int rank() const { return rank_; }
   const NpuParams& params() const { return params_; }
@@ -72,6 +74,7 @@ class TaskEngine : public sc_core::sc_module, public FlowListener {
   void flag_seen(std::uint32_t stream, std::uint32_t set_task);
   void release_dependency(std::uint32_t stream);
   void flow_finished(Flow& flow) override;
+  void on_clock(std::uint64_t at) override;
 
   bool all_done() const { return done_streams_ == streams_.size(); }
 
@@ -152,6 +155,8 @@ class TaskEngine : public sc_core::sc_module, public FlowListener {
   int rank_;
   NpuParams params_;
   Network& network_;
+  WakeClock& clock_;
+  std::uint64_t next_wake_ = WakeClock::kNever;   // the wake-up the clock holds for this engine
   std::vector<ExecTask>* tasks_ = nullptr;
   TaskObserver* observer_ = nullptr;
   std::vector<Stream> streams_;
