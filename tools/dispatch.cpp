@@ -53,12 +53,14 @@ groups of 1024 or more coupled flows such as a large MoE kernel's, so a
 transfer there may start up to one quantum late; segment model: round-robin
 segments with cut-through),
 leaf/spine fabrics with ECMP and oversubscription; MoE dispatch / combine
-kernels (hcclsim moe, and called from program kernels). `hcclsim executors` lists the modelled executors.
+kernels (hcclsim moe, and called from program kernels; low latency inside
+one domain row by row, each core's rows behind its earlier writes). `hcclsim executors` lists the modelled executors.
 What is not: AI CPU / host expansion costs beyond the launch and dispatch
 constants, HBM contention of remote traffic, flow control / PFC / drops,
 errors and retries, HCCL's AHC, Star and NHR_V1 algorithms, the deterministic
 and cross-server AIV executors (refused by name), zero-copy with registered
-buffers. The AIV constants are assumed (no measurement). Timings are
+buffers, the MoE kernels' scalar bookkeeping (the low-latency dispatch's
+per-row slot count and last-core count loop). The AIV constants are assumed (no measurement). Timings are
 calibrated on point-to-point measurements (hcclsim validate), not on
 collectives. The simulator is deterministic: one iteration of each size gives
 the time of every iteration.
