@@ -34,6 +34,8 @@ struct TopologyOptions {
   std::string network = "flow";
   std::string flow_quantum = "1us";
   CLI::Option* servers_option = nullptr;
+  CLI::Option* flow_quantum_option = nullptr;
+  bool flow_quantum_given() const { return flow_quantum_option != nullptr && flow_quantum_option->count() > 0; }
 
   void declare(CLI::App& app);
   // `described` names the topology for headings and messages.

@@ -53,7 +53,8 @@ class MoeCommand : public Command {
       throw InputError("option --format", "unknown format '" + format_ + "'; expected table, json or csv");
     }
     std::string topology_file;
-    const TopologySpec spec = topology_.load(&topology_file);
+    TopologySpec spec = topology_.load(&topology_file);
+    if (!topology_.flow_quantum_given()) spec.flow_batching.quantum_ps = moe_flow_quantum(p_).ps;
     check_moe_params(p_, spec.npus);
     std::optional<OutputFile> trace_out;
     if (!trace_file_.empty()) trace_out.emplace("--trace", trace_file_);

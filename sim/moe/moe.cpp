@@ -990,6 +990,10 @@ std::vector<MoeRun> run_moe(Platform& platform, const MoeParams& p, const std::v
   return out;
 }
 
+Time moe_flow_quantum(const MoeParams& p) {
+  return p.mode == MoeMode::LowLatency ? Time::from_ns(100) : Time::from_us(1);
+}
+
 double run_moe_point(Platform& platform, const MeasuredPoint& point, std::string* what) {
   MoeParams p;
   auto integer = [&](const char* key, int fallback) {

@@ -123,6 +123,12 @@ std::string moe_fabric_problem(const MoeFabric& fabric);
 TaskGraph build_moe(const MoeParams& p, MoePhase phase, const MoeRouting& routing, const MoeFabric& fabric,
                     std::string* kernel);
 
+// The flow model's quantum (network.h, FlowBatching) a call needs when the
+// user sets none: low latency moves one row (about 1 us) per transfer, so a
+// transfer starting up to 1 us late would distort it (EP 128 dispatch came
+// out 20% slower than with 0.1 us); normal mode moves whole blocks.
+Time moe_flow_quantum(const MoeParams& p);
+
 // Runs the phases in turn on the platform (each from its own start).
 std::vector<MoeRun> run_moe(Platform& platform, const MoeParams& p, const std::vector<MoePhase>& phases,
                             class TraceWriter* trace = nullptr);

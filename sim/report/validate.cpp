@@ -243,20 +243,30 @@ double run_collective(Platform& platform, const MeasuredPoint& p, std::string* e
 }  // namespace
 
 std::vector<ValidationResult> run_validation(const std::vector<MeasuredPoint>& points) {
+  // A MoE point runs with the flow quantum its mode needs (moe_flow_quantum),
+  // as `hcclsim moe` does; everything else with the default.
+  auto quantum_of = [](const MeasuredPoint& p) {
+    if (p.op.rfind("moe_", 0) != 0) return FlowBatching{}.quantum_ps;
+    MoeParams m;
+    const auto mode = p.options.find("mode");
+    m.mode = mode != p.options.end() && mode->second == "low_latency" ? MoeMode::LowLatency : MoeMode::Normal;
+    return moe_flow_quantum(m).ps;
+  };
   // Every platform first: SystemC elaborates before the first run.
-  std::map<std::pair<std::string, int>, std::unique_ptr<NamedPlatform>> platforms;
+  std::map<std::tuple<std::string, int, std::uint64_t>, std::unique_ptr<NamedPlatform>> platforms;
   for (const MeasuredPoint& p : points) {
-    const auto key = std::make_pair(p.topology_file, p.servers);
+    const auto key = std::make_tuple(p.topology_file, p.servers, quantum_of(p));
     if (platforms.count(key) != 0) continue;
     // "servers": 1 on a listed (one-server) topology means that topology as it is.
     const bool listed = p.servers == 1 && !load_json_file(p.topology_file).contains("cluster");
-    const TopologySpec spec = load_topology(p.topology_file, std::nullopt, listed ? -1 : p.servers);
+    TopologySpec spec = load_topology(p.topology_file, std::nullopt, listed ? -1 : p.servers);
+    spec.flow_batching.quantum_ps = std::get<2>(key);
     const std::string name = "validate" + std::to_string(platforms.size());
     platforms.emplace(key, std::make_unique<NamedPlatform>(name.c_str(), spec));
   }
   std::vector<ValidationResult> out;
   for (const MeasuredPoint& p : points) {
-    Platform& platform = platforms.at({p.topology_file, p.servers})->platform;
+    Platform& platform = platforms.at(std::make_tuple(p.topology_file, p.servers, quantum_of(p)))->platform;
     ValidationResult r;
     r.point = &p;
     try {
