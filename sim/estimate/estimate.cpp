@@ -218,6 +218,7 @@ const EstimateFn* find_estimate(const std::string& name) {
     register_level1_estimates(out);
     register_hierarchical_estimates(out);
     register_ring_estimates(out);
+    register_aiv_estimates(out);
     return out;
   }();
   const auto it = all.find(name);

@@ -156,5 +156,6 @@ void register_mesh_estimates(std::map<std::string, EstimateFn>& out);
 void register_level1_estimates(std::map<std::string, EstimateFn>& out);
 void register_hierarchical_estimates(std::map<std::string, EstimateFn>& out);
 void register_ring_estimates(std::map<std::string, EstimateFn>& out);
+void register_aiv_estimates(std::map<std::string, EstimateFn>& out);
 
 }  // namespace hcclsim

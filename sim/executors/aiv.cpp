@@ -25,14 +25,13 @@
 #include <algorithm>
 
 #include "sim/collectives/exec_builder.h"
+#include "sim/executors/aiv.h"
 #include "sim/executors/executor.h"
 
 namespace hcclsim {
 
 namespace {
 
-constexpr std::uint64_t kTileBytes = 760 * 1024;   // progress flags every 8 tiles of 95 KiB
-constexpr std::uint64_t kAivBufferBytes = 32ULL << 20;  // AIV data buffer (two 16 MiB halves)
 
 class AivExec : public PlanBuilder {
  public:
@@ -69,7 +68,7 @@ class AivExec : public PlanBuilder {
   // progress flags, loops over the HCCL buffer).
   void all_reduce_two_shot(bool big) {
     const std::uint64_t per_loop = big ? buffer_elements() : spec_.count;
-    const std::uint64_t tile = std::max<std::uint64_t>(1, kTileBytes / esz_);
+    const std::uint64_t tile = std::max<std::uint64_t>(1, kAivTileBytes / esz_);
     for (const Span& loop : loops(spec_.count, per_loop)) {
       const int copied = flags_.take(p_);   // copied + j: slice j's tiles in this rank's buffer
       const int reduced = flags_.take(1);   // peers done adding into this rank's slice
@@ -116,7 +115,7 @@ class AivExec : public PlanBuilder {
   // pulls i's data into output slot i; an extra core copies the own slot.
   void all_gather(bool big) {
     const std::uint64_t per_rank = spec_.count;
-    const std::uint64_t tile = std::max<std::uint64_t>(1, kTileBytes / esz_);
+    const std::uint64_t tile = std::max<std::uint64_t>(1, kAivTileBytes / esz_);
     const std::uint64_t per_loop = big ? std::max<std::uint64_t>(1, kAivBufferBytes / esz_) : per_rank;
     for (const Span& loop : loops(per_rank, per_loop)) {
       const int staged = flags_.take(1);
@@ -152,7 +151,7 @@ class AivExec : public PlanBuilder {
   // the output with the rank's own block.
   void reduce_scatter(bool tiled) {
     const std::uint64_t per_rank = spec_.count;
-    const std::uint64_t tile = std::max<std::uint64_t>(1, kTileBytes / esz_);
+    const std::uint64_t tile = std::max<std::uint64_t>(1, kAivTileBytes / esz_);
     const std::uint64_t per_loop = std::max<std::uint64_t>(1, buffer_elements() / static_cast<std::uint64_t>(p_));
     const int loop_done = flags_.take(1);   // the rank's staged blocks of the loop were all pulled
     std::uint32_t loop_index = 0;
@@ -263,15 +262,13 @@ std::uint64_t bytes_of(const CollectiveSpec& s) { return s.count * data_type_siz
 }  // namespace
 
 void register_aiv_executors(std::vector<Executor>& out) {
-  constexpr std::uint64_t KiB = 1024;
-  constexpr std::uint64_t MiB = 1024 * KiB;
   out.push_back(aiv_executor(
       "AllReduceMeshAivSmallCountExecutor", CollOp::AllReduce, "aiv_all_reduce_910b_smalldata.h, aiv_all_reduce_910b_middata.h",
       "one AIV core per rank; <= 64 KiB one shot (pull-reduce whole inputs), else two shot (stage slices, "
       "pull-reduce own slice, pull reduced slices)",
       [](const CollectiveSpec& s) { return s.ranks; },
       [](AivExec& b, const CollectiveSpec& s) {
-        if (bytes_of(s) <= 64 * KiB) {
+        if (bytes_of(s) <= kAivOneShotMax) {
           b.all_reduce_small();
         } else {
           b.all_reduce_two_shot(false);
@@ -296,7 +293,7 @@ void register_aiv_executors(std::vector<Executor>& out) {
       "aiv_reduce_scatter_910b_smalldata.h, aiv_reduce_scatter_910b_middata.h",
       "one AIV core per rank: stage peers' blocks, pull-reduce own block into the output (tiles of 760 KiB above 190 KiB)",
       [](const CollectiveSpec& s) { return s.ranks; },
-      [](AivExec& b, const CollectiveSpec& s) { b.reduce_scatter(bytes_of(s) > 190 * KiB); }));
+      [](AivExec& b, const CollectiveSpec& s) { b.reduce_scatter(bytes_of(s) > kAivTiledAbove); }));
   out.push_back(aiv_executor(
       "ReduceScatterMeshAivExecutor", CollOp::ReduceScatter, "aiv_reduce_scatter_910b_bigdata.h",
       "tiled stage and pull-reduce, looped over the HCCL buffer (the big kernel's second core group is folded into "
@@ -306,7 +303,6 @@ void register_aiv_executors(std::vector<Executor>& out) {
       "AlltoAllMeshAivExecutor", CollOp::AlltoAll, "aiv_all_to_all_910b_smalldata.h",
       "one AIV core per rank: stage, handshake, pull, acknowledge", [](const CollectiveSpec& s) { return s.ranks; },
       [](AivExec& b, const CollectiveSpec&) { b.alltoall_small(); }));
-  (void)MiB;
 }
 
 }  // namespace hcclsim

@@ -255,7 +255,10 @@ PY
     expect_exit 2 "option --model" perf all_reduce --model fast
     expect_exit 2 "option --trace" perf all_reduce --model estimate --trace "$tmp/t.json"
     expect_exit 2 "option --links" perf all_reduce --model estimate --links "$tmp/l.csv"
-    expect_exit 2 "no closed form for AllReduceMeshAiv" perf all_reduce --model estimate --expansion aiv
+    "$hcclsim" perf all_reduce -b 1M -e 1M --model estimate --expansion aiv --format csv >"$tmp/aiv.csv" 2>/dev/null
+    aiv_rc=$?
+    check "the AIV executors have a closed form (exit $aiv_rc)" [ $aiv_rc -eq 0 ]
+    check "the AIV estimate names its executor" contains "$tmp/aiv.csv" "AllReduceMeshAiv"
     expect_exit 2 "option -b/-e: too large for the estimate" perf all_reduce --model estimate -b 64T -e 64T
     expect_exit 2 "too large for the estimate" perf all_reduce --model estimate --buffsize 1
     printf '{"topologies": ["%s"], "ops": ["all_reduce"], "sizes": ["1M"], "model": "fast"}' \
