@@ -19,6 +19,9 @@ struct StringMaker<hcclsim::Time> {
 
 namespace hcclsim::testing {
 
+// A file of the source tree (configs, topologies), wherever the tests run from.
+inline std::string source_file(const std::string& relative) { return std::string(HCCLSIM_SOURCE_DIR) + "/" + relative; }
+
 inline NpuParams small_npu(int sdma_engines) {
   NpuParams n;
   n.model = "test";

@@ -3,6 +3,8 @@
 // `hcclsim validate`, this test and the profiles' citations share).
 #include <catch2/catch.hpp>
 
+#include "fixtures.h"
+
 #include <functional>
 #include <set>
 #include <string>
@@ -14,7 +16,7 @@ using namespace hcclsim;
 
 namespace {
 
-std::string source_file(const std::string& relative) { return std::string(HCCLSIM_SOURCE_DIR) + "/" + relative; }
+using hcclsim::testing::source_file;
 
 // Every "measured": [ids] array anywhere in a JSON document.
 void collect_ids(const nlohmann::json& v, std::vector<std::string>& out) {

@@ -6,6 +6,8 @@
 // per process; catch_discover_tests runs each TEST_CASE in its own process).
 #include <catch2/catch.hpp>
 
+#include "fixtures.h"
+
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -27,7 +29,7 @@ using namespace hcclsim;
 
 namespace {
 
-std::string source_file(const std::string& relative) { return std::string(HCCLSIM_SOURCE_DIR) + "/" + relative; }
+using hcclsim::testing::source_file;
 std::string a2_profile() { return source_file("configs/profiles/a2-910b.json"); }
 std::string a3_profile() { return source_file("configs/profiles/a3-910c.json"); }
 std::string preset(const std::string& name) { return source_file("configs/topologies/" + name + ".json"); }

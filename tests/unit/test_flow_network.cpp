@@ -297,7 +297,7 @@ TEST_CASE("flow model: an on-chip copy uses the NPU's local memory channel", "[f
 
 namespace {
 
-std::string source_file(const std::string& relative) { return std::string(HCCLSIM_SOURCE_DIR) + "/" + relative; }
+using hcclsim::testing::source_file;
 
 struct Pair {
   Platform segment;

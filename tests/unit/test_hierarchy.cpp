@@ -13,6 +13,8 @@
 // in a TEST_CASE that builds one.
 #include <catch2/catch.hpp>
 
+#include "fixtures.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <stdexcept>
@@ -33,7 +35,7 @@ using namespace hcclsim;
 
 namespace {
 
-std::string source_file(const std::string& relative) { return std::string(HCCLSIM_SOURCE_DIR) + "/" + relative; }
+using hcclsim::testing::source_file;
 std::string a2_profile() { return source_file("configs/profiles/a2-910b.json"); }
 std::string a3_profile() { return source_file("configs/profiles/a3-910c.json"); }
 

@@ -7,6 +7,8 @@
 // output. One Platform per TEST_CASE (SystemC elaborates once per process).
 #include <catch2/catch.hpp>
 
+#include "fixtures.h"
+
 #include <algorithm>
 #include <numeric>
 #include <string>
@@ -21,7 +23,7 @@ using namespace hcclsim;
 
 namespace {
 
-std::string source_file(const std::string& relative) { return std::string(HCCLSIM_SOURCE_DIR) + "/" + relative; }
+using hcclsim::testing::source_file;
 
 MoeParams low_latency(int ep) {
   MoeParams p;
@@ -34,13 +36,24 @@ MoeParams low_latency(int ep) {
   return p;
 }
 
-TaskGraph build(const Platform& platform, const MoeParams& p, MoePhase phase) {
-  std::vector<int> ranks(static_cast<std::size_t>(p.ep));
-  std::iota(ranks.begin(), ranks.end(), 0);
-  const MoeFabric fabric = moe_fabric(platform.spec().npu, platform.spec().sdma_domain_of, ranks);
-  std::string kernel;
-  return build_moe(p, phase, make_routing(p), fabric, &kernel);
-}
+// One phase of an EP 8 low-latency call on an A3 server, built and run
+// (made once per TEST_CASE: SystemC elaborates once per process).
+struct LowLatencyRun {
+  explicit LowLatencyRun(MoePhase phase)
+      : platform(load_topology(source_file("configs/topologies/a3-server.json"))), scheduler(platform), p(low_latency(8)) {
+    std::vector<int> ranks(static_cast<std::size_t>(p.ep));
+    std::iota(ranks.begin(), ranks.end(), 0);
+    const MoeFabric fabric = moe_fabric(platform.spec().npu, platform.spec().sdma_domain_of, ranks);
+    std::string kernel;
+    graph = build_moe(p, phase, make_routing(p), fabric, &kernel);
+    result = scheduler.run(graph);
+  }
+  Platform platform;
+  Scheduler scheduler;
+  MoeParams p;
+  TaskGraph graph;
+  RunResult result;
+};
 
 // The tasks of thread `name` on `rank` whose label is `label`, in stream order.
 std::vector<TaskId> tasks_of(const TaskGraph& g, int rank, const std::string& name, const std::string& label) {
@@ -58,17 +71,17 @@ std::vector<TaskId> tasks_of(const TaskGraph& g, int rank, const std::string& na
 
 TEST_CASE("low-latency dispatch: a core begins a row once the write two rows back has landed, and writes a row once "
           "it is quantised", "[moe][low_latency]") {
-  Platform platform(load_topology(source_file("configs/topologies/a3-server.json")));
-  Scheduler scheduler(platform);
-  const MoeParams p = low_latency(8);
-  const TaskGraph g = build(platform, p, MoePhase::Dispatch);
-  const RunResult r = scheduler.run(g);
+  const LowLatencyRun run(MoePhase::Dispatch);
+  const TaskGraph& g = run.graph;
+  const RunResult& r = run.result;
+  const MoeParams& p = run.p;
   REQUIRE(r.failure.empty());
-  const Time gap = platform.spec().npu.stream.task_dispatch;
+  const NpuParams& npu = run.platform.spec().npu;
+  const Time gap = npu.stream.task_dispatch;
 
   std::uint64_t pushed = 0;
   for (int rank = 0; rank < p.ep; ++rank) {
-    for (int c = 0; c < platform.spec().npu.cores.aiv; ++c) {
+    for (int c = 0; c < npu.cores.aiv; ++c) {
       const std::string core = "AIV" + std::to_string(c);
       const auto loads = tasks_of(g, rank, core, "load row");
       const auto quantised = tasks_of(g, rank, core, "quantise");
@@ -95,13 +108,12 @@ TEST_CASE("low-latency dispatch: a core begins a row once the write two rows bac
 
 TEST_CASE("low-latency combine: an owner core sums a token one poll after the last of its rows' flags lands",
           "[moe][low_latency]") {
-  Platform platform(load_topology(source_file("configs/topologies/a3-server.json")));
-  Scheduler scheduler(platform);
-  const MoeParams p = low_latency(8);
-  const TaskGraph g = build(platform, p, MoePhase::Combine);
-  const RunResult r = scheduler.run(g);
+  const LowLatencyRun run(MoePhase::Combine);
+  const TaskGraph& g = run.graph;
+  const RunResult& r = run.result;
+  const MoeParams& p = run.p;
   REQUIRE(r.failure.empty());
-  const Time poll = platform.spec().npu.aiv.flag_poll;
+  const Time poll = run.platform.spec().npu.aiv.flag_poll;
 
   int waits = 0;
   for (TaskId id = 0; id < g.tasks().size(); ++id) {

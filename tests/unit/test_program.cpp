@@ -9,6 +9,8 @@
 // platform are fine.
 #include <catch2/catch.hpp>
 
+#include "fixtures.h"
+
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -26,7 +28,7 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-std::string source_file(const std::string& relative) { return std::string(HCCLSIM_SOURCE_DIR) + "/" + relative; }
+using hcclsim::testing::source_file;
 std::string a2_server() { return source_file("configs/topologies/a2-server.json"); }
 std::string a3_server() { return source_file("configs/topologies/a3-server.json"); }
 

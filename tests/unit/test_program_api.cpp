@@ -6,6 +6,8 @@
 // One Platform per TEST_CASE (SystemC elaborates once per process).
 #include <catch2/catch.hpp>
 
+#include "fixtures.h"
+
 #include <algorithm>
 #include <cstddef>
 #include <stdexcept>
@@ -24,7 +26,7 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-std::string source_file(const std::string& relative) { return std::string(HCCLSIM_SOURCE_DIR) + "/" + relative; }
+using hcclsim::testing::source_file;
 
 Program program_for(const Platform& platform) {
   return Program(platform.spec().npu.model == "910C" ? Arch::A3 : Arch::A2, platform.npus(), platform.spec().npu);

@@ -9,6 +9,8 @@
 // on one platform are fine.
 #include <catch2/catch.hpp>
 
+#include "fixtures.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -29,7 +31,7 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-std::string source_file(const std::string& relative) { return std::string(HCCLSIM_SOURCE_DIR) + "/" + relative; }
+using hcclsim::testing::source_file;
 
 // A program on the platform's NPUs, servers and SDMA domains (as `hcclsim run` sets them up).
 struct ProgramOn : Program {

@@ -3,6 +3,8 @@
 // ClusterLayout and the rank_id -> simulator rank mapping.
 #include <catch2/catch.hpp>
 
+#include "fixtures.h"
+
 #include <string>
 #include <vector>
 
@@ -16,7 +18,7 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-std::string source_file(const std::string& relative) { return std::string(HCCLSIM_SOURCE_DIR) + "/" + relative; }
+using hcclsim::testing::source_file;
 std::string example(const std::string& name) { return source_file("configs/ranktables/" + name); }
 std::string bad_table(const std::string& name) { return source_file("tests/ranktables/" + name); }
 
