@@ -11,6 +11,10 @@
 // So the program re-executes itself once with them set (same pid, same
 // arguments). Results are identical either way; HCCLSIM_HUGE_PAGES=0 turns
 // this off. Where the kernel offers no huge pages hugetlb does nothing.
+// glibc ignores an mmap_threshold above half its heap size (32 MiB on 64-bit
+// hosts): a larger value left every array of 128 KiB..32 MiB to mmap, freed
+// with munmap and faulted in anew (1.2-2.5 s of kernel time in a 1 GiB
+// CloudMatrix384 AllReduce, against 0.1-0.3 s with 32 MiB).
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -20,7 +24,7 @@
 namespace {
 
 constexpr const char* kHeapTunables =
-    "glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=4294967295:glibc.malloc.trim_threshold=4294967295";
+    "glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967295";
 
 void reexec_with_huge_pages(char* argv[]) {
   const char* off = std::getenv("HCCLSIM_HUGE_PAGES");
