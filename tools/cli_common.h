@@ -33,6 +33,7 @@ struct TopologyOptions {
   int servers = -1;
   std::string network = "flow";
   std::string flow_quantum = "1us";
+  std::string segment;  // empty: each channel's own segment size
   CLI::Option* servers_option = nullptr;
   CLI::Option* flow_quantum_option = nullptr;
   bool flow_quantum_given() const { return flow_quantum_option != nullptr && flow_quantum_option->count() > 0; }

@@ -52,6 +52,16 @@ struct TopologySpec {
   FlowBatching flow_batching;               // the flow model's one approximation (network.h)
 };
 
+// The segment model's granularity on every channel, links and on-chip
+// memory alike (a flow uses the smallest along its path). Below this a run
+// costs an event per few hundred bytes and converges no further (README:
+// segment size).
+constexpr std::uint64_t kMinSegmentBytes = 256;
+inline void set_segment_bytes(TopologySpec& spec, std::uint64_t bytes) {
+  for (LinkSpec& link : spec.links) link.params.segment_bytes = bytes;
+  spec.npu.local_memory.segment_bytes = bytes;
+}
+
 // The server NPU `npu` belongs to: spec.server_of, else by npus_per_server.
 inline int server_of(const TopologySpec& spec, int npu) {
   return spec.server_of.empty() ? npu / std::max(1, spec.npus_per_server)
