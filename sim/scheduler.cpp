@@ -23,8 +23,7 @@ void Scheduler::compile(const TaskGraph& graph) {
         e.notify = t.notify;
         e.remote = !platform_.same_chip(rank, t.peer);
         if (platform_.rdma_between(rank, t.peer)) {  // a 4-byte RDMA write through the NICs
-          e.kind = ExecKind::RdmaNotify;
-          e.peer = t.peer;
+          e.kind = ExecKind::RdmaNotify;  // its queue pair's peer is its target's rank
           e.path = &platform_.route(rank, t.peer);
         }
         break;

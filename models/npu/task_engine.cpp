@@ -130,7 +130,7 @@ void TaskEngine::post_rdma(std::uint32_t s, std::uint64_t now) {
   op.task = head_id(s);
   op.notify = task.kind == ExecKind::RdmaNotify;
   op.arrived = false;
-  QueuePair& qp = qps_[task.peer];
+  QueuePair& qp = qps_[op.notify ? task.target->rank() : task.peer];
   op.qp = &qp;  // map nodes stay put: the arrival needs no second lookup
   if (op.notify) {
     op.seq = qp.posted_writes;
