@@ -19,7 +19,8 @@
 // stages overlapping elsewhere (a Pipeline's two level-0 lanes share the
 // server's links by processor sharing; a ring reduce's gather shares a
 // link with one read of the next loop; DirectFullmesh slots drifting into
-// different rounds and neighbouring pairwise steps are not followed), and
+// neighbouring rounds and the pairwise AlltoAll's writes of neighbouring
+// steps count as a share of their steps' flows, not followed in time), and
 // skew between ranks where the form follows one representative.
 // tests/unit/test_estimate*.cpp bound the difference on a grid of ops,
 // sizes, rank counts and products; README "The estimate mode" lists where
@@ -73,9 +74,12 @@ struct PathCost {
 };
 
 // One transfer of a step: from and to NPU (a read runs on `to`, a write on `from`).
+// `weight`: the share of the time it is in flight with the others listed
+// (flows of neighbouring steps that overlap it count 1 / steps each).
 struct FlowPair {
   int from = 0;
   int to = 0;
+  double weight = 1;
 };
 
 class EstimateFabric {
@@ -141,9 +145,10 @@ class EstimateFabric {
 
 // Max-min fair shares of flows over channels by progressive filling (the
 // detailed flow model's rule): flow i crosses the channels `paths[i]`
-// (indices into `capacity`, bytes per ps) and is held to `limit[i]`.
+// (indices into `capacity`, bytes per ps) and is held to `limit[i]`; it
+// loads each channel with `weight[i]` times its rate (empty: 1).
 std::vector<double> max_min_shares(const std::vector<const std::vector<int>*>& paths, const std::vector<double>& limit,
-                                   std::vector<double> capacity);
+                                   std::vector<double> capacity, const std::vector<double>& weight = {});
 
 // An executor's closed form: the collective's time in ps.
 using EstimateFn = std::function<double(const CollectiveSpec&, const ExecContext&, const AlgoPlan&, const EstimateFabric&)>;

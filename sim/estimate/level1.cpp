@@ -422,9 +422,10 @@ class PerRankSteps {
 
   // Every rank x sends to x + shift. `before_wait` / `after_done`: a local
   // copy's bytes (0: none) before the wait for "ready" and after "done";
-  // `reduce`: the receiver reduces the bytes it got.
+  // `reduce`: the receiver reduces the bytes it got. `alongside`: the
+  // shifts of the steps whose RDMA writes are in flight with this one's.
   void step(std::vector<double>& t, int shift, double bytes, int pieces, bool reduce, double before_wait,
-            double after_done) {
+            double after_done, const std::vector<int>& alongside = {}) {
     Step1 st;
     st.shift = shift;
     std::vector<int> to(static_cast<std::size_t>(p_));
@@ -435,7 +436,7 @@ class PerRankSteps {
             std::to_string(mod(shift, p_)),
         1, p_, [&](int, int x) { return FlowPair{g_.npu(0, x), g_.npu(0, mod(x + shift, p_))}; });
     step_to(t, to, step_key(g_, st, p_), [bytes](int) { return bytes; }, pieces, reduce, before_wait, after_done,
-            [&](int x, int) -> PathCost { return paths.kinds[paths.kind_of[static_cast<std::size_t>(x)]]; });
+            [&](int x, int) -> PathCost { return paths.kinds[paths.kind_of[static_cast<std::size_t>(x)]]; }, alongside);
   }
 
   // The same for any pairing: rank x sends to to[x] (-1: it sends nothing
@@ -443,7 +444,8 @@ class PerRankSteps {
   // `path_of(x, y)` the path between two members (default: the fabric's).
   void step_to(std::vector<double>& t, const std::vector<int>& to, const std::string& key,
                const std::function<double(int)>& bytes_of, int pieces, bool reduce, double before_wait = 0,
-               double after_done = 0, std::function<PathCost(int, int)> path_of = {}) {
+               double after_done = 0, std::function<PathCost(int, int)> path_of = {},
+               const std::vector<int>& alongside = {}) {
     const double d = c_.dispatch;
     const double local = std::min(c_.local_rate, c_.copy_rate);
     if (!path_of) path_of = [this](int x, int y) { return f_.path(g_.npu(0, x), g_.npu(0, y)); };
@@ -465,7 +467,26 @@ class PerRankSteps {
       flow_of[static_cast<std::size_t>(x)] = listed++;
     }
     const std::vector<double>& sdma_rates = f_.flow_rates(key, flows, c_.copy_rate, true);
-    const std::vector<double>& rdma_rates = f_.flow_rates(key, flows, kNoCap, false);
+    // The writes of the steps alongside share the channels with this step's
+    // for part of its time: each step's flows count 1 / steps (listed after
+    // this step's own, whose rates come first).
+    std::string mixed_key = key;
+    for (const int q : alongside) mixed_key += "+" + std::to_string(q);
+    const double share = 1.0 / static_cast<double>(1 + alongside.size());
+    auto mixed_flows = [&](std::vector<FlowPair>& out) {
+      flows(out);
+      for (FlowPair& fp : out) fp.weight = share;
+      for (const int q : alongside) {
+        Step1 neighbour;
+        neighbour.shift = q;
+        std::vector<FlowPair> theirs;
+        step_flows(g_, neighbour, p_)(theirs);
+        for (FlowPair& fp : theirs) fp.weight = share;
+        out.insert(out.end(), theirs.begin(), theirs.end());
+      }
+    };
+    const std::vector<double>& rdma_rates =
+        alongside.empty() ? f_.flow_rates(key, flows, kNoCap, false) : f_.flow_rates(mixed_key, mixed_flows, kNoCap, false);
     // Ranks beyond the counted flows take the step's slowest share.
     const double sdma_slowest = sdma_rates.empty() ? c_.copy_rate : *std::min_element(sdma_rates.begin(), sdma_rates.end());
     const double rdma_slowest = rdma_rates.empty() ? kNoCap : *std::min_element(rdma_rates.begin(), rdma_rates.end());
@@ -1069,7 +1090,16 @@ double pairwise_per_rank(const EstimateFabric& fabric, const CollectiveSpec& spe
           }
         }
       }
-      steps.step(t, s, bytes, 1, false, bytes, bytes);
+      // A rank posts its write and goes on once its sender's write has
+      // landed, not its own: its write of step s is still in flight in step
+      // s + 1, as its sender's of step s - 1 was in step s. So a step's
+      // writes share the NICs and spines with those of both neighbours (an
+      // ECMP collision of one step is spread over three).
+      std::vector<int> alongside;
+      for (const int q : {s - 1, s + 1}) {
+        if (q >= 1 && q < p) alongside.push_back(q);
+      }
+      steps.step(t, s, bytes, 1, false, bytes, bytes, alongside);
     }
     if (spec.count == 0) break;
   }

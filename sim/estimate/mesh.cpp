@@ -259,8 +259,9 @@ double alltoall_staged(const CollectiveSpec& s, const EstimateFabric& f) {
 // it; per step and round the local stream stages the next piece in its CCL
 // block (once the block's previous reader freed it), the SDMA stream waits
 // for it, handshakes, reads the peer's piece, handshakes and frees the
-// block. The round's reads share the links (counted), its local copies the
-// memory channel. A round costs what its slowest kind of pair costs.
+// block. The round's reads share the links (counted, with those of the
+// neighbouring rounds), its local copies the memory channel. A round costs
+// what its slowest kind of pair costs.
 double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f) {
   const StepCosts& c = f.costs();
   const int p = s.ranks;
@@ -309,19 +310,37 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
       // and solving every round's thousands of flows would take seconds.
       const std::size_t sample = rounds.size() > 32 && ri >= 16 ? 16 + ri % 16 : ri;
       const std::vector<int>& dist = rounds[sample];
-      const std::string key = "a2a/" + std::to_string(p) + "/" + std::to_string(sample);
+      // After the first round the slots drift apart (each waits only for its
+      // own block and peers; the slots whose first peer is on the same chip
+      // get a round ahead), so a link carries the reads of the neighbouring
+      // rounds too: each of those rounds' flows counts 1 / rounds. The first
+      // round's reads all start together.
+      std::vector<std::size_t> in_flight{sample};
+      if (sample >= 1) {
+        for (const std::size_t q : {sample - 1, sample + 1}) {
+          if (q >= 1 && q < rounds.size()) in_flight.push_back(q);
+        }
+      }
+      std::string key = "a2a/" + std::to_string(p);
+      for (const std::size_t q : in_flight) key += "/" + std::to_string(q);
       auto flows = [&](std::vector<FlowPair>& out) {
-        for (int r = 0; r < p && static_cast<int>(out.size()) < 8192; ++r)
-          for (int x : dist) out.push_back(FlowPair{(r + p - x) % p, r});
+        const double share = 1.0 / static_cast<double>(in_flight.size());
+        for (const std::size_t q : in_flight) {
+          const std::size_t first = out.size();
+          for (int r = 0; r < p && out.size() - first < 8192; ++r)
+            for (int x : rounds[q]) out.push_back(FlowPair{(r + p - x) % p, r, share});
+        }
       };
-      // The round's flows, listed rank-major, one per distance.
+      // The round's flows, listed rank-major, one per distance (then those of the rounds alongside).
       const std::vector<double>& rates = f.flow_rates(key, flows, c.copy_rate, false);
+      std::size_t own = 0;  // this round's flows, first in `rates`
+      for (int r = 0; r < p && own < 8192; ++r) own += dist.size();
       // Each slot's slowest share and path, once per (sampled) round.
       auto cached = round_slots.find(sample);
       if (cached == round_slots.end()) {
         RoundSlots rs;
         rs.rate.assign(dist.size(), 1e300);
-        for (std::size_t i = 0; i < rates.size(); ++i) rs.rate[i % dist.size()] = std::min(rs.rate[i % dist.size()], rates[i]);
+        for (std::size_t i = 0; i < own; ++i) rs.rate[i % dist.size()] = std::min(rs.rate[i % dist.size()], rates[i]);
         rs.path.resize(dist.size());
         if (table == nullptr) {
           for (std::size_t j = 0; j < dist.size(); ++j) {
@@ -367,7 +386,7 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
           const int from = ranks == 1 ? 0 : (r + p - x) % p;
           const PathCost& in = path_of(from);
           const std::size_t flow = static_cast<std::size_t>(r) * dist.size() + j;
-          const double rate = ranks > 1 && flow < rates.size() ? rates[flow] : slot_rate[j];
+          const double rate = ranks > 1 && flow < own ? rates[flow] : slot_rate[j];
           double t = c.wait_end(ack[static_cast<std::size_t>(r)] + d, ack[static_cast<std::size_t>(from)]);
           t = sdma_task(c, t, c.sdma_read_fixed, piece, rate, in.latency);
           signal[static_cast<std::size_t>(r)] = t + d + record(in);
