@@ -17,7 +17,7 @@ profile="$src/configs/profiles/a2-910b.json"
 CASES=(malformed_topology_json unknown_topology_key unknown_profile_key bandwidth_number
        bandwidth_no_unit too_many_ranks size_not_multiple_of_dtype unknown_op unknown_algo
        unknown_option unknown_dtype root_out_of_range missing_topology_file control_good_input
-       good_flag_before_op)
+       good_flag_before_op segment_without_segment_model segment_too_fine segment_not_a_size)
 if [ "$name" = list ]; then
   printf '%s\n' "${CASES[@]}"
   exit 0
@@ -91,6 +91,16 @@ case "$name" in
   missing_topology_file)
     args=(perf all_reduce --topology "$tmp/no-such-file.json")
     expect=("$tmp/no-such-file.json") ;;
+  segment_without_segment_model)
+    # --segment sets the segment model's granularity; the flow model has none.
+    args=(perf all_reduce --topology "$topology" --segment 1KiB)
+    expect=("--segment" "--network segment") ;;
+  segment_too_fine)
+    args=(perf all_reduce --topology "$topology" --network segment --segment 100)
+    expect=("--segment" "100 bytes" "at least 256") ;;
+  segment_not_a_size)
+    args=(perf all_reduce --topology "$topology" --network segment --segment fast)
+    expect=("--segment" "fast" "valid size") ;;
   control_good_input)
     # The harness itself: a valid run exits 0 and prints nothing on stderr.
     args=(perf all_reduce --topology "$topology" -b 8K -e 8K --format csv)
