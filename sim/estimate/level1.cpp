@@ -428,8 +428,10 @@ class PerRankSteps {
             double after_done, const std::vector<int>& alongside = {}) {
     Step1 st;
     st.shift = shift;
-    std::vector<int> to(static_cast<std::size_t>(p_));
-    for (int x = 0; x < p_; ++x) to[static_cast<std::size_t>(x)] = mod(x + shift, p_);
+    std::vector<int>& to = to_;
+    to.resize(static_cast<std::size_t>(p_));
+    const int ahead = mod(shift, p_);  // (no division per rank: a pairwise exchange asks a million times a point)
+    for (int x = 0; x < p_; ++x) to[static_cast<std::size_t>(x)] = x + ahead < p_ ? x + ahead : x + ahead - p_;
     // Paths by pair from a table built once per shift (a pairwise exchange visits p - 1 of them).
     const EstimateFabric::PairTable& paths = f_.pair_table(
         "perrank/" + std::to_string(p_) + "/" + std::to_string(g_.stride) + "/" + std::to_string(g_.group_step) + "/" +
@@ -456,8 +458,10 @@ class PerRankSteps {
                const std::vector<int>& alongside = {}) {
     const double d = c_.dispatch;
     const double local = std::min(c_.local_rate, c_.copy_rate);
-    std::vector<int> from(static_cast<std::size_t>(p_), -1);
-    std::vector<std::size_t> flow_of(static_cast<std::size_t>(p_), 0);
+    std::vector<int>& from = from_;
+    from.assign(static_cast<std::size_t>(p_), -1);
+    std::vector<std::size_t>& flow_of = flow_of_;
+    flow_of.assign(static_cast<std::size_t>(p_), 0);
     auto flows = [&](std::vector<FlowPair>& out) {
       for (int grp = 0; grp < g_.groups; ++grp) {
         for (int x = 0; x < p_; ++x) {
@@ -554,6 +558,8 @@ class PerRankSteps {
   GroupLayout g_;
   int p_;
   std::vector<double> ready_, done_;
+  std::vector<int> to_, from_;          // reused by every step
+  std::vector<std::size_t> flow_of_;
 };
 
 // Guarded RDMA steps followed rank by rank, every write a flow of its own
