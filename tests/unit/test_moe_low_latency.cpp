@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -134,4 +135,76 @@ TEST_CASE("low-latency combine: an owner core sums a token one poll after the la
     ++waits;
   }
   CHECK(waits == p.ep * p.tokens);
+}
+
+TEST_CASE("low-latency dispatch: a rank copies its window out only after the status of its slowest peer has landed",
+          "[moe][low_latency]") {
+  // MoeDistributeDispatchV2 WaitDispatch: a core polls its contiguous share
+  // of the (local expert, source) status entries until all have landed, then
+  // SyncAll; LocalWindowCopy starts after. The shares of a rank's cores cover
+  // every source, so no rank's copy starts before every peer's SetStatus.
+  const LowLatencyRun run(MoePhase::Dispatch);
+  const TaskGraph& g = run.graph;
+  const RunResult& r = run.result;
+  const MoeParams& p = run.p;
+  REQUIRE(r.failure.empty());
+  const Time poll = run.platform.spec().npu.aiv.flag_poll;
+  const int cores = run.platform.spec().npu.cores.aiv;
+
+  // The status flags each rank receives: per counter, how many, from which
+  // ranks, and when the last of them landed; per rank, when the last landed.
+  struct Counter {
+    std::uint32_t flags = 0;
+    std::vector<bool> from;
+    Time last;
+  };
+  std::vector<std::vector<Counter>> counters(static_cast<std::size_t>(p.ep));
+  std::vector<Time> last_status(static_cast<std::size_t>(p.ep));
+  std::vector<std::vector<bool>> senders(static_cast<std::size_t>(p.ep), std::vector<bool>(static_cast<std::size_t>(p.ep), false));
+  int first_status = -1;
+  for (TaskId s = 0; s < g.tasks().size(); ++s) {
+    const Task& set = g.task(s);
+    if (set.kind == TaskKind::FlagSet && g.label(set) == "status") {
+      first_status = first_status < 0 ? set.notify : std::min(first_status, set.notify);
+    }
+  }
+  REQUIRE(first_status >= 0);
+  for (auto& per_rank : counters) per_rank.assign(static_cast<std::size_t>(cores), Counter{0, std::vector<bool>(static_cast<std::size_t>(p.ep), false), Time{}});
+  for (TaskId s = 0; s < g.tasks().size(); ++s) {
+    const Task& set = g.task(s);
+    if (set.kind != TaskKind::FlagSet || g.label(set) != "status") continue;
+    const auto to = static_cast<std::size_t>(set.peer);
+    const auto from = static_cast<std::size_t>(g.rank_of(s));
+    Counter& c = counters[to][static_cast<std::size_t>(set.notify - first_status)];
+    ++c.flags;
+    c.from[from] = true;
+    c.last = std::max(c.last, r.timings[s].end);
+    last_status[to] = std::max(last_status[to], r.timings[s].end);
+    senders[to][from] = true;
+  }
+  for (int rank = 0; rank < p.ep; ++rank) {
+    INFO("rank " << rank);
+    // Every peer (and the rank itself) sends it statuses: one per (source, local expert).
+    std::uint32_t received = 0;
+    for (const Counter& c : counters[static_cast<std::size_t>(rank)]) received += c.flags;
+    CHECK(received == static_cast<std::uint32_t>(p.experts));
+    CHECK(std::count(senders[static_cast<std::size_t>(rank)].begin(), senders[static_cast<std::size_t>(rank)].end(), true) == p.ep);
+    std::optional<Time> copy_start;
+    for (int c = 0; c < cores; ++c) {
+      const std::string core = "AIV" + std::to_string(c);
+      const auto waits = tasks_of(g, rank, core, "wait status");
+      REQUIRE(waits.size() == 1);
+      const Task& w = g.task(waits.front());
+      const Counter& mine = counters[static_cast<std::size_t>(rank)][static_cast<std::size_t>(w.notify - first_status)];
+      INFO("core " << c);
+      // The core waits for exactly its entries and is released one poll after the last lands.
+      CHECK(mine.flags == w.count);
+      CHECK(r.timings[waits.front()].end == std::max(r.timings[waits.front()].start, mine.last) + poll);
+      const auto rows = tasks_of(g, rank, core, "window row");
+      if (!rows.empty()) copy_start = copy_start ? std::min(*copy_start, r.timings[rows.front()].start) : r.timings[rows.front()].start;
+    }
+    // The window copy waits for the slowest peer's status, not only for the core's own sources.
+    REQUIRE(copy_start);
+    CHECK(*copy_start >= last_status[static_cast<std::size_t>(rank)] + poll);
+  }
 }
