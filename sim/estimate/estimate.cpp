@@ -90,19 +90,39 @@ std::vector<double> max_min_shares(const std::vector<const std::vector<int>*>& p
   // of its unfrozen flows' weights. Each round visits the channels and only
   // the flows that freeze (found through their channels and by limit), so
   // that tens of thousands of flows solve in milliseconds.
+  //
+  // Per-channel state is kept only for the channels some flow crosses, in
+  // the order first crossed (`slot_of` maps a channel to its slot): a
+  // supernode fabric has millions of channels and a solve touches a few
+  // thousand, so nothing here is sized by the whole fabric but `slot_of`.
   auto weight_of = [&weight](std::size_t i) { return weight.empty() ? 1.0 : weight[i]; };
-  std::vector<int> unfrozen(left.size(), 0);
-  std::vector<double> load(left.size(), 0.0);
-  std::vector<int> used;  // channels crossed by some flow
+  std::vector<int> slot_of(left.size(), -1);
+  std::vector<int> unfrozen;    // per slot: flows not yet frozen
+  std::vector<double> load;     // per slot: their summed weights
+  std::vector<double> room;     // per slot: capacity left
   for (std::size_t i = 0; i < paths.size(); ++i) {
     for (const int c : *paths[i]) {
-      if (unfrozen[static_cast<std::size_t>(c)]++ == 0) used.push_back(c);
-      load[static_cast<std::size_t>(c)] += weight_of(i);
+      int& slot = slot_of[static_cast<std::size_t>(c)];
+      if (slot < 0) {
+        slot = static_cast<int>(unfrozen.size());
+        unfrozen.push_back(0);
+        load.push_back(0.0);
+        room.push_back(left[static_cast<std::size_t>(c)]);
+      }
+      ++unfrozen[static_cast<std::size_t>(slot)];
+      load[static_cast<std::size_t>(slot)] += weight_of(i);
     }
   }
-  std::vector<std::vector<std::size_t>> crossing(left.size());
-  for (std::size_t i = 0; i < paths.size(); ++i) {
-    for (const int c : *paths[i]) crossing[static_cast<std::size_t>(c)].push_back(i);
+  const std::size_t slots = unfrozen.size();
+  // The flows crossing each slot, in flow order (compressed rows).
+  std::vector<std::size_t> first(slots + 1, 0);
+  for (std::size_t k = 0; k < slots; ++k) first[k + 1] = first[k] + static_cast<std::size_t>(unfrozen[k]);
+  std::vector<std::size_t> crossing(first[slots]);
+  {
+    std::vector<std::size_t> fill(first.begin(), first.end() - 1);
+    for (std::size_t i = 0; i < paths.size(); ++i) {
+      for (const int c : *paths[i]) crossing[fill[static_cast<std::size_t>(slot_of[static_cast<std::size_t>(c)])]++] = i;
+    }
   }
   std::vector<std::size_t> by_limit(paths.size());
   for (std::size_t i = 0; i < by_limit.size(); ++i) by_limit[i] = i;
@@ -115,20 +135,18 @@ std::vector<double> max_min_shares(const std::vector<const std::vector<int>*>& p
   while (remaining > 0) {
     while (next_limit < by_limit.size() && frozen[by_limit[next_limit]]) ++next_limit;
     double level = next_limit < by_limit.size() ? limit[by_limit[next_limit]] : kUnlimited;
-    for (const int c : used) {
-      const auto cu = static_cast<std::size_t>(c);
-      if (unfrozen[cu] > 0) level = std::min(level, left[cu] / load[cu]);
+    for (std::size_t k = 0; k < slots; ++k) {
+      if (unfrozen[k] > 0) level = std::min(level, room[k] / load[k]);
     }
     const double slack = level * 1e-12;
     now.clear();
     for (std::size_t k = next_limit; k < by_limit.size() && limit[by_limit[k]] <= level + slack; ++k) {
       if (!frozen[by_limit[k]]) now.push_back(by_limit[k]);
     }
-    for (const int c : used) {
-      const auto cu = static_cast<std::size_t>(c);
-      if (unfrozen[cu] == 0 || left[cu] / load[cu] > level + slack) continue;
-      for (const std::size_t i : crossing[cu]) {
-        if (!frozen[i]) now.push_back(i);
+    for (std::size_t k = 0; k < slots; ++k) {
+      if (unfrozen[k] == 0 || room[k] / load[k] > level + slack) continue;
+      for (std::size_t j = first[k]; j < first[k + 1]; ++j) {
+        if (!frozen[crossing[j]]) now.push_back(crossing[j]);
       }
     }
     // Freeze in flow order (each once), as a scan over the flows would.
@@ -139,9 +157,9 @@ std::vector<double> max_min_shares(const std::vector<const std::vector<int>*>& p
       out[i] = level;
       --remaining;
       for (const int c : *paths[i]) {
-        const auto cu = static_cast<std::size_t>(c);
-        left[cu] = std::max(0.0, left[cu] - weight_of(i) * level);
-        load[cu] = --unfrozen[cu] == 0 ? 0.0 : load[cu] - weight_of(i);
+        const auto k = static_cast<std::size_t>(slot_of[static_cast<std::size_t>(c)]);
+        room[k] = std::max(0.0, room[k] - weight_of(i) * level);
+        load[k] = --unfrozen[k] == 0 ? 0.0 : load[k] - weight_of(i);
       }
     }
   }
