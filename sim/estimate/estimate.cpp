@@ -83,7 +83,7 @@ const std::vector<int>& EstimateFabric::route(int from, int to) const {
 }
 
 std::vector<double> max_min_shares(const std::vector<const std::vector<int>*>& paths, const std::vector<double>& limit,
-                                   std::vector<double> left, const std::vector<double>& weight) {
+                                   const std::vector<double>& capacity, const std::vector<double>& weight) {
   // Progressive filling, as the detailed flow model solves the shares: raise
   // every unfrozen flow's rate together; a flow freezes at its own limit or
   // when a channel it crosses is full. A channel's unfrozen load is the sum
@@ -96,7 +96,7 @@ std::vector<double> max_min_shares(const std::vector<const std::vector<int>*>& p
   // supernode fabric has millions of channels and a solve touches a few
   // thousand, so nothing here is sized by the whole fabric but `slot_of`.
   auto weight_of = [&weight](std::size_t i) { return weight.empty() ? 1.0 : weight[i]; };
-  std::vector<int> slot_of(left.size(), -1);
+  std::vector<int> slot_of(capacity.size(), -1);
   std::vector<int> unfrozen;    // per slot: flows not yet frozen
   std::vector<double> load;     // per slot: their summed weights
   std::vector<double> room;     // per slot: capacity left
@@ -107,7 +107,7 @@ std::vector<double> max_min_shares(const std::vector<const std::vector<int>*>& p
         slot = static_cast<int>(unfrozen.size());
         unfrozen.push_back(0);
         load.push_back(0.0);
-        room.push_back(left[static_cast<std::size_t>(c)]);
+        room.push_back(capacity[static_cast<std::size_t>(c)]);
       }
       ++unfrozen[static_cast<std::size_t>(slot)];
       load[static_cast<std::size_t>(slot)] += weight_of(i);
@@ -200,7 +200,7 @@ const std::vector<double>& EstimateFabric::flow_rates(const std::string& key,
   }
   std::vector<const std::vector<int>*> crossed;
   for (const std::vector<int>& path : paths) crossed.push_back(&path);
-  std::vector<double> out = max_min_shares(crossed, limit, std::move(capacity), weight);
+  std::vector<double> out = max_min_shares(crossed, limit, capacity, weight);
   return rates_.emplace(memo, std::move(out)).first->second;
 }
 

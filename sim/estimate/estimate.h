@@ -148,7 +148,7 @@ class EstimateFabric {
 // (indices into `capacity`, bytes per ps) and is held to `limit[i]`; it
 // loads each channel with `weight[i]` times its rate (empty: 1).
 std::vector<double> max_min_shares(const std::vector<const std::vector<int>*>& paths, const std::vector<double>& limit,
-                                   std::vector<double> capacity, const std::vector<double>& weight = {});
+                                   const std::vector<double>& capacity, const std::vector<double>& weight = {});
 
 // An executor's closed form: the collective's time in ps.
 using EstimateFn = std::function<double(const CollectiveSpec&, const ExecContext&, const AlgoPlan&, const EstimateFabric&)>;

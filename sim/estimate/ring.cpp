@@ -292,7 +292,7 @@ class RingLevel0 {
       }
     }
     const std::vector<double> rates =
-        max_min_shares({&routes[0], &routes[1]}, {c_.copy_rate, c_.reduce_rate}, std::move(capacity));
+        max_min_shares({&routes[0], &routes[1]}, {c_.copy_rate, c_.reduce_rate}, capacity);
     return gather_shares_.emplace(key, std::make_pair(rates[0], rates[1])).first->second;
   }
   double record(int from, int to) const {
