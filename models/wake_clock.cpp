@@ -9,15 +9,25 @@ WakeClock::WakeClock(sc_core::sc_module_name name) : sc_core::sc_module(name) {
   dont_initialize();
 }
 
+// The one SystemC notification, for `at`, unless an earlier one is pending
+// (each re-notification leaves a dead entry in SystemC's queue).
+void WakeClock::notify_at(std::uint64_t at, std::uint64_t now) {
+  if (at >= notified_at_) return;
+  notified_at_ = at;
+  wake_.notify(at == now ? sc_core::SC_ZERO_TIME : sc_core::sc_time::from_value(at - now));
+}
+
 void WakeClock::wake(Clocked* model, std::uint64_t at) {
   heap_.push(Entry{at, seq_++, model});
-  // Inside run() the one notification is made at its end; elsewhere only an
-  // earlier wake-up needs one (each re-notification leaves a dead entry in
-  // SystemC's queue).
-  if (!running_ && at < notified_at_) {
-    notified_at_ = at;
+  // Inside run() the one notification is made at its end.
+  if (!running_) notify_at(at, sc_core::sc_time_stamp().value());
+}
+
+void WakeClock::wake_delta(Clocked* model) {
+  delta_.push_back(model);
+  if (!running_) {
     const std::uint64_t now = sc_core::sc_time_stamp().value();
-    wake_.notify(at == now ? sc_core::SC_ZERO_TIME : sc_core::sc_time::from_value(at - now));
+    notify_at(now, now);
   }
 }
 
@@ -27,16 +37,19 @@ void WakeClock::run() {
   notified_at_ = kNever;
   running_ = true;
   // Steps may ask for more wake-ups at `now`; they run in this same loop.
-  while (!heap_.empty() && heap_.top().at <= now) {
-    const Entry e = heap_.top();
-    heap_.pop();
-    e.model->on_clock(e.at);
+  for (;;) {
+    while (!heap_.empty() && heap_.top().at <= now) {
+      const Entry e = heap_.top();
+      heap_.pop();
+      e.model->on_clock(e.at);
+    }
+    if (delta_.empty()) break;
+    round_.swap(delta_);
+    for (Clocked* model : round_) model->on_delta();
+    round_.clear();
   }
   running_ = false;
-  if (!heap_.empty()) {
-    notified_at_ = heap_.top().at;
-    wake_.notify(sc_core::sc_time::from_value(notified_at_ - now));
-  }
+  if (!heap_.empty()) notify_at(heap_.top().at, now);
 }
 
 }  // namespace hcclsim

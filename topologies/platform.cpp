@@ -42,7 +42,7 @@ Platform::Platform(const TopologySpec& spec) : spec_(spec), clock_(std::make_uni
   }
   FlowNetwork* flows = nullptr;
   if (spec.network == NetworkModel::Flow) {
-    auto owned = std::make_unique<FlowNetwork>("flow_network", spec.flow_batching);
+    auto owned = std::make_unique<FlowNetwork>("flow_network", *clock_, spec.flow_batching);
     flows = owned.get();
     network_ = std::move(owned);
   } else {

@@ -28,13 +28,9 @@ std::uint64_t drain_ps(double bytes, double rate) {
 }
 }  // namespace
 
-FlowNetwork::FlowNetwork(sc_core::sc_module_name name, FlowBatching batching)
-    : sc_core::sc_module(name), batching_(batching), deferred_at_(kNever), notified_at_(kNever) {
+FlowNetwork::FlowNetwork(sc_core::sc_module_name name, WakeClock& clock, FlowBatching batching)
+    : sc_core::sc_module(name), batching_(batching), deferred_at_(kNever), clock_(clock) {
   if (batching_.quantum_ps == 0) batching_.large_component = 0;  // no quantum: every change solved at once
-  SC_HAS_PROCESS(FlowNetwork);
-  SC_METHOD(run);
-  sensitive << wake_;
-  dont_initialize();
 }
 
 void FlowNetwork::add_channel(Channel& channel) {
@@ -47,13 +43,23 @@ void FlowNetwork::add_channel(Channel& channel) {
 
 void FlowNetwork::start_flow(Flow& flow) {
   starting_.push_back(&flow);
-  // Solved in this network's own process, once for all flows starting in
-  // this delta cycle.
-  const std::uint64_t now = sc_core::sc_time_stamp().value();
-  if (!running_ && notified_at_ != now) {
-    notified_at_ = now;
-    wake_.notify(sc_core::SC_ZERO_TIME);
+  // Solved in the clock's next delta round, once for all flows starting in
+  // this one.
+  if (!running_ && !delta_asked_) {
+    delta_asked_ = true;
+    clock_.wake_delta(this);
   }
+}
+
+void FlowNetwork::on_delta() {
+  delta_asked_ = false;
+  run();
+}
+
+void FlowNetwork::on_clock(std::uint64_t at) {
+  if (at != next_wake_) return;  // a wake-up replaced by an earlier one
+  next_wake_ = kNever;
+  run();
 }
 
 void FlowNetwork::place(std::uint32_t pos, Flow* flow) {
@@ -113,7 +119,6 @@ void FlowNetwork::remove_drain(Flow& flow) {
 
 void FlowNetwork::run() {
   const std::uint64_t now = sc_core::sc_time_stamp().value();
-  notified_at_ = kNever;
   running_ = true;
   if (deferred_at_ <= now) {
     // The quantum has come: the deferred components are solved with the rest.
@@ -158,9 +163,10 @@ void FlowNetwork::run() {
   if (!drains_.empty()) next = drains_.front()->fluid.drain_at;
   if (!arrivals_.empty()) next = std::min(next, arrivals_.top().at);
   next = std::min(next, deferred_at_);
-  if (next != kNever) {
-    notified_at_ = next;
-    wake_.notify(sc_core::sc_time::from_value(notified_at_ - now));
+  // Only an earlier wake-up needs a new request (a later one finds nothing due).
+  if (next < next_wake_) {
+    next_wake_ = next;
+    clock_.wake(this, next);
   }
 }
 

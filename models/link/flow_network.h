@@ -21,8 +21,8 @@
 //   channel's flows in the order they joined and left it), and a drain time is
 //   rounded up to a whole picosecond, exactly (integer arithmetic) when bytes
 //   left and rate are whole numbers; so a run is repeatable bit for bit;
-// - starts are collected and solved once per delta cycle, so flows starting
-//   at the same instant cost one computation.
+// - starts are collected and solved once per delta round of the clock, so
+//   flows starting at the same instant cost one computation.
 // - a component of at least FlowBatching::large_component flows is solved
 //   at the next multiple of the quantum instead of at once (network.h);
 // Left out, compared with the segment model: interleaving at segment
@@ -38,17 +38,21 @@
 
 #include "models/link/channel.h"
 #include "models/link/network.h"
+#include "models/wake_clock.h"
 
 namespace hcclsim {
 
-class FlowNetwork final : public sc_core::sc_module, public Network {
+class FlowNetwork final : public sc_core::sc_module, public Network, public Clocked {
  public:
-  explicit FlowNetwork(sc_core::sc_module_name name, FlowBatching batching = {});
+  // `clock` steps the network (it outlives it).
+  FlowNetwork(sc_core::sc_module_name name, WakeClock& clock, FlowBatching batching = {});
 
   // Every channel a flow may cross, before the first flow starts.
   void add_channel(Channel& channel);
 
   void start_flow(Flow& flow) override;
+  void on_clock(std::uint64_t at) override;
+  void on_delta() override;
   // Flows drained plus flows arrived.
   std::uint64_t activations() const override { return events_; }
 
@@ -135,8 +139,9 @@ class FlowNetwork final : public sc_core::sc_module, public Network {
   std::vector<std::uint32_t> unfrozen_;
   std::vector<Share> shares_;        // a heap, for components of many links
   bool use_heap_ = false;
-  sc_core::sc_event wake_;
-  std::uint64_t notified_at_;
+  WakeClock& clock_;
+  std::uint64_t next_wake_ = WakeClock::kNever;  // the timed wake-up the clock holds for the network
+  bool delta_asked_ = false;
   bool running_ = false;
   std::uint64_t events_ = 0;
 };

@@ -30,12 +30,7 @@ TaskEngine::TaskEngine(sc_core::sc_module_name name, int rank, const NpuParams& 
       clock_(clock),
       sdma_(params.sdma.engines),
       aic_(params.cores.aic),
-      aiv_(params.cores.aiv) {
-  SC_HAS_PROCESS(TaskEngine);
-  SC_METHOD(step);
-  sensitive << wake_;
-  dont_initialize();
-}
+      aiv_(params.cores.aiv) {}
 
 void TaskEngine::load(std::vector<ExecTask>* tasks, const std::vector<const std::vector<std::uint32_t>*>& streams,
                       TaskObserver* observer, int notify_registers, int flags) {
@@ -68,32 +63,32 @@ void TaskEngine::load(std::vector<ExecTask>* tasks, const std::vector<const std:
       begin_dispatch(s, now, params_.stream.op_launch);
     }
   }
-  wake_.notify(sc_core::SC_ZERO_TIME);
+  step_in_next_delta();
 }
 
 void TaskEngine::notify_land(int reg, std::uint32_t record_task) {
   inbox_.push_back(Input{InputKind::Land, static_cast<std::uint32_t>(reg), record_task});
-  wake_.notify(sc_core::SC_ZERO_TIME);
+  step_in_next_delta();
 }
 
 void TaskEngine::flag_land(int flag, std::uint32_t set_task) {
   inbox_.push_back(Input{InputKind::FlagLand, static_cast<std::uint32_t>(flag), set_task});
-  wake_.notify(sc_core::SC_ZERO_TIME);
+  step_in_next_delta();
 }
 
 void TaskEngine::flag_watch(int flag, std::uint32_t value, TaskEngine* waiter, std::uint32_t stream) {
   inbox_.push_back(Input{InputKind::FlagWatch, static_cast<std::uint32_t>(flag), value, waiter, stream});
-  wake_.notify(sc_core::SC_ZERO_TIME);
+  step_in_next_delta();
 }
 
 void TaskEngine::flag_seen(std::uint32_t stream, std::uint32_t set_task) {
   inbox_.push_back(Input{InputKind::FlagSeen, stream, set_task});
-  wake_.notify(sc_core::SC_ZERO_TIME);
+  step_in_next_delta();
 }
 
 void TaskEngine::release_dependency(std::uint32_t stream) {
   inbox_.push_back(Input{InputKind::Dependency, stream});
-  wake_.notify(sc_core::SC_ZERO_TIME);
+  step_in_next_delta();
 }
 
 namespace {
@@ -106,7 +101,7 @@ void TaskEngine::flow_finished(Flow& flow) {
   } else {
     inbox_.push_back(Input{InputKind::FlowDone, static_cast<std::uint32_t>(flow.tag)});
   }
-  wake_.notify(sc_core::SC_ZERO_TIME);
+  step_in_next_delta();
 }
 
 std::uint32_t TaskEngine::new_rdma_op() {
@@ -203,6 +198,17 @@ void TaskEngine::step() {
     next_wake_ = timers_.top().at;
     clock_.wake(this, next_wake_);
   }
+}
+
+void TaskEngine::step_in_next_delta() {
+  if (delta_asked_) return;
+  delta_asked_ = true;
+  clock_.wake_delta(this);
+}
+
+void TaskEngine::on_delta() {
+  delta_asked_ = false;
+  step();
 }
 
 void TaskEngine::on_clock(std::uint64_t at) {

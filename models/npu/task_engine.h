@@ -25,9 +25,9 @@
 //   work request); then the bytes travel on their own. A queue pair per peer
 //   keeps order: an RdmaNotify sets the remote register only once every
 //   RdmaWrite posted before it to the same peer has arrived.
-// Inputs from other processes (records landing, dependencies released, flows
-// finishing) are queued and handled in this engine's own process, so the
-// order of events is deterministic.
+// Inputs from other models (records landing, dependencies released, flows
+// finishing) are queued and handled when the engine steps in the clock's
+// next delta round, so the order of events is deterministic.
 #pragma once
 
 #include <cstdint>
@@ -49,8 +49,8 @@ namespace hcclsim {
 
 class TaskEngine : public sc_core::sc_module, public FlowListener, public Clocked {
  public:
-  // Transfers go through `network` (segment or flow model); `clock` times the
-  // engine's own timers (its process runs for inputs). Both outlive the engine.
+  // Transfers go through `network` (segment or flow model); `clock` steps the
+  // engine, for its own timers and for inputs. Both outlive the engine.
   TaskEngine(sc_core::sc_module_name name, int rank, const NpuParams& params, Network& network, WakeClock& clock);
 
   int rank() const { return rank_; }
@@ -75,6 +75,7 @@ class TaskEngine : public sc_core::sc_module, public FlowListener, public Clocke
   void release_dependency(std::uint32_t stream);
   void flow_finished(Flow& flow) override;
   void on_clock(std::uint64_t at) override;
+  void on_delta() override;
 
   bool all_done() const { return done_streams_ == streams_.size(); }
 
@@ -132,6 +133,7 @@ class TaskEngine : public sc_core::sc_module, public FlowListener, public Clocke
   };
 
   void step();
+  void step_in_next_delta();
   void handle_timer(const Timer& t, std::uint64_t now);
   void handle_input(const Input& in, std::uint64_t now);
   void begin_dispatch(std::uint32_t s, std::uint64_t now, Time gap);
@@ -174,7 +176,7 @@ class TaskEngine : public sc_core::sc_module, public FlowListener, public Clocke
   std::uint64_t timer_seq_ = 0;
   std::vector<Input> inbox_;
   std::vector<Input> draining_;
-  sc_core::sc_event wake_;
+  bool delta_asked_ = false;   // a step in the clock's next delta round is due
   std::uint64_t activations_ = 0;
   std::uint64_t records_lost_ = 0;
   std::unordered_map<int, std::uint64_t> lost_on_;
