@@ -124,7 +124,7 @@ void Scheduler::compile(const TaskGraph& graph) {
 
 RunResult Scheduler::run(const TaskGraph& graph, DataTracker* tracker) {
   const int npus = platform_.npus();
-  graph.validate(npus);
+  graph.check_references(npus);  // the cycle check waits for a run that does not finish
   graph_ = &graph;
   tracker_ = tracker;
   in_flight_.clear();
@@ -175,6 +175,9 @@ RunResult Scheduler::run(const TaskGraph& graph, DataTracker* tracker) {
     if (!all_done) result_.failure = deadlock_report();
   }
   graph_ = nullptr;
+  // A graph with a cycle never finishes: it is refused as validate() would
+  // have refused it before the run, naming the tasks of the cycle.
+  if (!result_.failure.empty()) graph.check_cycles(npus);
   return result_;
 }
 

@@ -43,6 +43,8 @@ class Scheduler : private TaskObserver {
   explicit Scheduler(Platform& platform) : platform_(platform) {}
 
   // Graph rank r runs on NPU r. `tracker` (optional) follows the data.
+  // Throws GraphError for a graph validate() refuses (a cycle is looked
+  // for only once a run has not finished).
   RunResult run(const TaskGraph& graph, DataTracker* tracker = nullptr);
   // Whether runs record every task's timing (the default). A caller that
   // needs only the run's end (perf without a trace) turns it off: at

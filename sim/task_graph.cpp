@@ -219,29 +219,35 @@ constexpr TaskId kNoTask = std::numeric_limits<TaskId>::max();
 }  // namespace
 
 void TaskGraph::validate(int ranks) const {
-  for (ThreadId th = 0; th < threads_.size(); ++th) {
-    if (threads_[th].rank < 0 || threads_[th].rank >= ranks) {
-      throw GraphError("thread '" + threads_[th].name + "' is on rank " + std::to_string(threads_[th].rank) +
-                       ", outside 0.." + std::to_string(ranks - 1));
-    }
-  }
-  // Records and waits per notify (rank, index): collected flat and sorted
-  // by (rank, index, task), which is cheap at millions of tasks.
+  check_references(ranks);
+  check_cycles(ranks);
+}
+
+// Records and waits per notify (rank, index), group by group in the order
+// (rank, index): `visit(owner, notify, records, waits)`, each list in id order.
+template <class Visit>
+void TaskGraph::for_each_notify(int ranks, Visit visit) const {
+  // Collected flat and sorted by (rank, index, task), which is cheap at
+  // millions of tasks.
   struct NotifyTask {
     std::uint64_t key;  // rank << 32 | index
     TaskId id;
     bool operator<(const NotifyTask& o) const { return key != o.key ? key < o.key : id < o.id; }
   };
-  std::vector<NotifyTask> notify_tasks;
+  std::vector<NotifyTask> items;
+  for (TaskId id = 0; id < tasks_.size(); ++id) {
+    const Task& t = tasks_[id];
+    if (t.kind != TaskKind::NotifyRecord && t.kind != TaskKind::NotifyWait) continue;
+    const auto owner = static_cast<std::uint64_t>(owner_of(t, rank_of(id)));
+    items.push_back(NotifyTask{owner << 32 | static_cast<std::uint32_t>(t.notify), id});
+  }
   // By (rank, index, task) in linear time: tasks were collected in id order,
   // so two stable counting passes (index, then rank) give the sorted order.
-  auto sort_by_notify = [](std::vector<NotifyTask>& items, int rank_count) {
-    std::uint32_t indices = 0;
-    for (const NotifyTask& t : items) indices = std::max(indices, static_cast<std::uint32_t>(t.key & 0xffffffffU) + 1);
-    if (indices > 4 * items.size() + 4096) {  // sparse indices (a hand-written program): buckets would cost more
-      std::sort(items.begin(), items.end());
-      return;
-    }
+  std::uint32_t indices = 0;
+  for (const NotifyTask& t : items) indices = std::max(indices, static_cast<std::uint32_t>(t.key & 0xffffffffU) + 1);
+  if (indices > 4 * items.size() + 4096) {  // sparse indices (a hand-written program): buckets would cost more
+    std::sort(items.begin(), items.end());
+  } else {
     std::vector<NotifyTask> sorted(items.size());
     auto pass = [&](std::size_t buckets, auto bucket_of) {
       std::vector<std::size_t> start(buckets + 1, 0);
@@ -251,8 +257,37 @@ void TaskGraph::validate(int ranks) const {
       items.swap(sorted);
     };
     pass(indices, [](const NotifyTask& t) { return static_cast<std::size_t>(t.key & 0xffffffffU); });
-    pass(static_cast<std::size_t>(rank_count), [](const NotifyTask& t) { return static_cast<std::size_t>(t.key >> 32); });
-  };
+    pass(static_cast<std::size_t>(ranks), [](const NotifyTask& t) { return static_cast<std::size_t>(t.key >> 32); });
+  }
+  std::vector<TaskId> records;
+  std::vector<TaskId> waits;
+  for (std::size_t begin = 0; begin < items.size();) {
+    std::size_t end = begin;
+    records.clear();
+    waits.clear();
+    for (; end < items.size() && items[end].key == items[begin].key; ++end) {
+      const TaskId id = items[end].id;
+      (tasks_[id].kind == TaskKind::NotifyRecord ? records : waits).push_back(id);
+    }
+    visit(static_cast<int>(items[begin].key >> 32), static_cast<int>(items[begin].key & 0xffffffffU), records, waits);
+    begin = end;
+  }
+}
+
+bool TaskGraph::one_recorder(const std::vector<TaskId>& records) const {
+  for (TaskId r : records) {
+    if (tasks_[r].thread != tasks_[records.front()].thread) return false;
+  }
+  return true;
+}
+
+void TaskGraph::check_references(int ranks) const {
+  for (ThreadId th = 0; th < threads_.size(); ++th) {
+    if (threads_[th].rank < 0 || threads_[th].rank >= ranks) {
+      throw GraphError("thread '" + threads_[th].name + "' is on rank " + std::to_string(threads_[th].rank) +
+                       ", outside 0.." + std::to_string(ranks - 1));
+    }
+  }
   struct FlagUse {
     std::uint64_t sets = 0;
     std::uint64_t asked = 0;   // the largest value any wait polls for
@@ -273,10 +308,6 @@ void TaskGraph::validate(int ranks) const {
         throw GraphError(describe(id) + " uses " + (notify ? "notify " : "flag ") + std::to_string(t.notify) +
                          "; indices start at 0");
       }
-    }
-    if (notify) {
-      const auto owner = static_cast<std::uint64_t>(owner_of(t, rank));
-      notify_tasks.push_back(NotifyTask{owner << 32 | static_cast<std::uint32_t>(t.notify), id});
     }
     if (flag) {
       FlagUse& use = flags[{owner_of(t, rank), t.notify}];
@@ -311,24 +342,8 @@ void TaskGraph::validate(int ranks) const {
                        std::to_string(use.sets) + " flag set(s) ever add to it");
     }
   }
-  // Edges beyond each thread's order: explicit dependencies, and each
-  // notify's k-th record -> k-th wait where one thread records it (with one
-  // recording thread that pairing is static and joins the cycle check).
-  std::vector<std::pair<TaskId, TaskId>> edges = dependencies_;
-  sort_by_notify(notify_tasks, ranks);
-  std::vector<TaskId> records;
-  std::vector<TaskId> waits;
-  for (std::size_t begin = 0; begin < notify_tasks.size();) {
-    std::size_t end = begin;
-    records.clear();
-    waits.clear();
-    for (; end < notify_tasks.size() && notify_tasks[end].key == notify_tasks[begin].key; ++end) {
-      const TaskId id = notify_tasks[end].id;
-      (tasks_[id].kind == TaskKind::NotifyRecord ? records : waits).push_back(id);
-    }
-    const auto owner = static_cast<int>(notify_tasks[begin].key >> 32);
-    const auto notify = static_cast<int>(notify_tasks[begin].key & 0xffffffffU);
-    begin = end;
+  for_each_notify(ranks, [this](int owner, int notify, const std::vector<TaskId>& records,
+                                 const std::vector<TaskId>& waits) {
     if (!waits.empty() && records.empty()) {
       throw GraphError(describe(waits.front()) + " waits on notify " + std::to_string(notify) + " of rank " +
                        std::to_string(owner) + ", but no task records it");
@@ -339,18 +354,24 @@ void TaskGraph::validate(int ranks) const {
                          " wait on the same notify from two threads; a notify belongs to one thread");
       }
     }
-    bool one_recorder = true;
-    for (TaskId r : records) one_recorder = one_recorder && tasks_[r].thread == tasks_[records.front()].thread;
-    if (one_recorder && waits.size() > records.size()) {
+    if (one_recorder(records) && waits.size() > records.size()) {
       throw GraphError(describe(waits[records.size()]) + " has no record to release it: notify " +
                        std::to_string(notify) + " of rank " + std::to_string(owner) + " is waited on " +
                        std::to_string(waits.size()) + " times but recorded " + std::to_string(records.size()) +
                        " times");
     }
-    if (one_recorder) {
-      for (std::size_t k = 0; k < waits.size(); ++k) edges.emplace_back(records[k], waits[k]);
-    }
-  }
+  });
+}
+
+void TaskGraph::check_cycles(int ranks) const {
+  // Edges beyond each thread's order: explicit dependencies, and each
+  // notify's k-th record -> k-th wait where one thread records it (with one
+  // recording thread that pairing is static and joins the cycle check).
+  std::vector<std::pair<TaskId, TaskId>> edges = dependencies_;
+  for_each_notify(ranks, [&](int, int, const std::vector<TaskId>& records, const std::vector<TaskId>& waits) {
+    if (!one_recorder(records)) return;
+    for (std::size_t k = 0; k < waits.size() && k < records.size(); ++k) edges.emplace_back(records[k], waits[k]);
+  });
 
   // Cycle check: Kahn's topological order over the threads' order and the
   // edges (flat arrays, linear time); only a graph that has a cycle pays

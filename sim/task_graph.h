@@ -140,8 +140,21 @@ class TaskGraph {
   // rank outside [0, ranks), a wait that nothing records, two threads
   // waiting on one notify, a flag wait for more than is ever set, a cycle.
   void validate(int ranks) const;
+  // The two halves of validate. check_references: everything but the cycle
+  // (linear, a few passes). check_cycles: a cycle through the threads'
+  // order, explicit dependencies and statically paired record -> wait
+  // edges (a topological sort over every task: at millions of tasks it
+  // costs more than the other checks together, so the scheduler runs it
+  // only after a run that did not finish; a cycle can only deadlock).
+  // check_cycles expects check_references to have passed.
+  void check_references(int ranks) const;
+  void check_cycles(int ranks) const;
 
  private:
+  template <class Visit>
+  void for_each_notify(int ranks, Visit visit) const;
+  bool one_recorder(const std::vector<TaskId>& records) const;  // all on one thread
+
   ChunkedVector<Task> tasks_;
   std::vector<std::string> labels_{std::string()};
   std::unordered_map<std::string, LabelId> label_ids_;

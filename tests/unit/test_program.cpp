@@ -521,6 +521,30 @@ TEST_CASE("program: two host threads each waiting first for the other's record i
   }
 }
 
+// The cycle check runs only once a run has not finished: a cycle whose
+// waits time out ends the run by timeout, and is still refused as a cycle.
+TEST_CASE("program: a cycle of waits with timeouts is refused as a cycle, not reported as a timeout",
+          "[program][graph_error]") {
+  Platform platform(load_topology(a2_server()));
+  Program p = program_for(platform);
+  REQUIRE(p.add_domain(0, {0}) == HCCL_SUCCESS);
+  ThreadHandle a = 0, b = 0;
+  REQUIRE(p.thread_acquire(p.comm(0, 0), COMM_ENGINE_CPU_TS, 1, 1, &a) == HCCL_SUCCESS);
+  REQUIRE(p.thread_acquire(p.comm(0, 0), COMM_ENGINE_CPU_TS, 1, 1, &b) == HCCL_SUCCESS);
+  REQUIRE(p.notify_wait(a, 0, Time::from_us(5)) == HCCL_SUCCESS);
+  REQUIRE(p.notify_record(a, b, 0) == HCCL_SUCCESS);
+  REQUIRE(p.notify_wait(b, 0, Time::from_us(5)) == HCCL_SUCCESS);
+  REQUIRE(p.notify_record(b, a, 0) == HCCL_SUCCESS);
+  const Program::Built built = p.build();
+  Scheduler scheduler(platform);
+  try {
+    scheduler.run(built.graph);
+    FAIL("a cyclic program ran");
+  } catch (const GraphError& e) {
+    CHECK_THAT(std::string(e.what()), Contains("cycle"));
+  }
+}
+
 TEST_CASE("program: a host wait that nothing records is refused before the run", "[program][graph_error]") {
   Platform platform(load_topology(a2_server()));
   Program p = program_for(platform);
