@@ -11,7 +11,6 @@ namespace hcclsim {
 void Scheduler::compile(const TaskGraph& graph) {
   const auto& tasks = graph.tasks();
   exec_.assign(tasks.size(), ExecTask{});
-  stream_of_.assign(tasks.size(), 0);
   for (TaskId id = 0; id < tasks.size(); ++id) {
     const Task& t = tasks[id];
     const int rank = graph.rank_of(id);
@@ -109,17 +108,18 @@ void Scheduler::compile(const TaskGraph& graph) {
         break;
     }
   }
-  // Explicit dependencies as flat per-task lists (successors of task i at
-  // [first_successor_[i], first_successor_[i + 1])).
-  first_successor_.assign(tasks.size() + 1, 0);
+  // Explicit dependencies sorted by the task they wait for; ties keep the
+  // graph's order, the order their releases are sent in. Streams are set in run().
+  successors_.clear();
+  successors_.reserve(graph.dependencies().size());
+  has_successors_.assign(tasks.size(), false);
   for (const auto& [before, after] : graph.dependencies()) {
-    ++first_successor_[before + 1];
     ++exec_[after].unmet_deps;
+    successors_.push_back(Successor{before, after, graph.rank_of(after), 0});
+    has_successors_[before] = true;
   }
-  for (std::size_t i = 0; i < tasks.size(); ++i) first_successor_[i + 1] += first_successor_[i];
-  successors_.resize(graph.dependencies().size());
-  std::vector<std::uint32_t> fill(first_successor_.begin(), first_successor_.end() - 1);
-  for (const auto& [before, after] : graph.dependencies()) successors_[fill[before]++] = after;
+  std::stable_sort(successors_.begin(), successors_.end(),
+                   [](const Successor& a, const Successor& b) { return a.before < b.before; });
 }
 
 RunResult Scheduler::run(const TaskGraph& graph, DataTracker* tracker) {
@@ -141,11 +141,13 @@ RunResult Scheduler::run(const TaskGraph& graph, DataTracker* tracker) {
   const std::uint64_t activations_before = platform_.activations();
 
   std::vector<std::vector<const std::vector<std::uint32_t>*>> streams(static_cast<std::size_t>(npus));
-  for (const Thread& th : graph.threads()) {
-    auto& list = streams[static_cast<std::size_t>(th.rank)];
-    for (TaskId id : th.tasks) stream_of_[id] = static_cast<std::uint32_t>(list.size());
-    list.push_back(&th.tasks);
+  std::vector<std::uint32_t> stream_of_thread(graph.threads().size());
+  for (ThreadId th = 0; th < graph.threads().size(); ++th) {
+    auto& list = streams[static_cast<std::size_t>(graph.thread(th).rank)];
+    stream_of_thread[th] = static_cast<std::uint32_t>(list.size());
+    list.push_back(&graph.thread(th).tasks);
   }
+  for (Successor& next : successors_) next.stream = stream_of_thread[graph.task(next.after).thread];
   // Registers and flags per NPU: as many as the graph uses there.
   std::vector<int> registers(static_cast<std::size_t>(npus), 0);
   std::vector<int> flags(static_cast<std::size_t>(npus), 0);
@@ -234,11 +236,11 @@ void Scheduler::task_finished(std::uint32_t id, Time at) {
   }
   finished_[id] = true;
   if (result_.end < at) result_.end = at;
-  for (std::uint32_t k = first_successor_[id]; k < first_successor_[id + 1]; ++k) {
-    const TaskId next = successors_[k];
-    if (--exec_[next].unmet_deps == 0) {
-      platform_.engine(graph_->rank_of(next)).release_dependency(stream_of_[next]);
-    }
+  if (!has_successors_[id]) return;
+  auto next = std::lower_bound(successors_.begin(), successors_.end(), id,
+                               [](const Successor& s, TaskId before) { return s.before < before; });
+  for (; next != successors_.end() && next->before == id; ++next) {
+    if (--exec_[next->after].unmet_deps == 0) platform_.engine(next->rank).release_dependency(next->stream);
   }
 }
 

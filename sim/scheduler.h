@@ -64,9 +64,18 @@ class Scheduler : private TaskObserver {
   const TaskGraph* graph_ = nullptr;
   DataTracker* tracker_ = nullptr;
   std::vector<ExecTask> exec_;
-  std::vector<std::uint32_t> first_successor_;   // by task, and one past the last
-  std::vector<TaskId> successors_;
-  std::vector<std::uint32_t> stream_of_;   // task -> stream index within its rank's engine
+  // Explicit dependencies, by the task they wait for (in the graph's order
+  // for one task), with where the waiting task runs. Few tasks have any
+  // (phase boundaries), so the lookup is a bit per task and a search, not
+  // two arrays by task read at every task's end.
+  struct Successor {
+    TaskId before;
+    TaskId after;
+    int rank;                 // of `after`
+    std::uint32_t stream;     // of `after`, within its rank's engine
+  };
+  std::vector<Successor> successors_;
+  std::vector<bool> has_successors_;   // by task
   // The data check's copies in flight: what each read at its start, until it lands.
   // A slot per copy in flight, reused (its capacity kept) by later copies.
   std::vector<std::uint32_t> in_flight_;             // task -> slot, kNoSlot when none
