@@ -108,18 +108,20 @@ void Scheduler::compile(const TaskGraph& graph) {
         break;
     }
   }
-  // Explicit dependencies sorted by the task they wait for; ties keep the
-  // graph's order, the order their releases are sent in. Streams are set in run().
-  successors_.clear();
-  successors_.reserve(graph.dependencies().size());
-  has_successors_.assign(tasks.size(), false);
+  // Explicit dependencies as flat per-task lists, in the graph's order for
+  // one task (the order their releases are sent in). Streams are set in run().
+  first_successor_.assign(tasks.size() + 1, 0);
   for (const auto& [before, after] : graph.dependencies()) {
+    ++first_successor_[before + 1];
     ++exec_[after].unmet_deps;
-    successors_.push_back(Successor{before, after, graph.rank_of(after), 0});
-    has_successors_[before] = true;
   }
-  std::stable_sort(successors_.begin(), successors_.end(),
-                   [](const Successor& a, const Successor& b) { return a.before < b.before; });
+  for (std::size_t i = 0; i < tasks.size(); ++i) first_successor_[i + 1] += first_successor_[i];
+  successors_.resize(graph.dependencies().size());
+  // Filled through the starts themselves (each ends as the next one's
+  // start, then all move up one): no second array of a word per task.
+  for (const auto& [before, after] : graph.dependencies()) successors_[first_successor_[before]++] = Successor{after, 0};
+  for (std::size_t i = tasks.size(); i > 0; --i) first_successor_[i] = first_successor_[i - 1];
+  first_successor_[0] = 0;
 }
 
 RunResult Scheduler::run(const TaskGraph& graph, DataTracker* tracker) {
@@ -147,7 +149,7 @@ RunResult Scheduler::run(const TaskGraph& graph, DataTracker* tracker) {
     stream_of_thread[th] = static_cast<std::uint32_t>(list.size());
     list.push_back(&graph.thread(th).tasks);
   }
-  for (Successor& next : successors_) next.stream = stream_of_thread[graph.task(next.after).thread];
+  for (Successor& next : successors_) next.stream = stream_of_thread[graph.task(next.task).thread];
   // Registers and flags per NPU: as many as the graph uses there.
   std::vector<int> registers(static_cast<std::size_t>(npus), 0);
   std::vector<int> flags(static_cast<std::size_t>(npus), 0);
@@ -236,11 +238,11 @@ void Scheduler::task_finished(std::uint32_t id, Time at) {
   }
   finished_[id] = true;
   if (result_.end < at) result_.end = at;
-  if (!has_successors_[id]) return;
-  auto next = std::lower_bound(successors_.begin(), successors_.end(), id,
-                               [](const Successor& s, TaskId before) { return s.before < before; });
-  for (; next != successors_.end() && next->before == id; ++next) {
-    if (--exec_[next->after].unmet_deps == 0) platform_.engine(next->rank).release_dependency(next->stream);
+  for (std::uint32_t k = first_successor_[id]; k < first_successor_[id + 1]; ++k) {
+    const Successor& next = successors_[k];
+    if (--exec_[next.task].unmet_deps == 0) {
+      platform_.engine(graph_->rank_of(next.task)).release_dependency(next.stream);
+    }
   }
 }
 
