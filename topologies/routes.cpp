@@ -19,7 +19,9 @@ std::uint64_t pair_hash(int src, int dst) {
 }
 }  // namespace
 
-RouteFinder::RouteFinder(const TopologySpec& spec) : spec_(&spec) {
+RouteFinder::RouteFinder(const TopologySpec& spec)
+    : spec_(&spec), leaf_links_(spec.fabrics.size()), spines_between_(spec.fabrics.size()) {
+  for (const FabricSpec& fabric : spec.fabrics) roce_.push_back(fabric.kind == "roce" ? 1 : 0);
   adjacency_.resize(static_cast<std::size_t>(spec.npus + spec.switches));
   for (std::size_t i = 0; i < spec.links.size(); ++i) {
     const LinkSpec& link = spec.links[i];
@@ -45,36 +47,51 @@ bool RouteFinder::rdma_between(int a, int b) const {
   return spec_->sdma_domain_of.at(static_cast<std::size_t>(a)) != spec_->sdma_domain_of.at(static_cast<std::size_t>(b));
 }
 
-bool RouteFinder::fabric_path(const FabricSpec& fabric, int src, int dst, std::vector<int>& path) const {
+const RouteFinder::LeafLinks& RouteFinder::leaf_links(std::size_t fabric, int npu, int leaf) const {
+  std::vector<LeafLinks>& links = leaf_links_[fabric];
+  if (links.empty()) links.resize(static_cast<std::size_t>(spec_->npus));
+  LeafLinks& out = links[static_cast<std::size_t>(npu)];
+  if (out.up == -2) out = LeafLinks{channel(npu, leaf), channel(leaf, npu)};
+  return out;
+}
+
+const RouteFinder::SpineHops& RouteFinder::spines_between(std::size_t fabric, int leaf_src, int leaf_dst) const {
+  auto& memo = spines_between_[fabric];
+  const std::uint64_t key = static_cast<std::uint64_t>(static_cast<std::uint32_t>(leaf_src)) << 32 |
+                            static_cast<std::uint32_t>(leaf_dst);
+  const auto found = memo.find(key);
+  if (found != memo.end()) return found->second;
+  // The spines of the source leaf, in their order, that link to both leaves.
+  SpineHops hops;
+  hops.first = spine_hops_.size();
+  for (const int sw : spec_->fabrics[fabric].spines_of[static_cast<std::size_t>(leaf_src)]) {
+    const int to_spine = channel(leaf_src, sw);
+    const int from_spine = to_spine >= 0 ? channel(sw, leaf_dst) : -1;
+    if (from_spine >= 0) spine_hops_.emplace_back(to_spine, from_spine);
+  }
+  hops.count = spine_hops_.size() - hops.first;
+  return memo.emplace(key, hops).first->second;
+}
+
+bool RouteFinder::fabric_path(std::size_t fabric_index, int src, int dst, std::vector<int>& path) const {
+  const FabricSpec& fabric = spec_->fabrics[fabric_index];
   const int leaf_src = fabric.leaf_of[static_cast<std::size_t>(src)];
   const int leaf_dst = fabric.leaf_of[static_cast<std::size_t>(dst)];
   if (leaf_src < 0 || leaf_dst < 0) return false;
-  const int up = channel(src, leaf_src);
-  const int down = channel(leaf_dst, dst);
+  const int up = leaf_links(fabric_index, src, leaf_src).up;
+  const int down = leaf_links(fabric_index, dst, leaf_dst).down;
   if (up < 0 || down < 0) return false;
   if (leaf_src == leaf_dst) {
-    path = {up, down};
+    path.insert(path.end(), {up, down});
     return true;
   }
   if (static_cast<std::size_t>(leaf_src) >= fabric.spines_of.size()) return false;
-  const std::vector<int>& spines = fabric.spines_of[static_cast<std::size_t>(leaf_src)];
-  // Spines both leaves reach, counted, then the hash picks one of them.
-  std::size_t shared = 0;
-  for (const int sw : spines) {
-    if (channel(leaf_src, sw) >= 0 && channel(sw, leaf_dst) >= 0) ++shared;
-  }
-  if (shared == 0) return false;
-  std::size_t pick = static_cast<std::size_t>(pair_hash(src, dst) % shared);
-  for (const int sw : spines) {
-    const int to_spine = channel(leaf_src, sw);
-    const int from_spine = to_spine >= 0 ? channel(sw, leaf_dst) : -1;
-    if (from_spine < 0) continue;
-    if (pick-- == 0) {
-      path = {up, to_spine, from_spine, down};
-      return true;
-    }
-  }
-  return false;
+  // The hash picks one of the spines both leaves reach.
+  const SpineHops& shared = spines_between(fabric_index, leaf_src, leaf_dst);
+  if (shared.count == 0) return false;
+  const SpineHop& hop = spine_hops_[shared.first + static_cast<std::size_t>(pair_hash(src, dst) % shared.count)];
+  path.insert(path.end(), {up, hop.first, hop.second, down});
+  return true;
 }
 
 std::vector<int> RouteFinder::shortest_path(int src, int dst) const {
@@ -103,14 +120,23 @@ std::vector<int> RouteFinder::shortest_path(int src, int dst) const {
 }
 
 std::vector<int> RouteFinder::path(int src, int dst) const {
+  std::vector<int> out;
+  append_path(src, dst, out);
+  return out;
+}
+
+void RouteFinder::append_path(int src, int dst, std::vector<int>& out) const {
   const int direct = channel(src, dst);
-  if (direct >= 0) return {direct};
-  std::vector<int> path;
-  const bool rdma = rdma_between(src, dst);
-  for (const FabricSpec& fabric : spec_->fabrics) {
-    if ((fabric.kind == "roce") == rdma && fabric_path(fabric, src, dst, path)) return path;
+  if (direct >= 0) {
+    out.push_back(direct);
+    return;
   }
-  return shortest_path(src, dst);
+  const bool rdma = rdma_between(src, dst);
+  for (std::size_t f = 0; f < spec_->fabrics.size(); ++f) {
+    if ((roce_[f] != 0) == rdma && fabric_path(f, src, dst, out)) return;
+  }
+  const std::vector<int> found = shortest_path(src, dst);
+  out.insert(out.end(), found.begin(), found.end());
 }
 
 }  // namespace hcclsim

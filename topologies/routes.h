@@ -2,8 +2,12 @@
 // the SystemC platform and the closed-form estimate (sim/estimate) take the
 // same path between two NPUs. A path is a list of channel indices: link i of
 // spec.links is channel 2i from a to b and 2i + 1 from b to a.
+// Lookups fill a memo (below): one RouteFinder is not for concurrent use.
 #pragma once
 
+#include <cstdint>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "topologies/platform_spec.h"
@@ -24,14 +28,37 @@ class RouteFinder {
   // of (src, dst) as ECMP does -> that leaf) -> NPU; else the fewest-hop
   // path over links (ties broken by lowest node id). Empty when no path exists.
   std::vector<int> path(int src, int dst) const;
+  // The same, appended to `out` (no allocation per path for callers routing millions).
+  void append_path(int src, int dst, std::vector<int>& out) const;
   const TopologySpec& spec() const { return *spec_; }
 
  private:
-  bool fabric_path(const FabricSpec& fabric, int src, int dst, std::vector<int>& path) const;
+  // Through spine k of the spines both leaves reach: the channels leaf -> spine k and spine k -> other leaf.
+  using SpineHop = std::pair<int, int>;
+  struct SpineHops {
+    std::size_t first = 0;  // into spine_hops_
+    std::size_t count = 0;
+  };
+  // An NPU's channels to and from its leaf (-1: not linked).
+  struct LeafLinks {
+    int up = -2;  // -2: not looked up yet
+    int down = -2;
+  };
+  bool fabric_path(std::size_t fabric, int src, int dst, std::vector<int>& path) const;
+  const LeafLinks& leaf_links(std::size_t fabric, int npu, int leaf) const;
+  const SpineHops& spines_between(std::size_t fabric, int leaf_src, int leaf_dst) const;
   std::vector<int> shortest_path(int src, int dst) const;
 
   const TopologySpec* spec_;
   std::vector<std::vector<std::pair<int, int>>> adjacency_;  // node -> (neighbour, channel), by neighbour
+  std::vector<char> roce_;  // per fabric: its kind is "roce" (carries the RDMA traffic)
+  // Per fabric, per NPU, looked up when the NPU is first routed over it.
+  mutable std::vector<std::vector<LeafLinks>> leaf_links_;
+  // Memo of spines_between, per fabric by (source leaf, destination leaf):
+  // every pair of NPUs under the same two leaves picks among the same
+  // spines, and a collective routes up to millions of pairs.
+  mutable std::vector<std::unordered_map<std::uint64_t, SpineHops>> spines_between_;
+  mutable std::vector<SpineHop> spine_hops_;
 };
 
 }  // namespace hcclsim
