@@ -1,6 +1,7 @@
 #include "sim/estimate/estimate.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 #include <mutex>
 
@@ -82,88 +83,169 @@ const std::vector<int>& EstimateFabric::route(int from, int to) const {
   return found->second;
 }
 
-std::vector<double> max_min_shares(const std::vector<const std::vector<int>*>& paths, const std::vector<double>& limit,
-                                   const std::vector<double>& capacity, const std::vector<double>& weight) {
-  // Progressive filling, as the detailed flow model solves the shares: raise
-  // every unfrozen flow's rate together; a flow freezes at its own limit or
-  // when a channel it crosses is full. A channel's unfrozen load is the sum
-  // of its unfrozen flows' weights. Each round visits the channels and only
-  // the flows that freeze (found through their channels and by limit), so
-  // that tens of thousands of flows solve in milliseconds.
-  //
-  // Per-channel state is kept only for the channels some flow crosses, in
-  // the order first crossed (`slot_of` maps a channel to its slot): a
-  // supernode fabric has millions of channels and a solve touches a few
-  // thousand, so nothing here is sized by the whole fabric but `slot_of`.
+namespace {
+
+// Flows over channels in dense form: flow i crosses the channels
+// slot[first[i]] .. slot[first[i + 1] - 1], each an index into `capacity`.
+struct DenseFlows {
+  std::vector<std::size_t> first{0};
+  std::vector<int> slot;
+  std::vector<double> capacity;
+};
+
+// max_min_shares on dense flows. Progressive filling, as the detailed flow
+// model solves the shares: raise every unfrozen flow's rate together; a
+// flow freezes at its own limit or when a channel it crosses is full. A
+// channel's unfrozen load is the sum of its unfrozen flows' weights.
+// Each round scans the channels still loaded for the fullest (their
+// room / load kept from when it last changed) and visits only the flows
+// that freeze (found through their channels and by limit) and their
+// channels, so that tens of thousands of flows solve in milliseconds.
+std::vector<double> progressive_filling(const DenseFlows& in, const std::vector<double>& limit,
+                                        const std::vector<double>& weight) {
   auto weight_of = [&weight](std::size_t i) { return weight.empty() ? 1.0 : weight[i]; };
-  std::vector<int> slot_of(capacity.size(), -1);
-  std::vector<int> unfrozen;    // per slot: flows not yet frozen
-  std::vector<double> load;     // per slot: their summed weights
-  std::vector<double> room;     // per slot: capacity left
-  for (std::size_t i = 0; i < paths.size(); ++i) {
-    for (const int c : *paths[i]) {
-      int& slot = slot_of[static_cast<std::size_t>(c)];
-      if (slot < 0) {
-        slot = static_cast<int>(unfrozen.size());
-        unfrozen.push_back(0);
-        load.push_back(0.0);
-        room.push_back(capacity[static_cast<std::size_t>(c)]);
-      }
-      ++unfrozen[static_cast<std::size_t>(slot)];
-      load[static_cast<std::size_t>(slot)] += weight_of(i);
+  const std::size_t flows = in.first.size() - 1;
+  const std::size_t slots = in.capacity.size();
+  std::vector<int> unfrozen(slots, 0);   // per channel: flows not yet frozen
+  std::vector<double> load(slots, 0.0);  // their summed weights
+  std::vector<double> room(in.capacity);  // capacity left
+  for (std::size_t i = 0; i < flows; ++i) {
+    for (std::size_t j = in.first[i]; j < in.first[i + 1]; ++j) {
+      const auto k = static_cast<std::size_t>(in.slot[j]);
+      ++unfrozen[k];
+      load[k] += weight_of(i);
     }
   }
-  const std::size_t slots = unfrozen.size();
-  // The flows crossing each slot, in flow order (compressed rows).
+  // The flows crossing each channel, in flow order (compressed rows).
   std::vector<std::size_t> first(slots + 1, 0);
   for (std::size_t k = 0; k < slots; ++k) first[k + 1] = first[k] + static_cast<std::size_t>(unfrozen[k]);
   std::vector<std::size_t> crossing(first[slots]);
   {
     std::vector<std::size_t> fill(first.begin(), first.end() - 1);
-    for (std::size_t i = 0; i < paths.size(); ++i) {
-      for (const int c : *paths[i]) crossing[fill[static_cast<std::size_t>(slot_of[static_cast<std::size_t>(c)])]++] = i;
+    for (std::size_t i = 0; i < flows; ++i) {
+      for (std::size_t j = in.first[i]; j < in.first[i + 1]; ++j) crossing[fill[static_cast<std::size_t>(in.slot[j])]++] = i;
     }
   }
-  std::vector<std::size_t> by_limit(paths.size());
-  for (std::size_t i = 0; i < by_limit.size(); ++i) by_limit[i] = i;
-  std::stable_sort(by_limit.begin(), by_limit.end(), [&](std::size_t a, std::size_t b) { return limit[a] < limit[b]; });
+  std::vector<std::size_t> by_limit(flows);
+  for (std::size_t i = 0; i < flows; ++i) by_limit[i] = i;
+  if (!std::is_sorted(limit.begin(), limit.end())) {  // (often all equal: then already in order)
+    std::stable_sort(by_limit.begin(), by_limit.end(), [&](std::size_t a, std::size_t b) { return limit[a] < limit[b]; });
+  }
+  // The level (room / load) of each channel with unfrozen flows, side by
+  // side for the scans of every round (at most a few dozen rounds, over a
+  // few thousand channels): `level_at[m]` is channel loaded[m]'s, kept from
+  // when it last changed. A channel whose flows all froze reads as
+  // infinitely far from full until the array is compacted. (The levels
+  // are never negative zero or NaN, so the least is the same value in
+  // whatever order it is taken.)
+  constexpr double kNeverFull = std::numeric_limits<double>::infinity();
+  std::vector<std::size_t> loaded;
+  std::vector<double> level_at;
+  std::vector<std::size_t> at_of(slots);  // channel -> its index in loaded
+  for (std::size_t k = 0; k < slots; ++k) {
+    if (unfrozen[k] == 0) continue;
+    at_of[k] = loaded.size();
+    loaded.push_back(k);
+    level_at.push_back(room[k] / load[k]);
+  }
+  std::size_t drained = 0;  // entries of loaded whose flows all froze
   std::size_t next_limit = 0;  // by_limit[next_limit..] may still be unfrozen
-  std::vector<double> out(paths.size(), 0.0);
-  std::vector<char> frozen(paths.size(), 0);
-  std::size_t remaining = paths.size();
-  std::vector<std::size_t> now;
+  std::vector<double> out(flows, 0.0);
+  std::vector<char> frozen(flows, 0);
+  std::size_t remaining = flows;
+  // The flows that freeze in a round, as a bit per flow: taken in flow
+  // order (each once), as a scan over the flows would.
+  std::vector<std::uint64_t> freezing((flows + 63) / 64, 0);
+  auto freeze_later = [&freezing](std::size_t i) { freezing[i / 64] |= std::uint64_t{1} << (i % 64); };
+  std::vector<std::size_t> changed;
   while (remaining > 0) {
     while (next_limit < by_limit.size() && frozen[by_limit[next_limit]]) ++next_limit;
     double level = next_limit < by_limit.size() ? limit[by_limit[next_limit]] : kUnlimited;
-    for (std::size_t k = 0; k < slots; ++k) {
-      if (unfrozen[k] > 0) level = std::min(level, room[k] / load[k]);
+    {
+      // Four running minima, so that the scan is not one chain of dependent compares.
+      const std::size_t n = level_at.size();
+      double least[4] = {level, level, level, level};
+      std::size_t m = 0;
+      for (; m + 4 <= n; m += 4) {
+        for (std::size_t u = 0; u < 4; ++u) least[u] = std::min(least[u], level_at[m + u]);
+      }
+      for (; m < n; ++m) least[0] = std::min(least[0], level_at[m]);
+      level = std::min(std::min(least[0], least[1]), std::min(least[2], least[3]));
     }
     const double slack = level * 1e-12;
-    now.clear();
     for (std::size_t k = next_limit; k < by_limit.size() && limit[by_limit[k]] <= level + slack; ++k) {
-      if (!frozen[by_limit[k]]) now.push_back(by_limit[k]);
+      if (!frozen[by_limit[k]]) freeze_later(by_limit[k]);
     }
-    for (std::size_t k = 0; k < slots; ++k) {
-      if (unfrozen[k] == 0 || room[k] / load[k] > level + slack) continue;
+    for (std::size_t m = 0; m < level_at.size(); ++m) {
+      if (level_at[m] > level + slack) continue;
+      const std::size_t k = loaded[m];
       for (std::size_t j = first[k]; j < first[k + 1]; ++j) {
-        if (!frozen[crossing[j]]) now.push_back(crossing[j]);
+        if (!frozen[crossing[j]]) freeze_later(crossing[j]);
       }
     }
-    // Freeze in flow order (each once), as a scan over the flows would.
-    std::sort(now.begin(), now.end());
-    now.erase(std::unique(now.begin(), now.end()), now.end());
-    for (const std::size_t i : now) {
-      frozen[i] = 1;
-      out[i] = level;
-      --remaining;
-      for (const int c : *paths[i]) {
-        const auto k = static_cast<std::size_t>(slot_of[static_cast<std::size_t>(c)]);
-        room[k] = std::max(0.0, room[k] - weight_of(i) * level);
-        load[k] = --unfrozen[k] == 0 ? 0.0 : load[k] - weight_of(i);
+    changed.clear();
+    for (std::size_t word = 0; word < freezing.size(); ++word) {
+      for (std::uint64_t bits = freezing[word]; bits != 0; bits &= bits - 1) {
+        const std::size_t i = word * 64 + static_cast<std::size_t>(__builtin_ctzll(bits));
+        frozen[i] = 1;
+        out[i] = level;
+        --remaining;
+        for (std::size_t j = in.first[i]; j < in.first[i + 1]; ++j) {
+          const auto k = static_cast<std::size_t>(in.slot[j]);
+          room[k] = std::max(0.0, room[k] - weight_of(i) * level);
+          load[k] = --unfrozen[k] == 0 ? 0.0 : load[k] - weight_of(i);
+          changed.push_back(k);
+        }
       }
+      freezing[word] = 0;
+    }
+    for (const std::size_t k : changed) {
+      double& at = level_at[at_of[k]];
+      if (at == kNeverFull) continue;  // counted as drained already
+      if (unfrozen[k] > 0) {
+        at = room[k] / load[k];
+      } else {
+        at = kNeverFull;
+        ++drained;
+      }
+    }
+    if (2 * drained > level_at.size()) {
+      std::size_t kept = 0;
+      for (std::size_t m = 0; m < level_at.size(); ++m) {
+        if (level_at[m] == kNeverFull) continue;
+        loaded[kept] = loaded[m];
+        level_at[kept] = level_at[m];
+        at_of[loaded[kept]] = kept;
+        ++kept;
+      }
+      loaded.resize(kept);
+      level_at.resize(kept);
+      drained = 0;
     }
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<double> max_min_shares(const std::vector<const std::vector<int>*>& paths, const std::vector<double>& limit,
+                                   const std::vector<double>& capacity, const std::vector<double>& weight) {
+  // Channel state is kept only for the channels some flow crosses, in the
+  // order first crossed (`slot_of` maps a channel to its slot).
+  DenseFlows dense;
+  std::vector<int> slot_of(capacity.size(), -1);
+  for (const std::vector<int>* path : paths) {
+    for (const int c : *path) {
+      int& slot = slot_of[static_cast<std::size_t>(c)];
+      if (slot < 0) {
+        slot = static_cast<int>(dense.capacity.size());
+        dense.capacity.push_back(capacity[static_cast<std::size_t>(c)]);
+      }
+      dense.slot.push_back(slot);
+    }
+    dense.first.push_back(dense.slot.size());
+  }
+  return progressive_filling(dense, limit, weight);
 }
 
 const std::vector<double>& EstimateFabric::flow_rates(const std::string& key,
@@ -174,34 +256,50 @@ const std::vector<double>& EstimateFabric::flow_rates(const std::string& key,
   if (found != rates_.end()) return found->second;
   std::vector<FlowPair> list;
   flows(list);
-  // Channels crossed, the NPUs' memory channels after the links'; a flow's
-  // own limit is `cap` and, for a write, the write caps of its links.
+  // Channels crossed, the NPUs' memory channels after the links', each
+  // given a dense slot when first crossed (a supernode fabric has millions
+  // of channels and a solve touches a few thousand); a flow's own limit is
+  // `cap` and, for a write, the write caps of its links.
   const std::size_t links = 2 * spec_.links.size();
-  std::vector<std::vector<int>> paths(list.size());
+  if (slot_of_.empty()) slot_of_.assign(links + static_cast<std::size_t>(spec_.npus), -1);
+  DenseFlows dense;
+  std::vector<int> channels;
   std::vector<double> limit(list.size(), cap);
-  std::vector<double> capacity(links + static_cast<std::size_t>(spec_.npus), 0.0);
   std::vector<double> weight;  // empty while every flow counts fully
   for (std::size_t i = 0; i < list.size(); ++i) {
     const FlowPair& f = list[i];
     if (f.weight != 1 && weight.empty()) weight.assign(list.size(), 1.0);
     if (!weight.empty()) weight[i] = f.weight;
-    paths[i] = f.from == f.to ? std::vector<int>{static_cast<int>(links) + f.from} : routes_.path(f.from, f.to);
-    for (const int c : paths[i]) {
-      capacity[static_cast<std::size_t>(c)] = channel_rate(c);
+    channels.clear();
+    if (f.from == f.to) {
+      channels.push_back(static_cast<int>(links) + f.from);
+    } else {
+      routes_.append_path(f.from, f.to, channels);
+    }
+    for (const int c : channels) {
+      int& slot = slot_of_[static_cast<std::size_t>(c)];
+      if (slot < 0) {
+        slot = static_cast<int>(dense.capacity.size());
+        dense.capacity.push_back(channel_rate(c));
+        crossed_.push_back(c);
+      }
+      dense.slot.push_back(slot);
       if (write && static_cast<std::size_t>(c) < links) {
         limit[i] = std::min(limit[i], rate(spec_.links[static_cast<std::size_t>(c) / 2].params.write_bandwidth));
       }
     }
+    dense.first.push_back(dense.slot.size());
   }
+  for (const int c : crossed_) slot_of_[static_cast<std::size_t>(c)] = -1;
+  crossed_.clear();
   // A flow that counts for part of the time still moves no faster than its
   // narrowest channel.
   for (std::size_t i = 0; i < list.size() && !weight.empty(); ++i) {
-    for (const int c : paths[i]) limit[i] = std::min(limit[i], capacity[static_cast<std::size_t>(c)]);
+    for (std::size_t j = dense.first[i]; j < dense.first[i + 1]; ++j) {
+      limit[i] = std::min(limit[i], dense.capacity[static_cast<std::size_t>(dense.slot[j])]);
+    }
   }
-  std::vector<const std::vector<int>*> crossed;
-  for (const std::vector<int>& path : paths) crossed.push_back(&path);
-  std::vector<double> out = max_min_shares(crossed, limit, capacity, weight);
-  return rates_.emplace(memo, std::move(out)).first->second;
+  return rates_.emplace(memo, progressive_filling(dense, limit, weight)).first->second;
 }
 
 double EstimateFabric::shared_rate(const std::string& key, const std::function<void(std::vector<FlowPair>&)>& flows,
@@ -251,6 +349,13 @@ const EstimateFabric::PairTable& EstimateFabric::pair_table(const std::string& k
     }
   }
   return tables_.emplace(key, std::move(table)).first->second;
+}
+
+const std::vector<EstimateFabric::RankStep>& EstimateFabric::rank_steps(
+    const std::string& key, const std::function<std::vector<RankStep>()>& build) const {
+  auto found = rank_steps_.find(key);
+  if (found == rank_steps_.end()) found = rank_steps_.emplace(key, build()).first;
+  return found->second;
 }
 
 const EstimateFn* find_estimate(const std::string& name) {

@@ -131,6 +131,17 @@ class EstimateFabric {
   };
   const PairTable& pair_table(const std::string& key, int rows, int cols,
                               const std::function<FlowPair(int, int)>& pair) const;
+  // One step of a form followed rank by rank in which member x sends one
+  // flow: its path, paths->kinds[paths->kind_of[x]] (a pointer into the
+  // memo above), and its rate, rate[x].
+  struct RankStep {
+    const PairTable* paths = nullptr;
+    std::vector<double> rate;
+  };
+  // A form's steps, built once per key by `build`: a pairwise exchange
+  // visits a thousand steps at every size and finds them by one lookup.
+  const std::vector<RankStep>& rank_steps(const std::string& key,
+                                          const std::function<std::vector<RankStep>()>& build) const;
 
  private:
   const TopologySpec& spec_;  // the caller's: 100,000 NPUs' links are not copied
@@ -141,6 +152,11 @@ class EstimateFabric {
   mutable std::map<std::uint64_t, PathCost> paths_;
   mutable std::map<std::uint64_t, std::vector<int>> routed_;  // route(), by (from, to)
   mutable std::map<std::string, PairTable> tables_;  // by relation of the two NPUs (path())
+  mutable std::map<std::string, std::vector<RankStep>> rank_steps_;
+  // flow_rates' dense slot per channel (-1: none), reset after each solve
+  // through the channels it crossed.
+  mutable std::vector<int> slot_of_;
+  mutable std::vector<int> crossed_;
 };
 
 // Max-min fair shares of flows over channels by progressive filling (the

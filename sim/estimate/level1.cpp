@@ -10,6 +10,8 @@
 #include "sim/estimate/level1.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <optional>
@@ -405,6 +407,21 @@ double pairwise(const EstimateFabric& fabric, const CollectiveSpec& spec, const 
   return free;
 }
 
+// `pick ? a : b` without a branch: whether a rank's wait ends at the
+// record's landing or a wait after it reached it varies from rank to rank
+// without a pattern, and a mispredicted branch per rank step costs more
+// than the step's arithmetic.
+inline double either(bool pick, double a, double b) {
+  std::uint64_t x, y;
+  std::memcpy(&x, &a, sizeof x);
+  std::memcpy(&y, &b, sizeof y);
+  const std::uint64_t mask = 0 - static_cast<std::uint64_t>(pick);
+  const std::uint64_t r = (x & mask) | (y & ~mask);
+  double out;
+  std::memcpy(&out, &r, sizeof out);
+  return out;
+}
+
 // The same exchange, every rank with its own time (stream order per step:
 // record "ready" to its sender, copy in, wait its receiver's "ready",
 // write, record "done", wait its sender's "done", copy out).
@@ -422,42 +439,166 @@ class PerRankSteps {
 
   // Every rank x sends to x + shift. `before_wait` / `after_done`: a local
   // copy's bytes (0: none) before the wait for "ready" and after "done";
-  // `reduce`: the receiver reduces the bytes it got. `alongside`: the
-  // shifts of the steps whose RDMA writes are in flight with this one's.
+  // `reduce`: the receiver reduces the bytes it got. The paths and rates
+  // are the step's (shift_step) for a pattern repeated at every loop.
   void step(std::vector<double>& t, int shift, double bytes, int pieces, bool reduce, double before_wait,
-            double after_done, const std::vector<int>& alongside = {}) {
+            double after_done) {
+    auto found = by_shift_.find(shift);
+    if (found == by_shift_.end()) found = by_shift_.emplace(shift, shift_step(shift, {})).first;
+    step(t, found->second, shift, bytes, pieces, reduce, before_wait, after_done);
+  }
+
+  // The paths and shares of the step in which every rank x sends to
+  // x + shift; `alongside`: the shifts of the steps whose RDMA writes are
+  // in flight with this one's.
+  EstimateFabric::RankStep shift_step(int shift, const std::vector<int>& alongside) const {
     Step1 st;
     st.shift = shift;
-    std::vector<int>& to = to_;
-    to.resize(static_cast<std::size_t>(p_));
-    const int ahead = mod(shift, p_);  // (no division per rank: a pairwise exchange asks a million times a point)
-    for (int x = 0; x < p_; ++x) to[static_cast<std::size_t>(x)] = x + ahead < p_ ? x + ahead : x + ahead - p_;
+    const int ahead = mod(shift, p_);
+    EstimateFabric::RankStep out;
     // Paths by pair from a table built once per shift (a pairwise exchange visits p - 1 of them).
-    const EstimateFabric::PairTable& paths = f_.pair_table(
+    out.paths = &f_.pair_table(
         "perrank/" + std::to_string(p_) + "/" + std::to_string(g_.stride) + "/" + std::to_string(g_.group_step) + "/" +
-            std::to_string(mod(shift, p_)),
+            std::to_string(ahead),
         1, p_, [&](int, int x) { return FlowPair{g_.npu(0, x), g_.npu(0, mod(x + shift, p_))}; });
-    step_to(t, to, step_key(g_, st, p_), [bytes](int) { return bytes; }, pieces, reduce, before_wait, after_done,
-            [&](int x, int) -> PathCost { return paths.kinds[paths.kind_of[static_cast<std::size_t>(x)]]; }, alongside);
+    const std::string key = step_key(g_, st, p_);
+    auto flows = [&](std::vector<FlowPair>& list) {
+      for (int grp = 0; grp < g_.groups; ++grp) {
+        for (int x = 0; x < p_; ++x) {
+          if (static_cast<int>(list.size()) >= kCountedSources) return;
+          list.push_back(FlowPair{g_.npu(grp, x), g_.npu(grp, x + ahead < p_ ? x + ahead : x + ahead - p_)});
+        }
+      }
+    };
+    // Only the shares of the kinds of write some rank makes are solved (a
+    // pairwise step leaves the server for all but a few shifts).
+    const std::vector<PathCost>& kinds = out.paths->kinds;
+    const std::vector<double>* sdma = nullptr;
+    const std::vector<double>* rdma = nullptr;
+    const bool some_sdma = std::any_of(kinds.begin(), kinds.end(), [](const PathCost& k) { return !k.rdma; });
+    const bool some_rdma = std::any_of(kinds.begin(), kinds.end(), [](const PathCost& k) { return k.rdma; });
+    if (some_sdma) sdma = &f_.flow_rates(key, flows, c_.copy_rate, true);
+    if (some_rdma && alongside.empty()) {
+      rdma = &f_.flow_rates(key, flows, kNoCap, false);
+    } else if (some_rdma) {
+      // The writes of the steps alongside share the channels with this
+      // step's for part of its time: each step's flows count 1 / steps
+      // (listed after this step's own, whose rates come first).
+      std::string mixed_key = key;
+      for (const int q : alongside) mixed_key += "+" + std::to_string(q);
+      const double share = 1.0 / static_cast<double>(1 + alongside.size());
+      rdma = &f_.flow_rates(mixed_key, [&](std::vector<FlowPair>& list) {
+        flows(list);
+        for (FlowPair& fp : list) fp.weight = share;
+        for (const int q : alongside) {
+          Step1 neighbour;
+          neighbour.shift = q;
+          std::vector<FlowPair> theirs;
+          step_flows(g_, neighbour, p_)(theirs);
+          for (FlowPair& fp : theirs) fp.weight = share;
+          list.insert(list.end(), theirs.begin(), theirs.end());
+        }
+      }, kNoCap, false);
+    }
+    // Rank x's flow is the x-th listed; ranks beyond the counted flows take
+    // the step's slowest share.
+    const double sdma_slowest =
+        sdma == nullptr || sdma->empty() ? c_.copy_rate : *std::min_element(sdma->begin(), sdma->end());
+    const double rdma_slowest = rdma == nullptr || rdma->empty() ? kNoCap : *std::min_element(rdma->begin(), rdma->end());
+    out.rate.resize(static_cast<std::size_t>(p_));
+    for (std::size_t x = 0; x < out.rate.size(); ++x) {
+      const bool over_rdma = kinds[out.paths->kind_of[x]].rdma;
+      const std::vector<double>& rates = over_rdma ? *rdma : *sdma;
+      out.rate[x] = x < rates.size() ? rates[x] : (over_rdma ? rdma_slowest : sdma_slowest);
+    }
+    return out;
+  }
+
+  // The step itself, every rank x sending to x + shift over the paths and
+  // at the rates of `s` (its shift_step): step_to's rules as loops over
+  // plain arrays, with what is the same for every rank (a kind of path's
+  // record, a copy's duration) worked out once, by the same operations (a
+  // pairwise exchange on 1024 NPUs runs a million of these rank steps a
+  // point). A shift's pairing is a rotation: sender x's receiver is
+  // x + shift, wrapped once, so each loop runs in two straight pieces.
+  void step(std::vector<double>& t, const EstimateFabric::RankStep& s, int shift, double bytes, int pieces,
+            bool reduce, double before_wait, double after_done) {
+    const double d = c_.dispatch;
+    const double fixed = c_.sdma_fixed;
+    const double wait = c_.wait;
+    const double post = c_.rdma_post;
+    const double local = std::min(c_.local_rate, c_.copy_rate);
+    const double copy_in = before_wait / local + c_.local_latency;  // sdma_task's, for before_wait > 0
+    const double copy_out = after_done / local + c_.local_latency;
+    const double posts = pieces * (d + post);  // an RDMA write's posts
+    const int ahead = mod(shift, p_);
+    // Per kind of path: a record's cost (SDMA) or a notify's flight (RDMA).
+    kinds_.clear();
+    for (const PathCost& pc : s.paths->kinds) {
+      kinds_.push_back(Kind{pc.rdma, pc.latency, pc.same_chip ? c_.record_local : c_.record_remote,
+                            c_.rdma_notify_bytes / pc.rate});
+    }
+    const Kind* kinds = kinds_.data();
+    const std::uint8_t* kind_of = s.paths->kind_of.data();
+    const double* rate = s.rate.data();
+    double* time = t.data();
+    double* ready = ready_.data();
+    double* done = done_.data();
+    // Receiver x of `sender` records "ready" to it, [copies in].
+    auto record_ready = [&](int sender, int x) {
+      const Kind& k = kinds[kind_of[sender]];
+      double at;
+      if (k.rdma) {
+        at = time[x] + d + post;
+        ready[sender] = at + k.notify + k.latency;
+      } else {
+        at = time[x] + d + k.record;
+        ready[sender] = at;
+      }
+      time[x] = before_wait > 0 ? at + d + fixed + copy_in : at;
+    };
+    // Sender x waits for "ready", writes to y, records "done".
+    auto write = [&](int x, int y) {
+      const Kind& k = kinds[kind_of[x]];
+      const double reach = time[x] + d;
+      double u = either(ready[x] > reach, ready[x], reach + wait);
+      if (k.rdma) {
+        u += posts;
+        const double arrived = u + bytes / rate[x] + k.latency;
+        const double posted = u + d + post;
+        time[x] = posted;
+        done[y] = std::max(posted + k.notify + k.latency, arrived);
+      } else {
+        u = sdma_task(c_, u, fixed, bytes, rate[x], k.latency) + (pieces - 1) * (d + fixed + k.latency);
+        const double recorded = u + d + k.record;
+        time[x] = recorded;
+        done[y] = std::max(recorded, u);
+      }
+    };
+    for (int x = 0; x < p_ - ahead; ++x) record_ready(x, x + ahead);
+    for (int x = p_ - ahead; x < p_; ++x) record_ready(x, x + ahead - p_);
+    for (int x = 0; x < p_ - ahead; ++x) write(x, x + ahead);
+    for (int x = p_ - ahead; x < p_; ++x) write(x, x + ahead - p_);
+    for (int x = 0; x < p_; ++x) {  // receivers wait for "done", reduce [, copy out]
+      const double reach = time[x] + d;
+      double u = either(done[x] > reach, done[x], reach + wait);
+      if (reduce && bytes > 0) {
+        u = sdma_task(c_, u, fixed, bytes, std::min(c_.local_rate, c_.reduce_rate), c_.local_latency) +
+            (pieces - 1) * (d + fixed + c_.local_latency);
+      }
+      if (after_done > 0) u = u + d + fixed + copy_out;
+      time[x] = u;
+    }
   }
 
   // The same for any pairing: rank x sends to to[x] (-1: it sends nothing
-  // in this step), at most one sender per receiver; `key` names the pattern;
-  // `path_of(x, y)` the path between two members (default: the fabric's).
-  // (Templates, not std::function: a pairwise exchange on 1024 NPUs calls
-  // them some three million times a point.)
+  // in this step), at most one sender per receiver, bytes_of(x) bytes;
+  // `key` names the pattern. No copy before the wait or after "done".
   template <class BytesOf>
   void step_to(std::vector<double>& t, const std::vector<int>& to, const std::string& key, const BytesOf& bytes_of,
                int pieces, bool reduce) {
-    step_to(t, to, key, bytes_of, pieces, reduce, 0, 0,
-            [this](int x, int y) { return f_.path(g_.npu(0, x), g_.npu(0, y)); });
-  }
-  template <class BytesOf, class PathOf>
-  void step_to(std::vector<double>& t, const std::vector<int>& to, const std::string& key, const BytesOf& bytes_of,
-               int pieces, bool reduce, double before_wait, double after_done, const PathOf& path_of,
-               const std::vector<int>& alongside = {}) {
     const double d = c_.dispatch;
-    const double local = std::min(c_.local_rate, c_.copy_rate);
+    auto path_of = [this](int x, int y) { return f_.path(g_.npu(0, x), g_.npu(0, y)); };
     std::vector<int>& from = from_;
     from.assign(static_cast<std::size_t>(p_), -1);
     std::vector<std::size_t>& flow_of = flow_of_;
@@ -478,35 +619,16 @@ class PerRankSteps {
       flow_of[static_cast<std::size_t>(x)] = listed++;
     }
     const std::vector<double>& sdma_rates = f_.flow_rates(key, flows, c_.copy_rate, true);
-    // The writes of the steps alongside share the channels with this step's
-    // for part of its time: each step's flows count 1 / steps (listed after
-    // this step's own, whose rates come first).
-    std::string mixed_key = key;
-    for (const int q : alongside) mixed_key += "+" + std::to_string(q);
-    const double share = 1.0 / static_cast<double>(1 + alongside.size());
-    auto mixed_flows = [&](std::vector<FlowPair>& out) {
-      flows(out);
-      for (FlowPair& fp : out) fp.weight = share;
-      for (const int q : alongside) {
-        Step1 neighbour;
-        neighbour.shift = q;
-        std::vector<FlowPair> theirs;
-        step_flows(g_, neighbour, p_)(theirs);
-        for (FlowPair& fp : theirs) fp.weight = share;
-        out.insert(out.end(), theirs.begin(), theirs.end());
-      }
-    };
-    const std::vector<double>& rdma_rates =
-        alongside.empty() ? f_.flow_rates(key, flows, kNoCap, false) : f_.flow_rates(mixed_key, mixed_flows, kNoCap, false);
+    const std::vector<double>& rdma_rates = f_.flow_rates(key, flows, kNoCap, false);
     // Ranks beyond the counted flows take the step's slowest share.
     const double sdma_slowest = sdma_rates.empty() ? c_.copy_rate : *std::min_element(sdma_rates.begin(), sdma_rates.end());
     const double rdma_slowest = rdma_rates.empty() ? kNoCap : *std::min_element(rdma_rates.begin(), rdma_rates.end());
-    for (int x = 0; x < p_; ++x) {  // receivers record "ready" to their sender, [copy in]
+    for (int x = 0; x < p_; ++x) {  // receivers record "ready" to their sender
       const int sender = from[static_cast<std::size_t>(x)];
       if (sender < 0) continue;
       const auto [at, lands] = record(t[static_cast<std::size_t>(x)], path_of(sender, x));
       ready_[static_cast<std::size_t>(sender)] = lands;
-      t[static_cast<std::size_t>(x)] = before_wait > 0 ? sdma_task(c_, at, c_.sdma_fixed, before_wait, local, c_.local_latency) : at;
+      t[static_cast<std::size_t>(x)] = at;
     }
     for (int x = 0; x < p_; ++x) {  // senders wait, write, record "done"
       const int y = to[static_cast<std::size_t>(x)];
@@ -529,7 +651,7 @@ class PerRankSteps {
       t[static_cast<std::size_t>(x)] = at;
       done_[static_cast<std::size_t>(y)] = std::max(lands, arrived);
     }
-    for (int x = 0; x < p_; ++x) {  // receivers wait for "done", reduce [, copy out]
+    for (int x = 0; x < p_; ++x) {  // receivers wait for "done" [, reduce]
       if (from[static_cast<std::size_t>(x)] < 0) continue;
       const double bytes = bytes_of(from[static_cast<std::size_t>(x)]);
       double u = c_.wait_end(t[static_cast<std::size_t>(x)] + d, done_[static_cast<std::size_t>(x)]);
@@ -537,7 +659,6 @@ class PerRankSteps {
         u = sdma_task(c_, u, c_.sdma_fixed, bytes, std::min(c_.local_rate, c_.reduce_rate), c_.local_latency) +
             (pieces - 1) * (d + c_.sdma_fixed + c_.local_latency);
       }
-      if (after_done > 0) u = sdma_task(c_, u, c_.sdma_fixed, after_done, local, c_.local_latency);
       t[static_cast<std::size_t>(x)] = u;
     }
   }
@@ -558,8 +679,16 @@ class PerRankSteps {
   GroupLayout g_;
   int p_;
   std::vector<double> ready_, done_;
-  std::vector<int> to_, from_;          // reused by every step
+  struct Kind {  // step()'s, per kind of path
+    bool rdma;
+    double latency;
+    double record;  // SDMA: a record's duration
+    double notify;  // RDMA: a notify's bytes over the path's rate
+  };
+  std::vector<Kind> kinds_;
+  std::vector<int> from_;  // reused by every step
   std::vector<std::size_t> flow_of_;
+  std::map<int, EstimateFabric::RankStep> by_shift_;  // step(t, shift, ...)'s, per shift
 };
 
 // Guarded RDMA steps followed rank by rank, every write a flow of its own
@@ -1084,35 +1213,49 @@ double pairwise_per_rank(const EstimateFabric& fabric, const CollectiveSpec& spe
   const int window = p - 1 <= 120 ? p - 1 : 100;
   const double local = std::min(c.local_rate, c.copy_rate);
   PerRankSteps steps(fabric, g, p);
+  // Step s's paths and shares (index s; 0 unused), solved at the first size only.
+  const std::vector<EstimateFabric::RankStep>& exchange = fabric.rank_steps(
+      "pairwise/" + std::to_string(p) + "/" + std::to_string(g.stride) + "/" + std::to_string(g.groups) + "/" +
+          std::to_string(g.group_step),
+      [&] {
+        std::vector<EstimateFabric::RankStep> out(static_cast<std::size_t>(p));
+        for (int s = 1; s < p; ++s) {
+          // A rank posts its write and goes on once its sender's write has
+          // landed, not its own: its write of step s is still in flight in
+          // step s + 1, as its sender's of step s - 1 was in step s. So a
+          // step's writes share the NICs and spines with those of both
+          // neighbours (an ECMP collision of one step is spread over three).
+          std::vector<int> alongside;
+          for (const int q : {s - 1, s + 1}) {
+            if (q >= 1 && q < p) alongside.push_back(q);
+          }
+          out[static_cast<std::size_t>(s)] = steps.shift_step(s, alongside);
+        }
+        return out;
+      });
   std::vector<double> t(static_cast<std::size_t>(p), free), ready(t);
   for (std::uint64_t first = 0; first < std::max<std::uint64_t>(spec.count, 1); first += per_loop) {
     const double bytes = static_cast<double>(std::min(per_loop, spec.count - first)) * esz;
     for (double& x : t) x = sdma_task(c, x, c.sdma_fixed, bytes, local, c.local_latency);
     for (int s = 1; s < p; ++s) {
       if ((s - 1) % window == 0 && window < p - 1 && s > 1) {
-        // The dissemination barrier between rounds: record to x + 2^i, wait from x - 2^i.
+        // The dissemination barrier between rounds: record to x + 2^i, wait
+        // from x - 2^i (the pairs of step 2^i, whose paths are known).
         for (int i = 0; i < ceil_log2(p); ++i) {
+          const int ahead = 1 << i;
+          const EstimateFabric::PairTable& pairs = *exchange[static_cast<std::size_t>(ahead)].paths;
           for (int x = 0; x < p; ++x) {
             const auto [at, lands] =
-                steps.record(t[static_cast<std::size_t>(x)], fabric.path(g.npu(0, x), g.npu(0, mod(x + (1 << i), p))));
+                steps.record(t[static_cast<std::size_t>(x)], pairs.kinds[pairs.kind_of[static_cast<std::size_t>(x)]]);
             t[static_cast<std::size_t>(x)] = at;
-            ready[static_cast<std::size_t>(mod(x + (1 << i), p))] = lands;
+            ready[static_cast<std::size_t>(x + ahead < p ? x + ahead : x + ahead - p)] = lands;
           }
           for (int x = 0; x < p; ++x) {
             t[static_cast<std::size_t>(x)] = c.wait_end(t[static_cast<std::size_t>(x)] + d, ready[static_cast<std::size_t>(x)]);
           }
         }
       }
-      // A rank posts its write and goes on once its sender's write has
-      // landed, not its own: its write of step s is still in flight in step
-      // s + 1, as its sender's of step s - 1 was in step s. So a step's
-      // writes share the NICs and spines with those of both neighbours (an
-      // ECMP collision of one step is spread over three).
-      std::vector<int> alongside;
-      for (const int q : {s - 1, s + 1}) {
-        if (q >= 1 && q < p) alongside.push_back(q);
-      }
-      steps.step(t, s, bytes, 1, false, bytes, bytes, alongside);
+      steps.step(t, exchange[static_cast<std::size_t>(s)], s, bytes, 1, false, bytes, bytes);
     }
     if (spec.count == 0) break;
   }
