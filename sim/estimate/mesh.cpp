@@ -300,6 +300,11 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
     std::vector<PathCost> path;  // per slot: the slowest kind of path (representative form)
   };
   std::map<std::size_t, RoundSlots> round_slots;
+  struct SampleShares {
+    const std::vector<double>* rates = nullptr;  // each flow's share (the fabric keeps it)
+    std::size_t own = 0;                         // the round's own flows, first in rates
+  };
+  std::vector<SampleShares> sample_shares(rounds.size());
   int use = 0;
   for (std::uint64_t step = 0; step < steps; ++step) {
     const double piece = static_cast<double>(std::min(block, s.count - std::min(s.count, step * block)) * esz);
@@ -314,27 +319,33 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
       // own block and peers; the slots whose first peer is on the same chip
       // get a round ahead), so a link carries the reads of the neighbouring
       // rounds too: each of those rounds' flows counts 1 / rounds. The first
-      // round's reads all start together.
-      std::vector<std::size_t> in_flight{sample};
-      if (sample >= 1) {
-        for (const std::size_t q : {sample - 1, sample + 1}) {
-          if (q >= 1 && q < rounds.size()) in_flight.push_back(q);
+      // round's reads all start together. Solved once per sampled round and
+      // kept for every step (a round's key and count, built per round, took
+      // most of a point on 99,840 dies: 12,480 rounds a step).
+      SampleShares& shares = sample_shares[sample];
+      if (shares.rates == nullptr) {
+        std::vector<std::size_t> in_flight{sample};
+        if (sample >= 1) {
+          for (const std::size_t q : {sample - 1, sample + 1}) {
+            if (q >= 1 && q < rounds.size()) in_flight.push_back(q);
+          }
         }
+        std::string key = "a2a/" + std::to_string(p);
+        for (const std::size_t q : in_flight) key += "/" + std::to_string(q);
+        auto flows = [&](std::vector<FlowPair>& out) {
+          const double share = 1.0 / static_cast<double>(in_flight.size());
+          for (const std::size_t q : in_flight) {
+            const std::size_t first = out.size();
+            for (int r = 0; r < p && out.size() - first < 8192; ++r)
+              for (int x : rounds[q]) out.push_back(FlowPair{(r + p - x) % p, r, share});
+          }
+        };
+        // The round's flows, listed rank-major, one per distance (then those of the rounds alongside).
+        shares.rates = &f.flow_rates(key, flows, c.copy_rate, false);
+        for (int r = 0; r < p && shares.own < 8192; ++r) shares.own += dist.size();
       }
-      std::string key = "a2a/" + std::to_string(p);
-      for (const std::size_t q : in_flight) key += "/" + std::to_string(q);
-      auto flows = [&](std::vector<FlowPair>& out) {
-        const double share = 1.0 / static_cast<double>(in_flight.size());
-        for (const std::size_t q : in_flight) {
-          const std::size_t first = out.size();
-          for (int r = 0; r < p && out.size() - first < 8192; ++r)
-            for (int x : rounds[q]) out.push_back(FlowPair{(r + p - x) % p, r, share});
-        }
-      };
-      // The round's flows, listed rank-major, one per distance (then those of the rounds alongside).
-      const std::vector<double>& rates = f.flow_rates(key, flows, c.copy_rate, false);
-      std::size_t own = 0;  // this round's flows, first in `rates`
-      for (int r = 0; r < p && own < 8192; ++r) own += dist.size();
+      const std::vector<double>& rates = *shares.rates;
+      const std::size_t own = shares.own;  // this round's flows, first in `rates`
       // Each slot's slowest share and path, once per (sampled) round.
       auto cached = round_slots.find(sample);
       if (cached == round_slots.end()) {
