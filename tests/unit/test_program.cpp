@@ -495,18 +495,26 @@ TEST_CASE("program: a notify wait whose timeout expires fails the run with HCCL_
 
 // ------------------------------------------- programs that cannot finish
 
-TEST_CASE("program: two host threads each waiting first for the other's record is a cycle", "[program][graph_error]") {
-  Platform platform(load_topology(a2_server()));
-  Program p = program_for(platform);
+namespace {
+// Two host threads of rank 0, each waiting (with `timeout`, 0 = forever)
+// for the other's record before recording to it.
+Program::Built two_threads_waiting_on_each_other(Program& p, Time timeout) {
   REQUIRE(p.add_domain(0, {0}) == HCCL_SUCCESS);
   ThreadHandle a = 0, b = 0;
   REQUIRE(p.thread_acquire(p.comm(0, 0), COMM_ENGINE_CPU_TS, 1, 1, &a) == HCCL_SUCCESS);
   REQUIRE(p.thread_acquire(p.comm(0, 0), COMM_ENGINE_CPU_TS, 1, 1, &b) == HCCL_SUCCESS);
-  REQUIRE(p.notify_wait(a, 0, Time{}) == HCCL_SUCCESS);
+  REQUIRE(p.notify_wait(a, 0, timeout) == HCCL_SUCCESS);
   REQUIRE(p.notify_record(a, b, 0) == HCCL_SUCCESS);
-  REQUIRE(p.notify_wait(b, 0, Time{}) == HCCL_SUCCESS);
+  REQUIRE(p.notify_wait(b, 0, timeout) == HCCL_SUCCESS);
   REQUIRE(p.notify_record(b, a, 0) == HCCL_SUCCESS);
-  const Program::Built built = p.build();
+  return p.build();
+}
+}  // namespace
+
+TEST_CASE("program: two host threads each waiting first for the other's record is a cycle", "[program][graph_error]") {
+  Platform platform(load_topology(a2_server()));
+  Program p = program_for(platform);
+  const Program::Built built = two_threads_waiting_on_each_other(p, Time{});
   const TaskId wait_a = thread_tasks(built.graph, 0, "d0/CPU_TS/thread0").at(0);
   const TaskId wait_b = thread_tasks(built.graph, 0, "d0/CPU_TS/thread1").at(0);
   Scheduler scheduler(platform);
@@ -527,15 +535,7 @@ TEST_CASE("program: a cycle of waits with timeouts is refused as a cycle, not re
           "[program][graph_error]") {
   Platform platform(load_topology(a2_server()));
   Program p = program_for(platform);
-  REQUIRE(p.add_domain(0, {0}) == HCCL_SUCCESS);
-  ThreadHandle a = 0, b = 0;
-  REQUIRE(p.thread_acquire(p.comm(0, 0), COMM_ENGINE_CPU_TS, 1, 1, &a) == HCCL_SUCCESS);
-  REQUIRE(p.thread_acquire(p.comm(0, 0), COMM_ENGINE_CPU_TS, 1, 1, &b) == HCCL_SUCCESS);
-  REQUIRE(p.notify_wait(a, 0, Time::from_us(5)) == HCCL_SUCCESS);
-  REQUIRE(p.notify_record(a, b, 0) == HCCL_SUCCESS);
-  REQUIRE(p.notify_wait(b, 0, Time::from_us(5)) == HCCL_SUCCESS);
-  REQUIRE(p.notify_record(b, a, 0) == HCCL_SUCCESS);
-  const Program::Built built = p.build();
+  const Program::Built built = two_threads_waiting_on_each_other(p, Time::from_us(5));
   Scheduler scheduler(platform);
   try {
     scheduler.run(built.graph);
