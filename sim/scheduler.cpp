@@ -109,7 +109,15 @@ void Scheduler::compile(const TaskGraph& graph) {
     }
   }
   // Explicit dependencies as flat per-task lists, in the graph's order for
-  // one task (the order their releases are sent in). Streams are set in run().
+  // one task (the order their releases are sent in), each with its stream:
+  // a rank's threads are its engine's streams, in graph order (as run() loads them).
+  std::vector<std::uint32_t> stream_of_thread(graph.threads().size());
+  {
+    std::vector<std::uint32_t> streams_on(static_cast<std::size_t>(platform_.npus()), 0);
+    for (ThreadId th = 0; th < graph.threads().size(); ++th) {
+      stream_of_thread[th] = streams_on[static_cast<std::size_t>(graph.thread(th).rank)]++;
+    }
+  }
   first_successor_.assign(tasks.size() + 1, 0);
   for (const auto& [before, after] : graph.dependencies()) {
     ++first_successor_[before + 1];
@@ -119,7 +127,9 @@ void Scheduler::compile(const TaskGraph& graph) {
   successors_.resize(graph.dependencies().size());
   // Filled through the starts themselves (each ends as the next one's
   // start, then all move up one): no second array of a word per task.
-  for (const auto& [before, after] : graph.dependencies()) successors_[first_successor_[before]++] = Successor{after, 0};
+  for (const auto& [before, after] : graph.dependencies()) {
+    successors_[first_successor_[before]++] = Successor{after, stream_of_thread[tasks[after].thread]};
+  }
   for (std::size_t i = tasks.size(); i > 0; --i) first_successor_[i] = first_successor_[i - 1];
   first_successor_[0] = 0;
 }
@@ -143,13 +153,7 @@ RunResult Scheduler::run(const TaskGraph& graph, DataTracker* tracker) {
   const std::uint64_t activations_before = platform_.activations();
 
   std::vector<std::vector<const std::vector<std::uint32_t>*>> streams(static_cast<std::size_t>(npus));
-  std::vector<std::uint32_t> stream_of_thread(graph.threads().size());
-  for (ThreadId th = 0; th < graph.threads().size(); ++th) {
-    auto& list = streams[static_cast<std::size_t>(graph.thread(th).rank)];
-    stream_of_thread[th] = static_cast<std::uint32_t>(list.size());
-    list.push_back(&graph.thread(th).tasks);
-  }
-  for (Successor& next : successors_) next.stream = stream_of_thread[graph.task(next.task).thread];
+  for (const Thread& th : graph.threads()) streams[static_cast<std::size_t>(th.rank)].push_back(&th.tasks);
   // Registers and flags per NPU: as many as the graph uses there.
   std::vector<int> registers(static_cast<std::size_t>(npus), 0);
   std::vector<int> flags(static_cast<std::size_t>(npus), 0);
