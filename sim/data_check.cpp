@@ -385,27 +385,43 @@ BufferContents::BufferContents(const RankSetTable* sets, std::uint64_t size) : s
     DataSpan s;
     s.unit = size;
     blocks_.push_back({Entry{0, s}});
-    starts_.push_back(0);
+    views_.emplace_back();
+    view(0);
     count_ = 1;
   }
 }
 
+BufferContents::BufferContents(const BufferContents& o)
+    : sets_(o.sets_), size_(o.size_), blocks_(o.blocks_), views_(o.views_), count_(o.count_), finger_(o.finger_) {
+  for (std::size_t b = 0; b < blocks_.size(); ++b) view(b);  // the copy's own entries
+}
+
+BufferContents& BufferContents::operator=(const BufferContents& o) {
+  if (this != &o) *this = BufferContents(o);
+  return *this;
+}
+
 BufferContents::Pos BufferContents::locate(std::uint64_t pos) const {
-  if (finger_.block < blocks_.size() && finger_.index < blocks_[finger_.block].size()) {
-    Pos p = finger_;
-    auto holds = [&](Pos q) { return at(q).begin <= pos && pos - at(q).begin < at(q).span.bytes(); };
-    if (holds(p)) return p;
-    if (pos >= at(p).begin) {
-      if (step_forward(p) && holds(p)) return finger_ = p;
-    } else if (step_back(p) && holds(p)) {
-      return finger_ = p;
-    }
+  auto holds = [pos](const Entry& e) { return e.begin <= pos && pos - e.begin < e.span.bytes(); };
+  std::size_t b = finger_.block;
+  if (b < views_.size() && finger_.index < views_[b].size) {
+    const BlockView& v = views_[b];
+    const std::size_t i = finger_.index;
+    if (holds(v.data[i])) return finger_;
+    if (i + 1 < v.size && holds(v.data[i + 1])) return finger_ = Pos{b, i + 1};
+    if (i > 0 && holds(v.data[i - 1])) return finger_ = Pos{b, i - 1};
+    if (pos < v.start || (b + 1 < views_.size() && pos >= views_[b + 1].start)) b = views_.size();
+  } else {
+    b = views_.size();
   }
-  const std::size_t b = static_cast<std::size_t>(std::upper_bound(starts_.begin(), starts_.end(), pos) - starts_.begin()) - 1;
-  const std::vector<Entry>& blk = blocks_[b];
-  const auto it =
-      std::upper_bound(blk.begin(), blk.end(), pos, [](std::uint64_t p, const Entry& e) { return p < e.begin; });
-  finger_ = Pos{b, static_cast<std::size_t>(it - blk.begin()) - 1};
+  if (b == views_.size()) {  // not in the finger's block
+    const auto it = std::upper_bound(views_.begin(), views_.end(), pos,
+                                     [](std::uint64_t p, const BlockView& v) { return p < v.start; });
+    b = static_cast<std::size_t>(it - views_.begin()) - 1;
+  }
+  const BlockView& v = views_[b];
+  const Entry* e = std::upper_bound(v.data, v.data + v.size, pos, [](std::uint64_t p, const Entry& x) { return p < x.begin; });
+  finger_ = Pos{b, static_cast<std::size_t>(e - v.data) - 1};
   return finger_;
 }
 
@@ -416,16 +432,16 @@ bool BufferContents::step_back(Pos& p) const {
   }
   if (p.block == 0) return false;
   --p.block;
-  p.index = blocks_[p.block].size() - 1;
+  p.index = views_[p.block].size - 1;
   return true;
 }
 
 bool BufferContents::step_forward(Pos& p) const {
-  if (p.index + 1 < blocks_[p.block].size()) {
+  if (p.index + 1 < views_[p.block].size) {
     ++p.index;
     return true;
   }
-  if (p.block + 1 == blocks_.size()) return false;
+  if (p.block + 1 == views_.size()) return false;
   ++p.block;
   p.index = 0;
   return true;
@@ -476,11 +492,14 @@ void BufferContents::replace(Pos first, Pos last, const std::vector<DataSpan>& s
     }
     count_ = count_ - old_count + spans.size();
     const std::size_t b = first.block;
+    view(b);
     if (blk.size() > 2 * kBlock) {  // split in two
       std::vector<Entry> upper(blk.begin() + static_cast<std::ptrdiff_t>(blk.size() / 2), blk.end());
       blk.resize(blk.size() / 2);
-      starts_.insert(starts_.begin() + static_cast<std::ptrdiff_t>(b + 1), upper.front().begin);
       blocks_.insert(blocks_.begin() + static_cast<std::ptrdiff_t>(b + 1), std::move(upper));
+      views_.insert(views_.begin() + static_cast<std::ptrdiff_t>(b + 1), BlockView{});
+      view(b);
+      view(b + 1);
     } else if (blk.size() < kBlock / 4 && blocks_.size() > 1) {  // join a small neighbour
       const std::size_t left = b + 1 < blocks_.size() ? b : b - 1;
       std::vector<Entry>& a = blocks_[left];
@@ -488,7 +507,8 @@ void BufferContents::replace(Pos first, Pos last, const std::vector<DataSpan>& s
       if (a.size() + c.size() <= kBlock) {
         a.insert(a.end(), c.begin(), c.end());
         blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(left + 1));
-        starts_.erase(starts_.begin() + static_cast<std::ptrdiff_t>(left + 1));
+        views_.erase(views_.begin() + static_cast<std::ptrdiff_t>(left + 1));
+        view(left);
       }
     }
     return;
@@ -507,19 +527,18 @@ void BufferContents::replace(Pos first, Pos last, const std::vector<DataSpan>& s
   count_ += merged.size();
   const std::size_t pieces = std::max<std::size_t>(1, (merged.size() + kBlock - 1) / kBlock);
   std::vector<std::vector<Entry>> cut(pieces);
-  std::vector<std::uint64_t> cut_starts(pieces);
   for (std::size_t k = 0; k < pieces; ++k) {
     const std::size_t from = merged.size() * k / pieces;
     const std::size_t to = merged.size() * (k + 1) / pieces;
     cut[k].assign(merged.begin() + static_cast<std::ptrdiff_t>(from), merged.begin() + static_cast<std::ptrdiff_t>(to));
-    cut_starts[k] = cut[k].front().begin;
   }
   const auto b0 = static_cast<std::ptrdiff_t>(first.block);
   const auto b1 = static_cast<std::ptrdiff_t>(last.block) + 1;
   blocks_.erase(blocks_.begin() + b0, blocks_.begin() + b1);
   blocks_.insert(blocks_.begin() + b0, std::make_move_iterator(cut.begin()), std::make_move_iterator(cut.end()));
-  starts_.erase(starts_.begin() + b0, starts_.begin() + b1);
-  starts_.insert(starts_.begin() + b0, cut_starts.begin(), cut_starts.end());
+  views_.erase(views_.begin() + b0, views_.begin() + b1);
+  views_.insert(views_.begin() + b0, pieces, BlockView{});
+  for (std::size_t k = 0; k < pieces; ++k) view(first.block + k);
 }
 
 void BufferContents::keep_head(const Range& r, std::uint64_t offset, std::vector<DataSpan>& out) const {
@@ -670,31 +689,67 @@ void DataTracker::reduce(const BufferRef& ref, const std::vector<DataSpan>& span
   mutable_buffer(ref.rank, ref.buffer).reduce(ref.offset, spans, idempotent_, *sets_);
 }
 
-std::string DataTracker::compare(int rank, BufferKind kind, std::uint64_t offset,
-                                 const std::vector<Piece>& expected) {
-  std::vector<Piece> want;
+bool DataTracker::holds(int rank, BufferKind kind, std::uint64_t offset, const std::vector<DataSpan>& expected) const {
   std::uint64_t length = 0;
-  for (const Piece& p : expected) {
-    append_merged(want, p);
-    length += p.length;
-  }
+  for (const DataSpan& s : expected) length += s.bytes();
   const BufferContents& buf = buffer(rank, kind);
-  bool same = offset <= buf.size() && length <= buf.size() - offset;
-  if (same) {
-    std::vector<DataSpan> spans;
-    buf.read(offset, length, spans);
-    std::vector<DataSpan> got;
-    for (const DataSpan& s : spans) expand_into(got, s);
-    same = got.size() == want.size();
-    for (std::size_t i = 0; same && i < got.size(); ++i) {
-      const DataSpan& g = got[i];
-      const Piece& w = want[i];
-      same = g.unit == w.length && g.state == w.state &&
-             (g.state != Piece::State::Value || (g.origin == w.origin && g.from == sets_->find(w.from)));
+  if (offset > buf.size() || length > buf.size() - offset) return false;
+  std::vector<DataSpan> spans;
+  buf.read(offset, length, spans);
+  std::vector<DataSpan> got;
+  for (const DataSpan& s : spans) expand_into(got, s);
+  std::vector<DataSpan> want;
+  for (const DataSpan& s : expected) expand_into(want, s);
+  if (got.size() != want.size()) return false;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const DataSpan& g = got[i];
+    const DataSpan& w = want[i];
+    if (g.unit != w.unit || g.state != w.state ||
+        (g.state == State::Value && (g.origin != w.origin || g.from != w.from))) {
+      return false;
     }
   }
-  if (same) return {};
-  return compare_pieces(buf.normalized(offset, length), expected);  // the difference in words
+  return true;
+}
+
+std::string DataTracker::compare(int rank, BufferKind kind, std::uint64_t offset,
+                                 const std::vector<Piece>& expected) {
+  std::vector<DataSpan> spans;
+  std::uint64_t length = 0;
+  for (const Piece& p : expected) {
+    DataSpan s;
+    s.unit = p.length;
+    s.state = p.state;
+    if (p.state == State::Value) {
+      s.origin = p.origin;
+      s.from = sets_->find(p.from);  // kNone, held by no buffer, when no run made that set
+    }
+    spans.push_back(s);
+    length += p.length;
+  }
+  if (holds(rank, kind, offset, spans)) return {};
+  return compare_pieces(buffer(rank, kind).normalized(offset, length), expected);  // the difference in words
+}
+
+std::string DataTracker::compare(int rank, BufferKind kind, std::uint64_t offset,
+                                 const std::vector<DataSpan>& expected) {
+  if (holds(rank, kind, offset, expected)) return {};
+  std::vector<Piece> pieces;
+  std::uint64_t length = 0;
+  for (const DataSpan& s : expected) {
+    for (std::uint64_t k = 0; k < s.count; ++k) {
+      Piece p;
+      p.length = s.unit;
+      p.state = s.state;
+      if (s.state == State::Value) {
+        p.origin = s.origin;
+        p.from = sets_->get(set_of(s, k));
+      }
+      pieces.push_back(p);
+    }
+    length += s.bytes();
+  }
+  return compare_pieces(buffer(rank, kind).normalized(offset, length), pieces);
 }
 
 std::string compare_pieces(const std::vector<Piece>& got, const std::vector<Piece>& expected) {

@@ -106,6 +106,10 @@ struct DataSpan {
 class BufferContents {
  public:
   BufferContents(const RankSetTable* sets, std::uint64_t size);
+  BufferContents(const BufferContents& o);  // views its own copy of the entries
+  BufferContents& operator=(const BufferContents& o);
+  BufferContents(BufferContents&&) noexcept = default;  // entries stay where they are
+  BufferContents& operator=(BufferContents&&) noexcept = default;
   std::uint64_t size() const { return size_; }
   // Sets `out` to the spans of [offset, offset + length).
   void read(std::uint64_t offset, std::uint64_t length, std::vector<DataSpan>& out) const;
@@ -130,7 +134,7 @@ class BufferContents {
     std::size_t index;
   };
   Pos locate(std::uint64_t pos) const;  // the entry holding pos < size_
-  const Entry& at(Pos p) const { return blocks_[p.block][p.index]; }
+  const Entry& at(Pos p) const { return views_[p.block].data[p.index]; }
   bool step_back(Pos& p) const;     // to the previous entry; false at the first
   bool step_forward(Pos& p) const;  // to the next entry; false at the last
   // Replaces entries first..last (inclusive) with `spans`, which cover the same bytes.
@@ -154,11 +158,20 @@ class BufferContents {
   std::uint64_t size_;
   // Sorted by begin, covering [0, size_), neighbours never continuing each other.
   std::vector<std::vector<Entry>> blocks_;  // none empty
-  std::vector<std::uint64_t> starts_;       // begin of each block's first entry
+  // Per block: its first entry's begin, where its entries are and how many.
+  // A search reads only these (one array), not the blocks' own headers,
+  // which are each a cache miss in a buffer a copy has not touched lately.
+  struct BlockView {
+    std::uint64_t start;
+    const Entry* data;
+    std::size_t size;
+  };
+  std::vector<BlockView> views_;
+  void view(std::size_t b) { views_[b] = BlockView{blocks_[b].front().begin, blocks_[b].data(), blocks_[b].size()}; }
   std::size_t count_ = 0;                   // entries in all blocks
   // Where the last search ended: collectives often touch a buffer next to
   // where they last did (a ring's blocks arrive one after the other), so
-  // locate tries it and its neighbours before searching.
+  // locate tries it and its neighbours, then its block, before searching.
   mutable Pos finger_{0, 0};
 };
 
@@ -177,10 +190,16 @@ class DataTracker {
   // compare_pieces(buffer(rank, kind).normalized(offset, length of expected), expected),
   // without building the pieces of the buffer unless they differ.
   std::string compare(int rank, BufferKind kind, std::uint64_t offset, const std::vector<Piece>& expected);
+  // The same with the expected contents as value spans over sets(), which
+  // builds no pieces at all unless they differ.
+  std::string compare(int rank, BufferKind kind, std::uint64_t offset, const std::vector<DataSpan>& expected);
   const RankSetTable& sets() const { return *sets_; }
+  RankSetTable& sets() { return *sets_; }
 
  private:
   BufferContents& mutable_buffer(int rank, BufferKind kind);
+  // Whether [offset, offset + bytes of expected) of the buffer holds `expected`, element by element.
+  bool holds(int rank, BufferKind kind, std::uint64_t offset, const std::vector<DataSpan>& expected) const;
   std::unique_ptr<RankSetTable> sets_;   // the buffers point at it: stays put when the tracker moves
   std::vector<BufferContents> buffers_;  // rank * 3 + kind
   bool idempotent_;

@@ -340,10 +340,11 @@ std::vector<PerfRow> run_perf(Platform& platform, const PerfRequest& request, Tr
       row.check = "fail: " + result.check_error;
     } else {
       row.check = "success";
+      ExpectedOutputs expected(spec, tracker->sets());
       for (int r = 0; r < spec.ranks && row.check == "success"; ++r) {
         if (spec.op == CollOp::Reduce && r != spec.root) continue;
         // AlltoAllV outputs differ in length per rank; the buffer is sized for the largest.
-        const std::string diff = tracker->compare(r, BufferKind::Output, 0, expected_output(spec, r));
+        const std::string diff = tracker->compare(r, BufferKind::Output, 0, expected.of(r));
         if (!diff.empty()) row.check = "fail: rank " + std::to_string(r) + " output " + diff;
       }
     }

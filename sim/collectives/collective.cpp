@@ -88,32 +88,61 @@ BufferSizes buffer_sizes(const CollectiveSpec& spec) {
   return {};
 }
 
-std::vector<Piece> expected_output(const CollectiveSpec& spec, int rank) {
-  const std::uint64_t unit = spec.count * data_type_size(spec.dtype);
-  const RankSet everyone = RankSet::all(spec.ranks);
-  std::vector<Piece> out;
-  if (unit == 0 && spec.alltoallv_counts.empty()) return out;
-  switch (spec.op) {
-    case CollOp::AllReduce: out.push_back(Piece::value(unit, 0, everyone)); break;
+ExpectedOutputs::ExpectedOutputs(const CollectiveSpec& spec, RankSetTable& sets)
+    : spec_(spec), everyone_(sets.intern(RankSet::all(spec.ranks))) {}
+
+void ExpectedOutputs::value(std::uint64_t unit, std::uint64_t origin, RankSetTable::Id from, std::uint32_t count) {
+  DataSpan s;
+  s.unit = unit;
+  s.origin = origin;
+  s.from = from;
+  s.count = count;
+  s.step = count > 1 ? 1 : 0;
+  s.state = Piece::State::Value;
+  spans_.push_back(s);
+}
+
+const std::vector<DataSpan>& ExpectedOutputs::of(int rank) {
+  spans_.clear();
+  const std::uint64_t esz = data_type_size(spec_.dtype);
+  const std::uint64_t unit = spec_.count * esz;
+  const auto ranks = static_cast<std::uint32_t>(spec_.ranks);
+  if (spec_.op == CollOp::AlltoAll && !spec_.alltoallv_counts.empty()) {
+    if (starts_.empty() || rank < displaced_rank_) {
+      starts_.assign(ranks, 0);
+      displaced_rank_ = 0;
+    }
+    for (; displaced_rank_ < rank; ++displaced_rank_) {
+      for (int j = 0; j < spec_.ranks; ++j) starts_[static_cast<std::size_t>(j)] += spec_.pair_count(j, displaced_rank_);
+    }
+    for (int j = 0; j < spec_.ranks; ++j) {
+      const std::uint64_t n = spec_.pair_count(j, rank);
+      if (n > 0) value(n * esz, starts_[static_cast<std::size_t>(j)] * esz, static_cast<RankSetTable::Id>(j));
+    }
+    return spans_;
+  }
+  if (unit == 0) return spans_;
+  const auto r = static_cast<std::uint64_t>(rank);
+  switch (spec_.op) {
+    case CollOp::AllReduce: value(unit, 0, everyone_); break;
     case CollOp::Reduce:
-      if (rank == spec.root) out.push_back(Piece::value(unit, 0, everyone));
+      if (rank == spec_.root) value(unit, 0, everyone_);
       break;
-    case CollOp::Broadcast: out.push_back(Piece::value(unit, 0, RankSet::single(spec.root))); break;
-    case CollOp::ReduceScatter:
-      out.push_back(Piece::value(unit, unit * static_cast<std::uint64_t>(rank), everyone));
-      break;
-    case CollOp::AllGather:
-      for (int j = 0; j < spec.ranks; ++j) out.push_back(Piece::value(unit, 0, RankSet::single(j)));
-      break;
-    case CollOp::AlltoAll: {
-      const std::uint64_t esz = data_type_size(spec.dtype);
-      for (int j = 0; j < spec.ranks; ++j) {
-        std::uint64_t displ = 0;  // where rank j's block for `rank` starts in j's input
-        for (int k = 0; k < rank; ++k) displ += spec.pair_count(j, k);
-        const std::uint64_t n = spec.pair_count(j, rank);
-        if (n > 0) out.push_back(Piece::value(n * esz, displ * esz, RankSet::single(j)));
-      }
-      break;
+    case CollOp::Broadcast: value(unit, 0, static_cast<RankSetTable::Id>(spec_.root)); break;
+    case CollOp::ReduceScatter: value(unit, unit * r, everyone_); break;
+    case CollOp::AllGather: value(unit, 0, 0, ranks); break;             // rank j's input in block j
+    case CollOp::AlltoAll: value(unit, unit * r, 0, ranks); break;       // j's block for `rank`, in block j
+  }
+  return spans_;
+}
+
+std::vector<Piece> expected_output(const CollectiveSpec& spec, int rank) {
+  RankSetTable sets(spec.ranks);
+  ExpectedOutputs expected(spec, sets);
+  std::vector<Piece> out;
+  for (const DataSpan& s : expected.of(rank)) {
+    for (std::uint32_t k = 0; k < s.count; ++k) {
+      out.push_back(Piece::value(s.unit, s.origin, sets.get(s.from + k * static_cast<std::uint32_t>(s.step))));
     }
   }
   return out;

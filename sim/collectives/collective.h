@@ -91,8 +91,26 @@ struct BufferSizes {
 // (AlltoAllV: the largest over the ranks.)
 BufferSizes buffer_sizes(const CollectiveSpec& spec);
 
-// What rank `rank`'s output must hold afterwards (empty for a Reduce
-// non-root, whose output is not defined). Also for AlltoAllV.
+// What each rank's output must hold afterwards (nothing for a Reduce
+// non-root, whose output is not defined; also for AlltoAllV), as spans whose
+// sets are ids of `sets`: an AllGather's or AlltoAll's output is one run
+// however many ranks there are. Ranks asked in increasing order cost O(ranks)
+// each: AlltoAllV's block starts are kept running, not summed again per rank.
+class ExpectedOutputs {
+ public:
+  ExpectedOutputs(const CollectiveSpec& spec, RankSetTable& sets);
+  const std::vector<DataSpan>& of(int rank);
+
+ private:
+  void value(std::uint64_t unit, std::uint64_t origin, RankSetTable::Id from, std::uint32_t count = 1);
+  const CollectiveSpec& spec_;
+  RankSetTable::Id everyone_;
+  int displaced_rank_ = 0;                    // the rank starts_ are for
+  std::vector<std::uint64_t> starts_;         // AlltoAllV: where j's block for displaced_rank_ starts in j's input
+  std::vector<DataSpan> spans_;
+};
+
+// The same as pieces, one per element (for tests and messages).
 std::vector<Piece> expected_output(const CollectiveSpec& spec, int rank);
 
 // Expands the collective. Throws std::invalid_argument when the algorithm

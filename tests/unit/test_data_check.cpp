@@ -515,6 +515,62 @@ TEST_CASE("on 1024 ranks the check still catches stale data, wrong offsets, doub
   }
 }
 
+TEST_CASE("expected outputs as spans: AlltoAllV block starts in any order of ranks, and compare on spans",
+          "[data_check]") {
+  CollectiveSpec spec;
+  spec.op = CollOp::AlltoAll;
+  spec.ranks = 6;
+  spec.dtype = DataType::Int32;
+  std::mt19937 rng(11);
+  spec.alltoallv_counts.assign(6, std::vector<std::uint64_t>(6));
+  for (auto& row : spec.alltoallv_counts) {
+    for (auto& n : row) n = rng() % 5;  // zeros included: a rank sending nothing to a peer
+  }
+  RankSetTable sets(spec.ranks);
+  ExpectedOutputs expected(spec, sets);
+  // Backwards, repeated and skipping: the running starts must follow.
+  for (const int rank : {3, 1, 1, 5, 0, 4, 2}) {
+    std::vector<DataSpan> want;  // rank j's block for `rank`, from where j's blocks for lower ranks end
+    for (int j = 0; j < spec.ranks; ++j) {
+      std::uint64_t start = 0;
+      for (int k = 0; k < rank; ++k) start += spec.alltoallv_counts[j][k];
+      const std::uint64_t n = spec.alltoallv_counts[j][rank];
+      if (n > 0) want.push_back(DataSpan{n * 4, start * 4, static_cast<RankSetTable::Id>(j), 0, 1, Piece::State::Value});
+    }
+    const std::vector<DataSpan>& got = expected.of(rank);
+    INFO("rank " << rank);
+    REQUIRE(got.size() == want.size());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      CHECK(got[i].unit == want[i].unit);
+      CHECK(got[i].origin == want[i].origin);
+      CHECK(got[i].from == want[i].from);
+      CHECK(got[i].count == 1);
+    }
+  }
+
+  // An AllGather's expectation is one run; the tracker compares it element by element.
+  CollectiveSpec gather;
+  gather.op = CollOp::AllGather;
+  gather.ranks = 300;
+  gather.count = 4;
+  gather.dtype = DataType::Fp16;
+  const std::uint64_t block = 8;
+  DataTracker t(gather.ranks, block, block * 300, 0, false);
+  ExpectedOutputs gathered(gather, t.sets());
+  REQUIRE(gathered.of(7).size() == 1);
+  CHECK(gathered.of(7)[0].count == 300);
+  for (int j = 299; j >= 0; --j) {  // last block first: the buffer ends as one run all the same
+    t.write(BufferRef{7, BufferKind::Output, block * static_cast<std::uint64_t>(j)},
+            read(t, j, BufferKind::Input, 0, block));
+  }
+  CHECK(t.compare(7, BufferKind::Output, 0, gathered.of(7)) == "");
+  t.write(BufferRef{7, BufferKind::Output, block * 200}, read(t, 201, BufferKind::Input, 0, block));
+  CHECK(t.compare(7, BufferKind::Output, 0, gathered.of(7)) ==
+        "at offset 1600 found 8 bytes of rank(s) {201} input from offset 0, expected 8 bytes of rank(s) {200} "
+        "input from offset 0");
+  CHECK_FALSE(t.compare(8, BufferKind::Output, 0, gathered.of(8)).empty());  // nothing written there
+}
+
 // One platform per TEST_CASE (SystemC elaborates once per process); 72 ranks
 // are two 64-bit words of ranks.
 namespace {
