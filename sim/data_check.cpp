@@ -383,7 +383,7 @@ thread_local std::vector<DataSpan> replacement;
 
 }  // namespace
 
-BufferContents::BufferContents(const RankSetTable* sets, std::uint64_t size) : sets_(sets), size_(size) {
+BufferContents::BufferContents(const RankSetTable* sets, std::uint64_t size) : size_(size), sets_(sets) {
   if (size > 0) {
     DataSpan s;
     s.unit = size;
@@ -395,7 +395,7 @@ BufferContents::BufferContents(const RankSetTable* sets, std::uint64_t size) : s
 }
 
 BufferContents::BufferContents(const BufferContents& o)
-    : sets_(o.sets_), size_(o.size_), blocks_(o.blocks_), views_(o.views_), count_(o.count_), finger_(o.finger_) {
+    : views_(o.views_), finger_(o.finger_), size_(o.size_), sets_(o.sets_), count_(o.count_), blocks_(o.blocks_) {
   for (std::size_t b = 0; b < blocks_.size(); ++b) view(b);  // the copy's own entries
 }
 

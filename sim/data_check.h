@@ -103,7 +103,7 @@ struct DataSpan {
   std::uint64_t bytes() const { return unit * count; }
 };
 
-class BufferContents {
+class alignas(64) BufferContents {
  public:
   BufferContents(const RankSetTable* sets, std::uint64_t size);
   BufferContents(const BufferContents& o);  // views its own copy of the entries
@@ -154,10 +154,6 @@ class BufferContents {
   void keep_head(const Range& r, std::uint64_t offset, std::vector<DataSpan>& out) const;
   void keep_tail_and_replace(const Range& r, std::uint64_t end, std::vector<DataSpan>& out);
 
-  const RankSetTable* sets_;
-  std::uint64_t size_;
-  // Sorted by begin, covering [0, size_), neighbours never continuing each other.
-  std::vector<std::vector<Entry>> blocks_;  // none empty
   // Per block: its first entry's begin, where its entries are and how many.
   // A search reads only these (one array), not the blocks' own headers,
   // which are each a cache miss in a buffer a copy has not touched lately.
@@ -166,13 +162,19 @@ class BufferContents {
     const Entry* data;
     std::size_t size;
   };
+  // What a read or write of a cold buffer touches first shares one cache
+  // line (the class is aligned to it): the views, the finger, the size.
   std::vector<BlockView> views_;
-  void view(std::size_t b) { views_[b] = BlockView{blocks_[b].front().begin, blocks_[b].data(), blocks_[b].size()}; }
-  std::size_t count_ = 0;                   // entries in all blocks
   // Where the last search ended: collectives often touch a buffer next to
   // where they last did (a ring's blocks arrive one after the other), so
   // locate tries it and its neighbours, then its block, before searching.
   mutable Pos finger_{0, 0};
+  std::uint64_t size_;
+  const RankSetTable* sets_;
+  std::size_t count_ = 0;  // entries in all blocks
+  // Sorted by begin, covering [0, size_), neighbours never continuing each other.
+  std::vector<std::vector<Entry>> blocks_;  // none empty
+  void view(std::size_t b) { views_[b] = BlockView{blocks_[b].front().begin, blocks_[b].data(), blocks_[b].size()}; }
 };
 
 class DataTracker {

@@ -213,7 +213,10 @@ void Scheduler::task_started(std::uint32_t id, Time at) {
     free_slots_.pop_back();
   }
   in_flight_[id] = slot;
-  tracker_->read(t.src, t.bytes, slots_[slot]);
+  InFlightCopy& copy = slots_[slot];
+  copy.dst = t.dst;
+  copy.reduce = t.kind == TaskKind::ReduceInline;
+  tracker_->read(t.src, t.bytes, copy.spans);
 }
 
 void Scheduler::data_landed(std::uint32_t id, Time at) {
@@ -221,12 +224,12 @@ void Scheduler::data_landed(std::uint32_t id, Time at) {
   if (!tracker_) return;
   const std::uint32_t slot = in_flight_[id];
   if (slot == kNoSlot) return;
-  std::vector<DataSpan>& spans = slots_[slot];
-  const Task& t = graph_->task(id);
-  if (t.kind == TaskKind::ReduceInline) {
-    tracker_->reduce(t.dst, spans);
+  InFlightCopy& copy = slots_[slot];
+  std::vector<DataSpan>& spans = copy.spans;
+  if (copy.reduce) {
+    tracker_->reduce(copy.dst, spans);
   } else {
-    tracker_->write(t.dst, spans);
+    tracker_->write(copy.dst, spans);
   }
   in_flight_[id] = kNoSlot;
   spans.clear();

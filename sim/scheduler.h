@@ -77,7 +77,14 @@ class Scheduler : private TaskObserver {
   // The data check's copies in flight: what each read at its start, until it lands.
   // A slot per copy in flight, reused (its capacity kept) by later copies.
   std::vector<std::uint32_t> in_flight_;             // task -> slot, kNoSlot when none
-  std::vector<std::vector<DataSpan>> slots_;
+  // What a copy in flight read, and where it lands (kept here so that the
+  // landing needs not look the task up again, a cache miss at scale).
+  struct InFlightCopy {
+    std::vector<DataSpan> spans;
+    BufferRef dst;
+    bool reduce = false;
+  };
+  std::vector<InFlightCopy> slots_;
   std::vector<std::uint32_t> free_slots_;
   static constexpr std::uint32_t kNoSlot = 0xffffffffu;
   RunResult result_;
