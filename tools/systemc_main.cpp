@@ -14,7 +14,13 @@
 // glibc ignores an mmap_threshold above half its heap size (32 MiB on 64-bit
 // hosts): a larger value left every array of 128 KiB..32 MiB to mmap, freed
 // with munmap and faulted in anew (1.2-2.5 s of kernel time in a 1 GiB
-// CloudMatrix384 AllReduce, against 0.1-0.3 s with 32 MiB).
+// CloudMatrix384 AllReduce, against 0.1-0.3 s with 32 MiB). Arrays above
+// 32 MiB still went to mmap, so the temporaries of graph checking (152 MiB
+// on CloudMatrix384) were unmapped when freed and the scheduler's compiled
+// tasks faulted in fresh pages after them; with mmap_max=0 every array comes
+// from the heap and reuses them (1 GiB CloudMatrix384 AllReduce: 592 MiB
+// faulted in against 749 MiB, half the page faults). glibc still falls back
+// to mmap when the heap cannot grow.
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -24,7 +30,8 @@
 namespace {
 
 constexpr const char* kHeapTunables =
-    "glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967295";
+    "glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967295:"
+    "glibc.malloc.mmap_max=0";
 
 void reexec_with_huge_pages(char* argv[]) {
   const char* off = std::getenv("HCCLSIM_HUGE_PAGES");
