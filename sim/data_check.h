@@ -120,6 +120,17 @@ class alignas(64) BufferContents {
   // Pieces in order, neighbours merged where they continue each other.
   std::vector<Piece> normalized(std::uint64_t offset, std::uint64_t length) const;
   std::size_t span_count() const { return count_; }
+  // A hint: stage 1 fetches the block view the finger is in, stage 2 its
+  // entry (each reading only what the stage before fetched).
+  void prefetch(int stage) const {
+    if (finger_.block >= views_.size()) return;
+    const BlockView* v = views_.data() + finger_.block;
+    if (stage == 1) {
+      __builtin_prefetch(v);
+    } else if (finger_.index < v->size) {
+      __builtin_prefetch(v->data + finger_.index);
+    }
+  }
 
  private:
   // Entries live in blocks of a few dozen (data_check.cpp), so that a write
@@ -186,6 +197,16 @@ class DataTracker {
   void read(const BufferRef& ref, std::uint64_t bytes, std::vector<DataSpan>& out) const;
   void write(const BufferRef& ref, const std::vector<DataSpan>& spans);
   void reduce(const BufferRef& ref, const std::vector<DataSpan>& spans);
+  // A hint that `ref`'s buffer is touched soon: stage 0 fetches its first
+  // cache line, stages 1 and 2 what its next search starts from.
+  void prefetch(const BufferRef& ref, int stage) const {
+    const BufferContents& b = buffer(ref.rank, ref.buffer);
+    if (stage == 0) {
+      __builtin_prefetch(&b);
+    } else {
+      b.prefetch(stage);
+    }
+  }
   const BufferContents& buffer(int rank, BufferKind kind) const;
   // "" when the access is within the buffer, else a description of the overrun.
   std::string bounds_error(const BufferRef& ref, std::uint64_t bytes) const;

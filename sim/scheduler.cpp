@@ -139,9 +139,13 @@ RunResult Scheduler::run(const TaskGraph& graph, DataTracker* tracker) {
   graph.check_references(npus);  // the cycle check waits for a run that does not finish
   graph_ = &graph;
   tracker_ = tracker;
-  in_flight_.clear();
-  slots_.clear();
+  copy_log_.clear();
+  if (tracker) copy_log_.reserve(copy_batch_);
+  slot_spans_.clear();
+  landing_.clear();
   free_slots_.clear();
+  slot_count_ = 0;
+  in_flight_.clear();
   if (tracker_) in_flight_.assign(graph.tasks().size(), kNoSlot);
   compile(graph);
 
@@ -175,8 +179,11 @@ RunResult Scheduler::run(const TaskGraph& graph, DataTracker* tracker) {
 
   result_.activations = platform_.activations() - activations_before;
   in_flight_ = {};  // what landed no longer needs its place
-  slots_ = {};
   free_slots_ = {};
+  landing_ = {};
+  if (tracker_) replay_copies();
+  copy_log_ = {};
+  slot_spans_ = {};
   if (result_.failure.empty()) {
     bool all_done = true;
     for (int n = 0; n < npus; ++n) all_done = all_done && platform_.engine(n).all_done();
@@ -206,17 +213,16 @@ void Scheduler::task_started(std::uint32_t id, Time at) {
   }
   std::uint32_t slot;
   if (free_slots_.empty()) {
-    slot = static_cast<std::uint32_t>(slots_.size());
-    slots_.emplace_back();
+    slot = slot_count_++;
+    landing_.emplace_back();
+    slot_spans_.emplace_back();
   } else {
     slot = free_slots_.back();
     free_slots_.pop_back();
   }
   in_flight_[id] = slot;
-  InFlightCopy& copy = slots_[slot];
-  copy.dst = t.dst;
-  copy.reduce = t.kind == TaskKind::ReduceInline;
-  tracker_->read(t.src, t.bytes, copy.spans);
+  log_copy(CopyEvent{t.src, t.bytes, slot, CopyStep::Read});
+  landing_[slot] = CopyEvent{t.dst, 0, slot, t.kind == TaskKind::ReduceInline ? CopyStep::Reduce : CopyStep::Write};
 }
 
 void Scheduler::data_landed(std::uint32_t id, Time at) {
@@ -224,17 +230,43 @@ void Scheduler::data_landed(std::uint32_t id, Time at) {
   if (!tracker_) return;
   const std::uint32_t slot = in_flight_[id];
   if (slot == kNoSlot) return;
-  InFlightCopy& copy = slots_[slot];
-  std::vector<DataSpan>& spans = copy.spans;
-  if (copy.reduce) {
-    tracker_->reduce(copy.dst, spans);
-  } else {
-    tracker_->write(copy.dst, spans);
-  }
+  log_copy(landing_[slot]);
   in_flight_[id] = kNoSlot;
-  spans.clear();
-  if (spans.capacity() > 64) std::vector<DataSpan>().swap(spans);  // a long read keeps no memory
   free_slots_.push_back(slot);
+}
+
+void Scheduler::log_copy(const CopyEvent& e) {
+  copy_log_.push_back(e);
+  if (copy_log_.size() >= copy_batch_) replay_copies();
+}
+
+void Scheduler::replay_copies() {
+  const std::size_t n = copy_log_.size();
+  // The buffers an event touches are independent of the next events', so
+  // their first cache lines are fetched a few events ahead, in three stages
+  // (the buffer, its block views, the entry its last search ended on).
+  constexpr std::size_t kAhead = 4;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i + 3 * kAhead < n) tracker_->prefetch(copy_log_[i + 3 * kAhead].ref, 0);
+    if (i + 2 * kAhead < n) tracker_->prefetch(copy_log_[i + 2 * kAhead].ref, 1);
+    if (i + kAhead < n) tracker_->prefetch(copy_log_[i + kAhead].ref, 2);
+    const CopyEvent& e = copy_log_[i];
+    std::vector<DataSpan>& spans = slot_spans_[e.slot];
+    switch (e.step) {
+      case CopyStep::Read: tracker_->read(e.ref, e.bytes, spans); break;
+      case CopyStep::Write:
+      case CopyStep::Reduce:
+        if (e.step == CopyStep::Reduce) {
+          tracker_->reduce(e.ref, spans);
+        } else {
+          tracker_->write(e.ref, spans);
+        }
+        spans.clear();
+        if (spans.capacity() > 64) std::vector<DataSpan>().swap(spans);  // a long read keeps no memory
+        break;
+    }
+  }
+  copy_log_.clear();
 }
 
 void Scheduler::task_finished(std::uint32_t id, Time at) {
