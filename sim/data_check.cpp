@@ -348,6 +348,18 @@ void expand_into(std::vector<DataSpan>& out, const DataSpan& s) {
   }
 }
 
+// Element k of `s` as a piece.
+Piece piece_of(const DataSpan& s, std::uint64_t k, const RankSetTable& sets) {
+  Piece p;
+  p.length = s.unit;
+  p.state = s.state;
+  if (s.state == State::Value) {
+    p.origin = s.origin;
+    p.from = sets.get(set_of(s, k));
+  }
+  return p;
+}
+
 bool continues(const Piece& a, const Piece& b) {
   if (a.state != b.state) return false;
   if (a.state != Piece::State::Value) return true;
@@ -650,14 +662,7 @@ std::vector<Piece> BufferContents::normalized(std::uint64_t offset, std::uint64_
   std::vector<Piece> out;
   for (const DataSpan& s : spans) {
     for (std::uint64_t k = 0; k < s.count; ++k) {
-      Piece p;
-      p.length = s.unit;
-      p.state = s.state;
-      if (s.state == State::Value) {
-        p.origin = s.origin;
-        p.from = sets_->get(set_of(s, k));
-      }
-      append_merged(out, p);
+      append_merged(out, piece_of(s, k, *sets_));
     }
   }
   return out;
@@ -761,16 +766,7 @@ std::string DataTracker::compare(int rank, BufferKind kind, std::uint64_t offset
   std::vector<Piece> pieces;
   std::uint64_t length = 0;
   for (const DataSpan& s : expected) {
-    for (std::uint64_t k = 0; k < s.count; ++k) {
-      Piece p;
-      p.length = s.unit;
-      p.state = s.state;
-      if (s.state == State::Value) {
-        p.origin = s.origin;
-        p.from = sets_->get(set_of(s, k));
-      }
-      pieces.push_back(p);
-    }
+    for (std::uint64_t k = 0; k < s.count; ++k) pieces.push_back(piece_of(s, k, *sets_));
     length += s.bytes();
   }
   return compare_pieces(buffer(rank, kind).normalized(offset, length), pieces);
