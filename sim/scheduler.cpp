@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <stdexcept>
 #include <systemc>
 
 #include "sim/error.h"
@@ -140,13 +141,14 @@ RunResult Scheduler::run(const TaskGraph& graph, DataTracker* tracker) {
   graph_ = &graph;
   tracker_ = tracker;
   copy_log_.clear();
-  if (tracker) copy_log_.reserve(copy_batch_);
   slot_spans_.clear();
-  landing_.clear();
   free_slots_.clear();
   slot_count_ = 0;
   in_flight_.clear();
-  if (tracker_) in_flight_.assign(graph.tasks().size(), kNoSlot);
+  if (tracker_) {
+    copy_log_.reserve(copy_batch_);
+    mark_copies(graph);
+  }
   compile(graph);
 
   result_ = RunResult{};
@@ -180,7 +182,6 @@ RunResult Scheduler::run(const TaskGraph& graph, DataTracker* tracker) {
   result_.activations = platform_.activations() - activations_before;
   in_flight_ = {};  // what landed no longer needs its place
   free_slots_ = {};
-  landing_ = {};
   if (tracker_) replay_copies();
   copy_log_ = {};
   slot_spans_ = {};
@@ -196,6 +197,16 @@ RunResult Scheduler::run(const TaskGraph& graph, DataTracker* tracker) {
   return result_;
 }
 
+void Scheduler::mark_copies(const TaskGraph& graph) {
+  in_flight_.assign(graph.tasks().size(), kNotCopy);
+  for (TaskId id = 0; id < graph.tasks().size(); ++id) {
+    const Task& t = graph.task(id);
+    if (t.kind != TaskKind::Memcpy && t.kind != TaskKind::ReduceInline) continue;
+    const bool fits = tracker_->bounds_error(t.src, t.bytes).empty() && tracker_->bounds_error(t.dst, t.bytes).empty();
+    in_flight_[id] = fits ? kCopy : kBadCopy;
+  }
+}
+
 void Scheduler::task_started(std::uint32_t id, Time at) {
   if (keep_timings_) {
     TaskTiming& timing = result_.timings[id];
@@ -203,35 +214,38 @@ void Scheduler::task_started(std::uint32_t id, Time at) {
     timing.started = true;
   }
   if (!tracker_) return;
-  const Task& t = graph_->task(id);
-  if (t.kind != TaskKind::Memcpy && t.kind != TaskKind::ReduceInline) return;
-  std::string bad = tracker_->bounds_error(t.src, t.bytes);
-  if (bad.empty()) bad = tracker_->bounds_error(t.dst, t.bytes);
-  if (!bad.empty()) {
-    if (result_.check_error.empty()) result_.check_error = graph_->describe(id) + ": " + bad;
+  const std::uint32_t mark = in_flight_[id];
+  if (mark == kNotCopy) return;
+  if (mark == kBadCopy) {  // the first to start is reported
+    if (result_.check_error.empty()) {
+      const Task& t = graph_->task(id);
+      std::string bad = tracker_->bounds_error(t.src, t.bytes);
+      if (bad.empty()) bad = tracker_->bounds_error(t.dst, t.bytes);
+      result_.check_error = graph_->describe(id) + ": " + bad;
+    }
+    in_flight_[id] = kNotCopy;
     return;
   }
   std::uint32_t slot;
   if (free_slots_.empty()) {
+    if (slot_count_ == kMaxSlots) throw std::length_error("data check: too many copies in flight");
     slot = slot_count_++;
-    landing_.emplace_back();
     slot_spans_.emplace_back();
   } else {
     slot = free_slots_.back();
     free_slots_.pop_back();
   }
   in_flight_[id] = slot;
-  log_copy(CopyEvent{t.src, t.bytes, slot, CopyStep::Read});
-  landing_[slot] = CopyEvent{t.dst, 0, slot, t.kind == TaskKind::ReduceInline ? CopyStep::Reduce : CopyStep::Write};
+  log_copy(CopyEvent{id, slot, CopyStep::Read});
 }
 
 void Scheduler::data_landed(std::uint32_t id, Time at) {
   if (result_.end < at) result_.end = at;
   if (!tracker_) return;
   const std::uint32_t slot = in_flight_[id];
-  if (slot == kNoSlot) return;
-  log_copy(landing_[slot]);
-  in_flight_[id] = kNoSlot;
+  if (slot >= kMaxSlots) return;  // not a copy in flight
+  log_copy(CopyEvent{id, slot, CopyStep::Land});
+  in_flight_[id] = kNotCopy;
   free_slots_.push_back(slot);
 }
 
@@ -242,29 +256,34 @@ void Scheduler::log_copy(const CopyEvent& e) {
 
 void Scheduler::replay_copies() {
   const std::size_t n = copy_log_.size();
-  // The buffers an event touches are independent of the next events', so
-  // their first cache lines are fetched a few events ahead, in three stages
-  // (the buffer, its block views, the entry its last search ended on).
+  // The tasks and buffers an event touches are independent of the next
+  // events', so their first cache lines are fetched a few events ahead, in
+  // stages: the task, its buffer, the buffer's block views, the entry its
+  // last search ended on (each stage reading only what the one before fetched).
   constexpr std::size_t kAhead = 4;
+  auto ref_of = [&](const CopyEvent& e) -> const BufferRef& {
+    const Task& t = graph_->task(e.task);
+    return e.step == CopyStep::Read ? t.src : t.dst;
+  };
   for (std::size_t i = 0; i < n; ++i) {
-    if (i + 3 * kAhead < n) tracker_->prefetch(copy_log_[i + 3 * kAhead].ref, 0);
-    if (i + 2 * kAhead < n) tracker_->prefetch(copy_log_[i + 2 * kAhead].ref, 1);
-    if (i + kAhead < n) tracker_->prefetch(copy_log_[i + kAhead].ref, 2);
+    if (i + 4 * kAhead < n) __builtin_prefetch(&graph_->task(copy_log_[i + 4 * kAhead].task));
+    if (i + 3 * kAhead < n) tracker_->prefetch(ref_of(copy_log_[i + 3 * kAhead]), 0);
+    if (i + 2 * kAhead < n) tracker_->prefetch(ref_of(copy_log_[i + 2 * kAhead]), 1);
+    if (i + kAhead < n) tracker_->prefetch(ref_of(copy_log_[i + kAhead]), 2);
     const CopyEvent& e = copy_log_[i];
+    const Task& t = graph_->task(e.task);
     std::vector<DataSpan>& spans = slot_spans_[e.slot];
-    switch (e.step) {
-      case CopyStep::Read: tracker_->read(e.ref, e.bytes, spans); break;
-      case CopyStep::Write:
-      case CopyStep::Reduce:
-        if (e.step == CopyStep::Reduce) {
-          tracker_->reduce(e.ref, spans);
-        } else {
-          tracker_->write(e.ref, spans);
-        }
-        spans.clear();
-        if (spans.capacity() > 64) std::vector<DataSpan>().swap(spans);  // a long read keeps no memory
-        break;
+    if (e.step == CopyStep::Read) {
+      tracker_->read(t.src, t.bytes, spans);
+      continue;
     }
+    if (t.kind == TaskKind::ReduceInline) {
+      tracker_->reduce(t.dst, spans);
+    } else {
+      tracker_->write(t.dst, spans);
+    }
+    spans.clear();
+    if (spans.capacity() > 64) std::vector<DataSpan>().swap(spans);  // a long read keeps no memory
   }
   copy_log_.clear();
 }

@@ -77,30 +77,35 @@ class Scheduler : private TaskObserver {
   };
   std::vector<std::uint32_t> first_successor_;
   std::vector<Successor> successors_;
-  // The data check. The run only logs, in order, each copy's read (at its
-  // start) and its landing, naming a slot per copy in flight; the tracker
-  // replays the log in batches of copy_batch_ events (replay_copies) and at
-  // the end. Applied as they happened, the tracker's pieces of thousands of
-  // buffers and the model's own state evicted each other from the caches
-  // (a 1024-NPU AllGather: 2.2x the unchecked time, a third of it misses in
-  // the model). A batch bounds the log's memory (8 MiB).
-  enum class CopyStep : std::uint8_t { Read, Write, Reduce };
+  // The data check. Before the run every copy's bounds are checked (a
+  // sequential pass); the run then only logs, in order, each copy's start
+  // and landing by task id, naming a slot per copy in flight, and the
+  // tracker replays the log in batches of copy_batch_ events
+  // (replay_copies) and at the end, reading the tasks there. Applied as
+  // they happened, the tracker's pieces of thousands of buffers, the tasks
+  // and the model's own state evicted each other from the caches (a
+  // 1024-NPU AllGather: 2.2x the unchecked time, a third of it misses in
+  // the model).
+  enum class CopyStep : std::uint8_t { Read, Land };
   struct CopyEvent {
-    BufferRef ref;           // Read: the source; Write / Reduce: the destination
-    std::uint64_t bytes;     // Read only
+    TaskId task;
     std::uint32_t slot;
     CopyStep step;
   };
   std::size_t copy_batch_ = std::size_t{1} << 18;
+  void mark_copies(const TaskGraph& graph);
   void log_copy(const CopyEvent& e);
   void replay_copies();
   std::vector<CopyEvent> copy_log_;
-  std::vector<std::vector<DataSpan>> slot_spans_;  // by slot: what its copy read, until replayed landing
-  std::vector<CopyEvent> landing_;        // by slot: the landing its copy will log
-  std::vector<std::uint32_t> in_flight_;  // task -> slot, kNoSlot when none
+  std::vector<std::vector<DataSpan>> slot_spans_;  // by slot: what its copy read, until its landing is replayed
+  // By task: its slot while in flight, or one of the marks below.
+  std::vector<std::uint32_t> in_flight_;
   std::vector<std::uint32_t> free_slots_;
   std::uint32_t slot_count_ = 0;
-  static constexpr std::uint32_t kNoSlot = 0xffffffffu;
+  static constexpr std::uint32_t kNotCopy = 0xffffffffu;  // not a copy, or landed
+  static constexpr std::uint32_t kCopy = 0xfffffffeu;     // a copy not started
+  static constexpr std::uint32_t kBadCopy = 0xfffffffdu;  // a copy beyond its buffers
+  static constexpr std::uint32_t kMaxSlots = 0xfffffff0u;
   RunResult result_;
   bool keep_timings_ = true;
   std::vector<bool> finished_;   // by task, for the deadlock report whether timings are kept or not

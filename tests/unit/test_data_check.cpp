@@ -614,6 +614,45 @@ TEST_CASE("on 72 ranks an NHR all_reduce missing a rank or counting one twice fa
   }
 }
 
+TEST_CASE("a copy beyond its buffer is reported, the first to start of several, and the others still land",
+          "[data_check]") {
+  Platform platform(one_npu_cluster(2));
+  Scheduler sched(platform);
+  const std::uint64_t size = 1 << 20;
+  // Each thread: a good copy of `lead` bytes of its input into its output,
+  // then a copy whose end passes the output's (rank 0) or the input's (rank 1).
+  auto graph_with = [&](std::uint64_t lead0, std::uint64_t lead1) {
+    TaskGraph g;
+    const ThreadId t0 = g.add_thread(0, "Main");
+    const ThreadId t1 = g.add_thread(1, "Main");
+    g.copy(t0, BufferRef{0, BufferKind::Input, 0}, BufferRef{0, BufferKind::Output, 0}, lead0, "good 0");
+    g.copy(t0, BufferRef{0, BufferKind::Input, 0}, BufferRef{0, BufferKind::Output, size - 100}, 4096, "past output");
+    g.copy(t1, BufferRef{1, BufferKind::Input, 0}, BufferRef{1, BufferKind::Output, 0}, lead1, "good 1");
+    g.copy(t1, BufferRef{1, BufferKind::Input, size - 10}, BufferRef{1, BufferKind::Output, 0}, 4096, "past input");
+    return g;
+  };
+  {
+    DataTracker tracker(2, size, size, 0, false);
+    const RunResult r = sched.run(graph_with(size / 2, 4096), &tracker);  // rank 1 reaches its bad copy first
+    INFO(r.check_error);
+    CHECK(mentions(r.check_error, "rank 1 thread 'Main' task #1"));
+    CHECK(mentions(r.check_error, "past input"));
+    CHECK(mentions(r.check_error, "rank 1 input [1048566, 1052662) overruns the buffer of 1048576 bytes"));
+    // The good copies landed; the bad ones moved nothing.
+    CHECK(tracker.compare(0, BufferKind::Output, 0, {Piece::value(size / 2, 0, RankSet::single(0)),
+                                                    Piece{size / 2, Piece::State::Uninitialized, 0, {}}}) == "");
+    CHECK(tracker.compare(1, BufferKind::Output, 0, {Piece::value(4096, 0, RankSet::single(1)),
+                                                    Piece{size - 4096, Piece::State::Uninitialized, 0, {}}}) == "");
+  }
+  {
+    DataTracker tracker(2, size, size, 0, false);
+    const RunResult r = sched.run(graph_with(4096, size / 2), &tracker);  // now rank 0's
+    INFO(r.check_error);
+    CHECK(mentions(r.check_error, "rank 0 thread 'Main' task #1"));
+    CHECK(mentions(r.check_error, "rank 0 output [1048476, 1052572) overruns the buffer of 1048576 bytes"));
+  }
+}
+
 TEST_CASE("on 72 ranks a ring all_gather with a copy from a wrong offset or a copy missing fails the check",
           "[data_check][level1]") {
   const int ranks = kLevel1Ranks;
