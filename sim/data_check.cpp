@@ -518,6 +518,7 @@ void BufferContents::replace(Pos first, Pos last, const std::vector<DataSpan>& s
     if (blk.size() > 2 * kBlock) {  // split in two
       std::vector<Entry> upper(blk.begin() + static_cast<std::ptrdiff_t>(blk.size() / 2), blk.end());
       blk.resize(blk.size() / 2);
+      blk.shrink_to_fit();  // the lower half had room for twice its entries
       blocks_.insert(blocks_.begin() + static_cast<std::ptrdiff_t>(b + 1), std::move(upper));
       views_.insert(views_.begin() + static_cast<std::ptrdiff_t>(b + 1), BlockView{});
       view(b);
