@@ -143,7 +143,6 @@ RunResult Scheduler::run(const TaskGraph& graph, DataTracker* tracker) {
   copy_log_.clear();
   slot_spans_.clear();
   free_slots_.clear();
-  slot_count_ = 0;
   in_flight_.clear();
   if (tracker_) {
     copy_log_.reserve(copy_batch_);
@@ -202,9 +201,13 @@ void Scheduler::mark_copies(const TaskGraph& graph) {
   for (TaskId id = 0; id < graph.tasks().size(); ++id) {
     const Task& t = graph.task(id);
     if (t.kind != TaskKind::Memcpy && t.kind != TaskKind::ReduceInline) continue;
-    const bool fits = tracker_->bounds_error(t.src, t.bytes).empty() && tracker_->bounds_error(t.dst, t.bytes).empty();
-    in_flight_[id] = fits ? kCopy : kBadCopy;
+    in_flight_[id] = copy_bounds_error(t).empty() ? kCopy : kBadCopy;
   }
+}
+
+std::string Scheduler::copy_bounds_error(const Task& t) const {
+  std::string bad = tracker_->bounds_error(t.src, t.bytes);
+  return bad.empty() ? tracker_->bounds_error(t.dst, t.bytes) : bad;
 }
 
 void Scheduler::task_started(std::uint32_t id, Time at) {
@@ -217,19 +220,13 @@ void Scheduler::task_started(std::uint32_t id, Time at) {
   const std::uint32_t mark = in_flight_[id];
   if (mark == kNotCopy) return;
   if (mark == kBadCopy) {  // the first to start is reported
-    if (result_.check_error.empty()) {
-      const Task& t = graph_->task(id);
-      std::string bad = tracker_->bounds_error(t.src, t.bytes);
-      if (bad.empty()) bad = tracker_->bounds_error(t.dst, t.bytes);
-      result_.check_error = graph_->describe(id) + ": " + bad;
-    }
-    in_flight_[id] = kNotCopy;
+    if (result_.check_error.empty()) result_.check_error = graph_->describe(id) + ": " + copy_bounds_error(graph_->task(id));
     return;
   }
   std::uint32_t slot;
   if (free_slots_.empty()) {
-    if (slot_count_ == kMaxSlots) throw std::length_error("data check: too many copies in flight");
-    slot = slot_count_++;
+    if (slot_spans_.size() == kMaxSlots) throw std::length_error("data check: too many copies in flight");
+    slot = static_cast<std::uint32_t>(slot_spans_.size());
     slot_spans_.emplace_back();
   } else {
     slot = free_slots_.back();

@@ -94,6 +94,7 @@ class Scheduler : private TaskObserver {
   };
   std::size_t copy_batch_ = std::size_t{1} << 18;
   void mark_copies(const TaskGraph& graph);
+  std::string copy_bounds_error(const Task& t) const;  // "" when the copy stays inside both buffers
   void log_copy(const CopyEvent& e);
   void replay_copies();
   std::vector<CopyEvent> copy_log_;
@@ -101,7 +102,6 @@ class Scheduler : private TaskObserver {
   // By task: its slot while in flight, or one of the marks below.
   std::vector<std::uint32_t> in_flight_;
   std::vector<std::uint32_t> free_slots_;
-  std::uint32_t slot_count_ = 0;
   static constexpr std::uint32_t kNotCopy = 0xffffffffu;  // not a copy, or landed
   static constexpr std::uint32_t kCopy = 0xfffffffeu;     // a copy not started
   static constexpr std::uint32_t kBadCopy = 0xfffffffdu;  // a copy beyond its buffers
