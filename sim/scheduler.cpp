@@ -24,6 +24,7 @@ void Scheduler::compile(const TaskGraph& graph) {
         e.remote = !platform_.same_chip(rank, t.peer);
         if (platform_.rdma_between(rank, t.peer)) {  // a 4-byte RDMA write through the NICs
           e.kind = ExecKind::RdmaNotify;  // its queue pair's peer is its target's rank
+          e.qp_peer = static_cast<std::uint32_t>(t.peer);
           e.path = &platform_.route(rank, t.peer);
         }
         break;

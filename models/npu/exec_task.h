@@ -38,7 +38,7 @@ struct ExecTask {
   // `notify` of `target` until it holds at least `count` and sees it one
   // `flag_poll` later (flags only grow: several producers may add to one,
   // several cores may wait on one). RdmaWrite: `peer` is the queue pair's
-  // peer (an RdmaNotify's is its target's rank).
+  // peer (an RdmaNotify's is its target's rank, kept in `qp_peer`).
   union {
     int notify = 0;
     int peer;
@@ -58,6 +58,7 @@ struct ExecTask {
   union {
     std::uint64_t bytes = 0;        // Transfer, RdmaWrite
     std::uint32_t count;            // FlagWait
+    std::uint32_t qp_peer;          // RdmaNotify: its target's rank, naming its queue pair without reading the target
   };
   // One time whose meaning depends on the kind: Transfer, the set-up before
   // the first byte (read or write form); Compute and Delay, how long the

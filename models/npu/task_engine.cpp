@@ -48,7 +48,8 @@ void TaskEngine::load(std::vector<ExecTask>* tasks, const std::vector<const std:
   flags_.assign(static_cast<std::size_t>(flags), 0);
   flag_watchers_.assign(static_cast<std::size_t>(flags), {});
   flag_set_by_.assign(static_cast<std::size_t>(flags), 0);
-  qps_.clear();
+  qp_of_peer_.clear();
+  queue_pairs_.clear();
   lost_on_.clear();
   const std::uint64_t now = sc_core::sc_time_stamp().value();
   for (std::uint32_t s = 0; s < streams.size(); ++s) {
@@ -110,10 +111,10 @@ std::uint32_t TaskEngine::new_rdma_op() {
     free_rdma_ops_.pop_back();
     return op;
   }
-  rdma_ops_.push_back(std::make_unique<RdmaOp>());
-  const auto op = static_cast<std::uint32_t>(rdma_ops_.size() - 1);
-  rdma_ops_[op]->flow.listener = this;
-  rdma_ops_[op]->flow.tag = kRdmaTag + op;
+  const auto op = static_cast<std::uint32_t>(rdma_ops_.size());
+  RdmaOp& added = rdma_ops_.emplace_back();
+  added.flow.listener = this;
+  added.flow.tag = kRdmaTag + op;
   return op;
 }
 
@@ -121,13 +122,15 @@ std::uint32_t TaskEngine::new_rdma_op() {
 void TaskEngine::post_rdma(std::uint32_t s, std::uint64_t now) {
   const ExecTask& task = head(s);
   const std::uint32_t op_index = new_rdma_op();
-  RdmaOp& op = *rdma_ops_[op_index];
+  RdmaOp& op = rdma_ops_[op_index];
   op.task = head_id(s);
   op.notify = task.kind == ExecKind::RdmaNotify;
   op.arrived = false;
-  QueuePair& qp = qps_[op.notify ? task.target->rank() : task.peer];
-  op.qp = &qp;  // map nodes stay put: the arrival needs no second lookup
+  QueuePair& qp = queue_pair(streams_[s], op.notify ? static_cast<int>(task.qp_peer) : task.peer);
+  op.qp = &qp;  // queue pairs stay put: the arrival needs no second lookup
   if (op.notify) {
+    op.target = task.target;
+    op.reg = task.notify;
     op.seq = qp.posted_writes;
     qp.notifies.push_back(op_index);
     op.flow.bytes = params_.rdma.notify_bytes;
@@ -146,8 +149,22 @@ void TaskEngine::post_rdma(std::uint32_t s, std::uint64_t now) {
   complete(s, now);
 }
 
+TaskEngine::QueuePair& TaskEngine::queue_pair(Stream& st, int peer) {
+  if (st.qp_peer != peer) {
+    st.qp_peer = peer;
+    auto it = std::lower_bound(qp_of_peer_.begin(), qp_of_peer_.end(), peer,
+                               [](const std::pair<int, std::uint32_t>& e, int p) { return e.first < p; });
+    if (it == qp_of_peer_.end() || it->first != peer) {
+      it = qp_of_peer_.insert(it, {peer, static_cast<std::uint32_t>(queue_pairs_.size())});
+      queue_pairs_.emplace_back();
+    }
+    st.qp = &queue_pairs_[it->second];
+  }
+  return *st.qp;
+}
+
 void TaskEngine::rdma_arrived(std::uint32_t op_index, std::uint64_t now) {
-  RdmaOp& op = *rdma_ops_[op_index];
+  RdmaOp& op = rdma_ops_[op_index];
   QueuePair& qp = *op.qp;
   op.arrived = true;
   if (!op.notify) {
@@ -163,11 +180,10 @@ void TaskEngine::rdma_arrived(std::uint32_t op_index, std::uint64_t now) {
 void TaskEngine::land_ready_notifies(QueuePair& qp) {
   std::size_t landed = 0;
   for (; landed < qp.notifies.size(); ++landed) {
-    RdmaOp& op = *rdma_ops_[qp.notifies[landed]];
+    const RdmaOp& op = rdma_ops_[qp.notifies[landed]];
     const bool writes_done = qp.outstanding.empty() || qp.outstanding.front() > op.seq;
     if (!op.arrived || !writes_done) break;
-    const ExecTask& task = (*tasks_)[op.task];
-    task.target->notify_land(task.notify, op.task);
+    op.target->notify_land(op.reg, op.task);
     free_rdma_ops_.push_back(qp.notifies[landed]);
   }
   qp.notifies.erase(qp.notifies.begin(), qp.notifies.begin() + static_cast<std::ptrdiff_t>(landed));

@@ -31,7 +31,7 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
+#include <deque>
 #include <queue>
 #include <unordered_map>
 #include <string>
@@ -121,6 +121,7 @@ class TaskEngine : public sc_core::sc_module, public FlowListener, public Clocke
     TaskEngine* engine;
     std::uint32_t stream;
   };
+  struct QueuePair;
   struct Stream {
     const std::uint32_t* tasks = nullptr;  // the caller's list (see load)
     std::size_t count = 0;
@@ -130,6 +131,10 @@ class TaskEngine : public sc_core::sc_module, public FlowListener, public Clocke
     std::uint32_t token = 0;        // invalidates stale timeouts
     bool announced = false;         // the head task has been reported started
     Flow flow;                      // at most one transfer in flight per stream
+    // The queue pair this stream last posted on: a stream posts its writes
+    // and their notify to one peer in a row.
+    int qp_peer = -1;
+    QueuePair* qp = nullptr;
   };
 
   void step();
@@ -146,7 +151,7 @@ class TaskEngine : public sc_core::sc_module, public FlowListener, public Clocke
   void release_mover(const ExecTask& task, std::uint64_t now);
   void post_rdma(std::uint32_t s, std::uint64_t now);
   void rdma_arrived(std::uint32_t op, std::uint64_t now);
-  struct QueuePair;
+  QueuePair& queue_pair(Stream& st, int peer);
   void land_ready_notifies(QueuePair& qp);
   void complete(std::uint32_t s, std::uint64_t now);
   void set_timer(std::uint32_t s, TimerKind kind, std::uint64_t at);
@@ -185,6 +190,9 @@ class TaskEngine : public sc_core::sc_module, public FlowListener, public Clocke
   struct RdmaOp {
     Flow flow;
     std::uint32_t task = 0;
+    // A notify: the register it sets (copied from its task, which is cold by the time it lands).
+    TaskEngine* target = nullptr;
+    int reg = 0;
     bool notify = false;
     bool arrived = false;
     std::uint64_t seq = 0;          // write: its post number; notify: writes posted before it
@@ -196,9 +204,13 @@ class TaskEngine : public sc_core::sc_module, public FlowListener, public Clocke
     std::vector<std::uint32_t> notifies;      // notify ops in post order, not yet landed
   };
   std::uint32_t new_rdma_op();
-  std::vector<std::unique_ptr<RdmaOp>> rdma_ops_;
+  std::deque<RdmaOp> rdma_ops_;   // a deque: flows in flight keep their address as it grows
   std::vector<std::uint32_t> free_rdma_ops_;
-  std::unordered_map<int, QueuePair> qps_;    // by peer NPU (an NPU talks to few of thousands)
+  // Queue pairs by peer NPU: an NPU talks to few of thousands, so a sorted
+  // array of (peer, index into queue_pairs_) searched by halves, a few
+  // adjacent lines, rather than a hash map's bucket and node.
+  std::vector<std::pair<int, std::uint32_t>> qp_of_peer_;
+  std::deque<QueuePair> queue_pairs_;   // a deque: operations in flight point to theirs
 };
 
 const char* phase_name(TaskEngine::Phase phase);
