@@ -106,15 +106,16 @@ class Channel : public sc_core::sc_module, public Clocked {
   LinkStats stats() const { return LinkStats{bytes_carried_, busy_, peak_flows_}; }
   void reset_peak_flows() { peak_flows_ = active_flows_; }
 
-  // Flow model: the network's index of this channel, and its statistics.
+  // Flow model: the network's index of this channel, and its statistics,
+  // handed over each time the channel falls idle (the network counts a busy
+  // period itself, so that starting a flow does not touch the channel).
   std::uint32_t index() const { return index_; }
   void set_index(std::uint32_t index) { index_ = index; }
-  void account(std::uint64_t bytes, Time busy) {
+  void account_busy_period(std::uint64_t bytes, Time busy, std::uint32_t peak_flows) {
     bytes_carried_ += bytes;
     busy_ += busy;
+    peak_flows_ = std::max(peak_flows_, peak_flows);
   }
-  void flow_joined() { peak_flows_ = std::max(peak_flows_, ++active_flows_); }
-  void flow_left() { --active_flows_; }
 
  private:
   void reschedule();

@@ -38,6 +38,7 @@ void FlowNetwork::add_channel(Channel& channel) {
   Link link;
   link.channel = &channel;
   link.capacity = channel.params().bandwidth.bytes_per_s;
+  link.latency_ps = channel.params().latency.ps;
   links_.push_back(std::move(link));
 }
 
@@ -62,45 +63,47 @@ void FlowNetwork::on_clock(std::uint64_t at) {
   run();
 }
 
-void FlowNetwork::place(std::uint32_t pos, Flow* flow) {
-  drains_[pos] = flow;
-  flow->fluid.heap_pos = pos;
+void FlowNetwork::place(std::uint32_t pos, const Drain& drain) {
+  drains_[pos] = drain;
+  drain.flow->fluid.heap_pos = pos;
 }
 
 void FlowNetwork::sift_up(std::uint32_t pos) {
-  Flow* flow = drains_[pos];
+  const Drain drain = drains_[pos];
   while (pos > 0) {
     const std::uint32_t parent = (pos - 1) / 2;
-    if (!earlier(flow, drains_[parent])) break;
+    if (!earlier(drain, drains_[parent])) break;
     place(pos, drains_[parent]);
     pos = parent;
   }
-  place(pos, flow);
+  place(pos, drain);
 }
 
 void FlowNetwork::sift_down(std::uint32_t pos) {
-  Flow* flow = drains_[pos];
+  const Drain drain = drains_[pos];
   const auto n = static_cast<std::uint32_t>(drains_.size());
   for (;;) {
     std::uint32_t child = 2 * pos + 1;
     if (child >= n) break;
     if (child + 1 < n && earlier(drains_[child + 1], drains_[child])) ++child;
-    if (!earlier(drains_[child], flow)) break;
+    if (!earlier(drains_[child], drain)) break;
     place(pos, drains_[child]);
     pos = child;
   }
-  place(pos, flow);
+  place(pos, drain);
 }
 
 void FlowNetwork::set_drain(Flow& flow, std::uint64_t at) {
   flow.fluid.drain_at = at;
   flow.fluid.drain_seq = event_seq_++;
+  const Drain drain{at, flow.fluid.drain_seq, &flow};
   if (flow.fluid.heap_pos == kNone) {
-    drains_.push_back(&flow);
+    drains_.push_back(drain);
     flow.fluid.heap_pos = static_cast<std::uint32_t>(drains_.size() - 1);
     sift_up(flow.fluid.heap_pos);
   } else {
     // Later than before (a slower rate or a later sequence number) or earlier.
+    drains_[flow.fluid.heap_pos] = drain;
     sift_up(flow.fluid.heap_pos);
     sift_down(flow.fluid.heap_pos);
   }
@@ -109,12 +112,12 @@ void FlowNetwork::set_drain(Flow& flow, std::uint64_t at) {
 void FlowNetwork::remove_drain(Flow& flow) {
   const std::uint32_t pos = flow.fluid.heap_pos;
   flow.fluid.heap_pos = kNone;
-  Flow* last = drains_.back();
+  const Drain last = drains_.back();
   drains_.pop_back();
-  if (last == &flow) return;
+  if (last.flow == &flow) return;
   place(pos, last);
   sift_up(pos);
-  sift_down(last->fluid.heap_pos);
+  sift_down(last.flow->fluid.heap_pos);
 }
 
 void FlowNetwork::run() {
@@ -133,13 +136,14 @@ void FlowNetwork::run() {
     bool work = false;
     // Drains and arrivals due now, in the order they were scheduled.
     for (;;) {
-      Flow* drain = !drains_.empty() && drains_.front()->fluid.drain_at <= now ? drains_.front() : nullptr;
+      const Drain* drain = !drains_.empty() && drains_.front().at <= now ? &drains_.front() : nullptr;
       const Arrival* arrival = !arrivals_.empty() && arrivals_.top().at <= now ? &arrivals_.top() : nullptr;
       if (drain == nullptr && arrival == nullptr) break;
       work = true;
-      if (drain != nullptr && (arrival == nullptr || drain->fluid.drain_seq < arrival->seq)) {
-        remove_drain(*drain);
-        drained(*drain, now);
+      if (drain != nullptr && (arrival == nullptr || drain->seq < arrival->seq)) {
+        Flow& flow = *drain->flow;
+        remove_drain(flow);
+        drained(flow, now);
       } else {
         Flow& flow = *arrival->flow;
         arrivals_.pop();
@@ -160,7 +164,7 @@ void FlowNetwork::run() {
   }
   running_ = false;
   std::uint64_t next = kNever;
-  if (!drains_.empty()) next = drains_.front()->fluid.drain_at;
+  if (!drains_.empty()) next = drains_.front().at;
   if (!arrivals_.empty()) next = std::min(next, arrivals_.top().at);
   next = std::min(next, deferred_at_);
   // Only an earlier wake-up needs a new request (a later one finds nothing due).
@@ -187,23 +191,25 @@ void FlowNetwork::begin(Flow& flow, std::uint64_t now) {
   f.draining = true;
   f.latency_ps = 0;
   f.bound = flow.rate_cap.bytes_per_s != 0 ? flow.rate_cap.bytes_per_s : kNever;
-  for (const Channel* ch : *flow.path) {
-    f.bound = std::min(f.bound, ch->params().bandwidth.bytes_per_s);
-    f.latency_ps += ch->params().latency.ps;
-  }
   f.slot.resize(hops);
   f.links.resize(hops);
   for (std::size_t h = 0; h < hops; ++h) {
-    Channel* ch = (*flow.path)[h];
-    f.links[h] = ch->index();
-    Link& link = links_[ch->index()];
+    const std::uint32_t index = (*flow.path)[h]->index();
+    f.links[h] = index;
+    const Link& link = links_[index];
+    f.bound = std::min(f.bound, link.capacity);
+    f.latency_ps += link.latency_ps;
+  }
+  for (std::size_t h = 0; h < hops; ++h) {
+    const std::uint32_t index = f.links[h];
+    Link& link = links_[index];
     if (link.flows.empty()) link.busy_since = now;
     f.slot[h] = static_cast<std::uint32_t>(link.flows.size());
     link.flows.push_back(Member{&flow, static_cast<std::uint32_t>(h)});
     link.bound_sum += f.bound;
-    ch->account(flow.bytes, Time{});
-    ch->flow_joined();
-    touch(ch->index());
+    link.busy_bytes += flow.bytes;
+    link.busy_peak = std::max(link.busy_peak, static_cast<std::uint32_t>(link.flows.size()));
+    touch(index);
   }
 }
 
@@ -222,9 +228,10 @@ void FlowNetwork::drained(Flow& flow, std::uint64_t now) {
     last.flow->fluid.slot[last.hop] = slot;
     link.flows.pop_back();
     link.bound_sum -= f.bound;
-    link.channel->flow_left();
     if (link.flows.empty()) {
-      link.channel->account(0, Time{now - link.busy_since});
+      link.channel->account_busy_period(link.busy_bytes, Time{now - link.busy_since}, link.busy_peak);
+      link.busy_bytes = 0;
+      link.busy_peak = 0;
     } else {
       touch(index);
     }

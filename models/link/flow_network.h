@@ -64,19 +64,26 @@ class FlowNetwork final : public sc_core::sc_module, public Network, public Cloc
     Flow* flow;
     std::uint32_t hop;
   };
-  struct Link {
-    Channel* channel = nullptr;
+  // Two cache lines: what a component search and a solve read first, then
+  // what only a flow's start and end touch.
+  struct alignas(64) Link {
+    std::vector<Member> flows;      // draining flows crossing it
     std::uint64_t capacity = 0;     // bytes/s
     std::uint64_t bound_sum = 0;    // sum of the limits of its flows
-    std::vector<Member> flows;      // draining flows crossing it
-    std::uint64_t busy_since = 0;
+    std::uint64_t large_until = 0;  // in a component found large: its changes wait for this quantum
     std::uint32_t mark = 0;         // component search epoch
     std::uint32_t local = 0;        // its index in the component being solved
     bool dirty = false;
     bool deferred = false;
-    std::uint64_t large_until = 0;  // in a component found large: its changes wait for this quantum
+    std::uint64_t latency_ps = 0;
+    // The busy period under way, handed to the channel when it falls idle.
+    std::uint64_t busy_since = 0;
+    std::uint64_t busy_bytes = 0;
+    std::uint32_t busy_peak = 0;    // most flows at once
+    Channel* channel = nullptr;
     bool can_fill() const { return bound_sum > capacity; }
   };
+
   struct Arrival {
     std::uint64_t at;
     std::uint64_t seq;
@@ -107,12 +114,16 @@ class FlowNetwork final : public sc_core::sc_module, public Network, public Cloc
   void solve(std::uint64_t now);
   void freeze(Flow& flow, double rate);
   // The drains: a binary heap by (drain_at, drain_seq) that knows each
-  // flow's place, so a new rate moves its flow instead of leaving a stale entry.
-  static bool earlier(const Flow* a, const Flow* b) {
-    return a->fluid.drain_at != b->fluid.drain_at ? a->fluid.drain_at < b->fluid.drain_at
-                                                  : a->fluid.drain_seq < b->fluid.drain_seq;
-  }
-  void place(std::uint32_t pos, Flow* flow);
+  // flow's place, so a new rate moves its flow instead of leaving a stale
+  // entry. The keys sit in the heap's own entries: comparing through the
+  // flows cost two cache misses a level at thousands of NPUs.
+  struct Drain {
+    std::uint64_t at;
+    std::uint64_t seq;
+    Flow* flow;
+  };
+  static bool earlier(const Drain& a, const Drain& b) { return a.at != b.at ? a.at < b.at : a.seq < b.seq; }
+  void place(std::uint32_t pos, const Drain& drain);
   void sift_up(std::uint32_t pos);
   void sift_down(std::uint32_t pos);
   void set_drain(Flow& flow, std::uint64_t at);
@@ -125,7 +136,7 @@ class FlowNetwork final : public sc_core::sc_module, public Network, public Cloc
   std::uint64_t deferred_at_;
   std::vector<Flow*> starting_;      // started since the last run, in start order
   std::vector<std::uint32_t> dirty_; // links whose flows changed, in order
-  std::vector<Flow*> drains_;
+  std::vector<Drain> drains_;
   std::priority_queue<Arrival, std::vector<Arrival>, std::greater<Arrival>> arrivals_;
   std::uint64_t event_seq_ = 0;      // drains and arrivals share it: ties go in scheduling order
   std::uint64_t flow_seq_ = 0;
