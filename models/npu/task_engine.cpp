@@ -42,9 +42,7 @@ void TaskEngine::load(std::vector<ExecTask>* tasks, const std::vector<const std:
   // A workload starts from clean notifies: a wait left blocked by a failed
   // run names a stream of that run, and a record that landed after its wait
   // gave up must not release a wait of this one.
-  registers_.assign(static_cast<std::size_t>(notify_registers), 0);
-  waiter_.assign(static_cast<std::size_t>(notify_registers), -1);
-  set_by_.assign(static_cast<std::size_t>(notify_registers), 0);
+  registers_.assign(static_cast<std::size_t>(notify_registers), Register{});
   flags_.assign(static_cast<std::size_t>(flags), 0);
   flag_watchers_.assign(static_cast<std::size_t>(flags), {});
   flag_set_by_.assign(static_cast<std::size_t>(flags), 0);
@@ -60,9 +58,10 @@ void TaskEngine::load(std::vector<ExecTask>* tasks, const std::vector<const std:
     if (streams_[s].count == 0) {
       streams_[s].phase = Phase::Done;
       ++done_streams_;
-    } else if (!start_ahead(s, now, params_.stream.op_launch)) {
-      begin_dispatch(s, now, params_.stream.op_launch);
+      continue;
     }
+    streams_[s].head = streams_[s].tasks[0];
+    if (!start_ahead(s, now, params_.stream.op_launch)) begin_dispatch(s, now, params_.stream.op_launch);
   }
   step_in_next_delta();
 }
@@ -331,7 +330,7 @@ void TaskEngine::handle_timer(const Timer& t, std::uint64_t now) {
     }
     case TimerKind::Timeout:
       if (st.phase == Phase::Notify && st.token == t.token) {
-        waiter_[head(t.stream).notify] = -1;
+        registers_[head(t.stream).notify].waiter = -1;
         const Time started{st.since_ps};
         st.phase = Phase::Failed;
         st.since_ps = now;
@@ -346,18 +345,19 @@ void TaskEngine::handle_input(const Input& in, std::uint64_t now) {
   switch (in.kind) {
     case InputKind::Land: {
       const int reg = static_cast<int>(in.value);
-      const std::int32_t w = waiter_[reg];
+      Register& r = registers_[reg];
+      const std::int32_t w = r.waiter;
       if (w >= 0) {
-        waiter_[reg] = -1;
+        r.waiter = -1;
         ++streams_[w].token;  // cancels its timeout
         observer_->wait_released(head_id(static_cast<std::uint32_t>(w)), in.record);
         complete(static_cast<std::uint32_t>(w), now);
-      } else if (registers_[reg]) {
+      } else if (r.set) {
         ++records_lost_;
         ++lost_on_[reg];
       } else {
-        registers_[reg] = 1;
-        set_by_[reg] = in.record;
+        r.set = true;
+        r.set_by = in.record;
       }
       break;
     }
@@ -441,19 +441,21 @@ void TaskEngine::try_start(std::uint32_t s, std::uint64_t now) {
       set_timer(s, TimerKind::RecordDone,
                 now + (task.remote ? params_.notify.record_remote.ps : params_.notify.record_local.ps));
       break;
-    case ExecKind::NotifyWait:
+    case ExecKind::NotifyWait: {
       observer_->task_started(head_id(s), Time{now});
-      if (registers_[task.notify]) {
-        registers_[task.notify] = 0;
-        observer_->wait_released(head_id(s), set_by_[task.notify]);
+      Register& r = registers_[task.notify];
+      if (r.set) {
+        r.set = false;
+        observer_->wait_released(head_id(s), r.set_by);
         st.phase = Phase::Busy;
         set_timer(s, TimerKind::BusyDone, now + params_.notify.wait.ps);
       } else {
         st.phase = Phase::Notify;
-        waiter_[task.notify] = static_cast<std::int32_t>(s);
+        r.waiter = static_cast<std::int32_t>(s);
         if (task.span.ps > 0) set_timer(s, TimerKind::Timeout, now + task.span.ps);
       }
       break;
+    }
     case ExecKind::Transfer:
       st.phase = task.aiv ? Phase::Cores : Phase::Sdma;
       if (task.aiv && task.cores == 0) {
@@ -526,8 +528,9 @@ void TaskEngine::complete(std::uint32_t s, std::uint64_t now) {
     st.phase = Phase::Done;
     st.since_ps = now;
     ++done_streams_;
-  } else if (!start_ahead(s, now, params_.stream.task_dispatch)) {
-    begin_dispatch(s, now, params_.stream.task_dispatch);
+  } else {
+    st.head = st.tasks[st.pos];
+    if (!start_ahead(s, now, params_.stream.task_dispatch)) begin_dispatch(s, now, params_.stream.task_dispatch);
   }
   // After the stream moved on, so that a dependency released on this very
   // stream finds it in a consistent state.
@@ -539,7 +542,7 @@ std::vector<std::pair<std::uint32_t, TaskEngine::StreamState>> TaskEngine::unfin
   for (std::uint32_t s = 0; s < streams_.size(); ++s) {
     const Stream& st = streams_[s];
     if (st.phase == Phase::Done) continue;
-    out.push_back({s, StreamState{st.tasks[st.pos], st.phase, st.since_ps}});
+    out.push_back({s, StreamState{st.head, st.phase, st.since_ps}});
   }
   return out;
 }

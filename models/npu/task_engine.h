@@ -87,7 +87,7 @@ class TaskEngine : public sc_core::sc_module, public FlowListener, public Clocke
   };
   // One entry per stream not yet done, for deadlock reports.
   std::vector<std::pair<std::uint32_t, StreamState>> unfinished() const;
-  bool register_set(int reg) const { return registers_[reg] != 0; }
+  bool register_set(int reg) const { return registers_[reg].set; }
   std::uint32_t flag_value(int flag) const { return flags_[static_cast<std::size_t>(flag)]; }
 
   std::uint64_t activations() const { return activations_; }
@@ -126,6 +126,9 @@ class TaskEngine : public sc_core::sc_module, public FlowListener, public Clocke
     const std::uint32_t* tasks = nullptr;  // the caller's list (see load)
     std::size_t count = 0;
     std::size_t pos = 0;
+    // tasks[pos], read while its line is warm (when the previous task ends):
+    // by the time the dispatch gap ends it has left the caches at thousands of NPUs.
+    std::uint32_t head = 0;
     Phase phase = Phase::Dispatch;
     std::uint64_t since_ps = 0;
     std::uint32_t token = 0;        // invalidates stale timeouts
@@ -156,7 +159,7 @@ class TaskEngine : public sc_core::sc_module, public FlowListener, public Clocke
   void complete(std::uint32_t s, std::uint64_t now);
   void set_timer(std::uint32_t s, TimerKind kind, std::uint64_t at);
   ExecTask& head(std::uint32_t s) { return (*tasks_)[head_id(s)]; }
-  std::uint32_t head_id(std::uint32_t s) const { return streams_[s].tasks[streams_[s].pos]; }
+  std::uint32_t head_id(std::uint32_t s) const { return streams_[s].head; }
   ResourcePool& cores_of(CoreKind kind) { return kind == CoreKind::Aic ? aic_ : aiv_; }
 
   int rank_;
@@ -168,9 +171,14 @@ class TaskEngine : public sc_core::sc_module, public FlowListener, public Clocke
   TaskObserver* observer_ = nullptr;
   std::vector<Stream> streams_;
   std::size_t done_streams_ = 0;
-  std::vector<std::uint8_t> registers_;
-  std::vector<std::int32_t> waiter_;   // stream blocked on each register, -1 if none
-  std::vector<std::uint32_t> set_by_;  // record task that set each register
+  // A notify register's state in one place: a wait or a landing reads all
+  // of it, and three arrays cost three cache misses at thousands of NPUs.
+  struct Register {
+    std::int32_t waiter = -1;         // stream blocked on it, -1 if none
+    std::uint32_t set_by = 0;         // the record task that set it
+    bool set = false;
+  };
+  std::vector<Register> registers_;
   std::vector<std::uint32_t> flags_;                      // flag counters in memory
   std::vector<std::vector<FlagWatcher>> flag_watchers_;    // polls not yet satisfied, per flag
   std::vector<std::uint32_t> flag_set_by_;                // last FlagSet that landed on each flag
