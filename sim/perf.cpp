@@ -1,5 +1,6 @@
 #include "sim/perf.h"
 
+#include <chrono>
 #include <cmath>
 #include <stdexcept>
 
@@ -279,6 +280,7 @@ std::vector<PerfRow> estimate_perf(const TopologySpec& topology, const PerfReque
   const ExecContext ctx = exec_context(topology, request);
   const EstimateFabric fabric(topology);
   for (const std::uint64_t size : request.sizes) {
+    const auto started = std::chrono::steady_clock::now();
     const CollectiveSpec spec = collective_of(request, size);
     const ExecutorChoice choice = choose_executor(spec, ctx, request);
     const Executor* executor = find_executor(choice.executor);
@@ -296,6 +298,7 @@ std::vector<PerfRow> estimate_perf(const TopologySpec& topology, const PerfReque
     PerfRow row = row_of(request, spec, ctx, choice, Time{static_cast<std::uint64_t>(std::llround(ps))});
     row.model = "estimate";
     row.check = "skipped";
+    row.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     rows.push_back(std::move(row));
     if (on_row) on_row(rows.size() - 1, rows.back());
   }
@@ -311,6 +314,7 @@ std::vector<PerfRow> run_perf(Platform& platform, const PerfRequest& request, Tr
   const ExecContext ctx = exec_context(platform, request);
   const Hierarchy& hierarchy = ctx.hierarchy;
   for (const std::uint64_t size : request.sizes) {
+    const auto started = std::chrono::steady_clock::now();
     const CollectiveSpec spec = collective_of(request, size);
     const ExecutorChoice choice = choose_executor(spec, ctx, request);
     const AlgoPlan& plan = choice.plan;
@@ -349,6 +353,7 @@ std::vector<PerfRow> run_perf(Platform& platform, const PerfRequest& request, Tr
       }
     }
     if (trace) trace->add_run(graph, result, platform, row.op_name + " " + format_size(row.data_size));
+    row.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     rows.push_back(std::move(row));
     if (on_row) on_row(rows.size() - 1, rows.back());
   }

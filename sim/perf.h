@@ -62,6 +62,10 @@ struct PerfRow {
   std::string model = "detailed";  // "detailed" (SystemC) or "estimate" (closed form)
   std::uint64_t tasks;
   std::uint64_t activations;
+  // Wall seconds this process spent producing the row (choosing, building
+  // and running, or evaluating the closed form); for --stats, never in the
+  // rows themselves (they stay bit-for-bit repeatable).
+  double seconds = 0;
   LinkSummary link_summary;       // the busiest link and bytes per link kind during this row
   std::vector<LinkUsage> links;   // every link that carried data (with PerfRequest::link_details)
 };

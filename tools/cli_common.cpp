@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <stdexcept>
@@ -171,6 +172,19 @@ void print_stats(const WallClock& clock, std::uint64_t tasks, std::uint64_t even
   std::fprintf(stderr, "stats: wall %.3f s, %llu tasks, %llu events (%.3g events/s), peak RSS %.1f MiB\n", wall,
                static_cast<unsigned long long>(tasks), static_cast<unsigned long long>(events),
                wall > 0 ? static_cast<double>(events) / wall : 0.0, static_cast<double>(usage.ru_maxrss) / 1024.0);
+}
+
+void print_row_times(std::vector<double> seconds) {
+  if (seconds.empty()) return;
+  std::fprintf(stderr, "stats: per row: first %.3f ms", seconds.front() * 1e3);
+  if (seconds.size() > 1) {
+    std::vector<double> rest(seconds.begin() + 1, seconds.end());
+    std::sort(rest.begin(), rest.end());
+    const double median = rest.size() % 2 == 1 ? rest[rest.size() / 2]
+                                                : (rest[rest.size() / 2 - 1] + rest[rest.size() / 2]) / 2;
+    std::fprintf(stderr, "; the other %zu: median %.3f ms, max %.3f ms", rest.size(), median * 1e3, rest.back() * 1e3);
+  }
+  std::fprintf(stderr, "\n");
 }
 
 Progress::Progress(std::string what, std::size_t total, bool allowed)

@@ -89,6 +89,10 @@ struct WallClock {
 };
 // "wall 0.84 s, 12345 tasks, 2.1e6 events (2.5e6 events/s), peak RSS 45.2 MiB" to stderr.
 void print_stats(const WallClock& clock, std::uint64_t tasks, std::uint64_t events);
+// "stats: per row: first X ms; the other N: median Y ms, max Z ms": wall time
+// spent producing each row of this process, in row order. The first row
+// carries what is built once (a topology's tables, an estimate's caches).
+void print_row_times(std::vector<double> seconds);
 
 // A live "what: 3/14 ..." line on stderr, shown only when stderr is a
 // terminal and the work has taken more than two seconds; cleared at the end.

@@ -94,7 +94,8 @@ class PerfCommand : public Command {
                    "as CSV (row,data_size,link,kind,bytes,busy_us,utilization,peak_flows)")
         ->type_name("FILE");
     app.add_flag("--stats", stats_,
-                 "print wall time, tasks, events/s, peak memory and the 10 busiest links (over all rows) to stderr");
+                 "print wall time, tasks, events/s, peak memory, the time spent per row (the first apart: it builds "
+                 "what the others reuse) and the 10 busiest links (over all rows) to stderr");
   }
 
   int run(CommandContext& ctx) override;
@@ -302,6 +303,7 @@ int PerfCommand::run(CommandContext& ctx) {
   RunRecord record{"perf", {}};
   LinkTotals link_totals;
   std::size_t row_index = 0;
+  std::vector<double> row_seconds;   // this process's rows, for --stats
   req.link_details = !ctx.replay && (stats_ || !links_file_.empty());
 
   // Sizes go round robin over the MPI processes; rank 0 writes every row in order.
@@ -327,6 +329,7 @@ int PerfCommand::run(CommandContext& ctx) {
   std::optional<OrderedGather::Failure> failure;
   try {
     const PerfRowCallback on_row = [&](std::size_t i, const PerfRow& row) {
+      row_seconds.push_back(row.seconds);
       tasks += row.tasks;
       events += row.activations;
       gather.local(mine[i], serialize_perf_row(row));
@@ -363,6 +366,7 @@ int PerfCommand::run(CommandContext& ctx) {
   if (links_out) links_out->close();
   if (stats_ && !ctx.replay) {
     print_stats(clock, tasks, events);
+    print_row_times(row_seconds);
     std::cerr << format_busiest_links(link_totals.links(), 10,
                                       "stats: busiest links over " + std::to_string(row_index) + " row(s)");
   }

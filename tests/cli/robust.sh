@@ -25,7 +25,7 @@ CASES=(duplicate_key_topology duplicate_key_nested_profile program_int_not_trunc
        a2_profile_on_a3_server a2_profile_on_a3_rank_table oversubscription_absurd npus_per_server_above_npus
        vcounts_nan vcounts_inf algo_empty repeated_topology control_chars_in_name control_chars_in_key
        stdout_write_fails run_trace_bad_path links_bad_path links_csv links_json_summary links_stats
-       trace_link_counters run_links piped_output_complete)
+       trace_link_counters run_links piped_output_complete row_times_stats)
 if [ "$name" = list ]; then
   printf '%s\n' "${CASES[@]}"
   exit 0
@@ -168,6 +168,10 @@ case "$name" in
     args=(perf all_reduce -b 1M -e 1M --stats)
     expect_rc=0
     post=links_stats ;;
+  row_times_stats)
+    args=(perf all_reduce -b 1M -e 64M -f 4 --model estimate --topology "$cluster" --servers 4 --stats --format csv)
+    expect_rc=0
+    post=row_times ;;
   trace_link_counters)
     args=(perf all_reduce -b 1M -e 64M -f 8 --trace "$tmp/trace.json")
     expect_rc=0
@@ -197,8 +201,20 @@ elif [ "$post" = links_stats ]; then
   "$hcclsim" "${args[@]}" >"$tmp/out.txt" 2>"$tmp/err.txt"
   rc=$?
   fail=0
-  if [ $rc -ne 0 ] || ! grep -q "busiest links" "$tmp/err.txt" || [ "$(grep -c "util .*peak" "$tmp/err.txt")" -ne 10 ]; then
-    echo "FAIL: --stats does not list the 10 busiest links" >&2
+  if [ $rc -ne 0 ] || ! grep -q "busiest links" "$tmp/err.txt" || [ "$(grep -c "util .*peak" "$tmp/err.txt")" -ne 10 ] ||
+     ! grep -Eq '^stats: per row: first [0-9]+\.[0-9]{3} ms$' "$tmp/err.txt"; then
+    echo "FAIL: --stats does not list the 10 busiest links and the one row's time" >&2
+    fail=1
+  fi
+elif [ "$post" = row_times ]; then
+  # One line of per-row wall times: the first row apart, the other three summarized.
+  "$hcclsim" "${args[@]}" >"$tmp/out.txt" 2>"$tmp/err.txt"
+  rc=$?
+  fail=0
+  if [ $rc -ne 0 ] || [ "$(wc -l <"$tmp/out.txt")" -ne 5 ] ||
+     ! grep -Eq '^stats: per row: first [0-9]+\.[0-9]{3} ms; the other 3: median [0-9]+\.[0-9]{3} ms, max [0-9]+\.[0-9]{3} ms$' "$tmp/err.txt"; then
+    echo "FAIL: --stats per-row times (exit code $rc):" >&2
+    cat "$tmp/err.txt" >&2
     fail=1
   fi
 elif [ "$post" = piped ]; then
