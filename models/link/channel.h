@@ -73,6 +73,11 @@ struct Flow {
     std::uint64_t bound = 0;          // the most it can ever get: min(rate_cap, slowest channel), bytes/s
     std::uint64_t latency_ps = 0;     // sum of the path's latencies
     std::vector<std::uint32_t> links; // per hop: the network's index of the channel
+    // The path `links`, path_bound and latency_ps were worked out for: a
+    // stream's flow mostly crosses the same path again, and reading each
+    // channel of it costs a cache miss a hop at thousands of NPUs.
+    const std::vector<Channel*>* links_of = nullptr;
+    std::uint64_t path_bound = 0;     // the slowest channel of that path, bytes/s
     std::vector<std::uint32_t> slot;  // per hop: its index in that channel's list of flows
     std::uint32_t mark = 0;           // component search epoch
     bool frozen = false;              // solver scratch

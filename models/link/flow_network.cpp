@@ -189,17 +189,21 @@ void FlowNetwork::begin(Flow& flow, std::uint64_t now) {
   f.since_ps = now;
   f.heap_pos = kNone;
   f.draining = true;
-  f.latency_ps = 0;
-  f.bound = flow.rate_cap.bytes_per_s != 0 ? flow.rate_cap.bytes_per_s : kNever;
-  f.slot.resize(hops);
-  f.links.resize(hops);
-  for (std::size_t h = 0; h < hops; ++h) {
-    const std::uint32_t index = (*flow.path)[h]->index();
-    f.links[h] = index;
-    const Link& link = links_[index];
-    f.bound = std::min(f.bound, link.capacity);
-    f.latency_ps += link.latency_ps;
+  if (f.links_of != flow.path) {
+    f.links_of = flow.path;
+    f.latency_ps = 0;
+    f.path_bound = kNever;
+    f.slot.resize(hops);
+    f.links.resize(hops);
+    for (std::size_t h = 0; h < hops; ++h) {
+      const std::uint32_t index = (*flow.path)[h]->index();
+      f.links[h] = index;
+      const Link& link = links_[index];
+      f.path_bound = std::min(f.path_bound, link.capacity);
+      f.latency_ps += link.latency_ps;
+    }
   }
+  f.bound = std::min(f.path_bound, flow.rate_cap.bytes_per_s != 0 ? flow.rate_cap.bytes_per_s : kNever);
   for (std::size_t h = 0; h < hops; ++h) {
     const std::uint32_t index = f.links[h];
     Link& link = links_[index];
