@@ -93,6 +93,15 @@ class EstimateFabric {
   const StepCosts& costs() const { return costs_; }
   int npus() const { return spec_.npus; }
 
+  // The ring forms add a steady run of identical full slices at once
+  // (sim/estimate/ring.cpp, Hierarchical::slices); with `follow` they
+  // follow every slice instead (the tests compare the two).
+  void follow_every_slice(bool follow) { follow_every_slice_ = follow; }
+  bool follows_every_slice() const { return follow_every_slice_; }
+  // How many slices were added at once so far.
+  std::uint64_t slices_added_at_once() const { return slices_added_at_once_; }
+  void count_slices_added_at_once(std::uint64_t slices) const { slices_added_at_once_ += slices; }
+
   // Assumes the regular topologies hcclsim builds: two pairs in the same
   // relation (same chip, server, SDMA domain, leaf of each fabric) take
   // paths of the same cost.
@@ -157,6 +166,8 @@ class EstimateFabric {
   // through the channels it crossed.
   mutable std::vector<int> slot_of_;
   mutable std::vector<int> crossed_;
+  bool follow_every_slice_ = false;
+  mutable std::uint64_t slices_added_at_once_ = 0;
 };
 
 // Max-min fair shares of flows over channels by progressive filling (the
