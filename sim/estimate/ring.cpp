@@ -11,6 +11,7 @@
 // whose source and destination coincide; each handshake ties a rank to both
 // of its ring neighbours, so the ring runs at the pace of its slowest pair.
 #include <algorithm>
+#include <deque>
 #include <cstdint>
 #include <map>
 #include <stdexcept>
@@ -500,51 +501,71 @@ class Hierarchical {
   //
   // A full slice is the same map of every stream's free time, built of
   // sums and maxima (a max-plus map: moving every time on by c moves its
-  // result on by c). So once two full slices in a row have moved every
-  // time on by the same amount, bit for bit, the full slices after them
-  // would too: all but the last of them are added at once instead of
-  // followed (a 128 GiB AllReduce on CloudMatrix384 is some 1,300 slices),
-  // and the last full slice (whose body may see that a partial one
-  // follows) and the partial one are followed as before. Added at once,
-  // a time can differ from the one followed slice by slice in its last
-  // bits (rounding): by at most 2e-12 of it, and only from 8 GiB up, over
-  // every ring op on three A3 topologies, 1 MiB..128 GiB, fp16/fp32/int8.
-  // `ended_moves`: the stages' ends (ended_) change in a slice
-  // too, else only the level-0 streams do.
+  // result on by c). So once the full slices repeat, every time moving on
+  // by the same amount, bit for bit, over one slice twice in a row (or
+  // over two slices twice in a row: a Broadcast's chains alternate), the
+  // full slices after them would too. All but the last of them are added
+  // at once instead of followed (a 128 GiB AllReduce on CloudMatrix384 is
+  // some 1,300 slices); the last full slice (whose body may see that a
+  // partial one follows) and the partial one are followed as before.
+  // Added at once, a time can differ from the one followed slice by slice
+  // in its last bits (rounding): by at most 2e-12 of it, and only from
+  // 8 GiB up, over every ring op on three A3 topologies, 1 MiB..128 GiB,
+  // fp16/fp32/int8. `ended_moves`: the stages' ends (ended_) change in a
+  // slice too, else only the level-0 streams do.
   template <typename Body>
   void slices(std::uint64_t count, std::uint64_t per_slice, bool ended_moves, const Body& body) {
     per_slice = std::max<std::uint64_t>(per_slice, 1);
-    std::vector<double> before, after, delta, last_delta;
+    constexpr std::size_t kLongestPeriod = 2;
+    std::deque<std::vector<double>> history;  // states after the latest full slices, newest last
     for (std::uint64_t first = 0; first < count || first == 0; first += per_slice) {
       const bool full = count - first >= per_slice;
-      if (full) state(before, ended_moves);
+      if (full && history.empty()) history.push_back(state(ended_moves));
       body(first, std::min(per_slice, count - first));
       if (count == 0) break;
       if (!full) continue;
-      state(after, ended_moves);
-      delta.resize(after.size());
-      for (std::size_t i = 0; i < after.size(); ++i) delta[i] = after[i] - before[i];
-      const bool steady = delta == last_delta && !delta.empty() &&
-                          std::all_of(delta.begin(), delta.end(), [&](double x) { return x == delta.front(); });
-      delta.swap(last_delta);
-      if (!steady || f_.follows_every_slice()) continue;
+      history.push_back(state(ended_moves));
+      if (history.size() > 2 * kLongestPeriod + 1) history.pop_front();
+      if (f_.follows_every_slice()) continue;
       const std::uint64_t full_after = (count - first - per_slice) / per_slice;
-      if (full_after < 2) continue;
-      const std::uint64_t skipped = full_after - 1;
-      const double times = static_cast<double>(skipped);
-      std::size_t at = 0;
-      if (ended_moves) {
-        for (double& t : ended_) t += times * last_delta[at++];
+      for (std::size_t period = 1; period <= kLongestPeriod; ++period) {
+        const std::vector<double> step = steady_step(history, period);
+        if (step.empty()) continue;
+        const std::uint64_t skipped = full_after == 0 ? 0 : (full_after - 1) / period * period;
+        if (skipped == 0) break;
+        const double times = static_cast<double>(skipped / period);
+        std::size_t at = 0;
+        if (ended_moves) {
+          for (double& t : ended_) t += times * step[at++];
+        }
+        ring_.advance(step, at, times);
+        first += skipped * per_slice;
+        f_.count_slices_added_at_once(skipped);
+        history.clear();  // the states in it are no longer the latest
+        history.push_back(state(ended_moves));
+        break;
       }
-      ring_.advance(last_delta, at, times);
-      first += skipped * per_slice;
-      f_.count_slices_added_at_once(skipped);
     }
   }
-  void state(std::vector<double>& out, bool ended_moves) const {
-    out.clear();
+  // What `period` slices add to every time, if the latest two runs of
+  // `period` slices each added the same amount to all of them (else empty).
+  static std::vector<double> steady_step(const std::deque<std::vector<double>>& history, std::size_t period) {
+    if (history.size() < 2 * period + 1) return {};
+    const std::vector<double>& now = history[history.size() - 1];
+    const std::vector<double>& mid = history[history.size() - 1 - period];
+    const std::vector<double>& old = history[history.size() - 1 - 2 * period];
+    if (now.empty()) return {};
+    const double moved = now[0] - mid[0];
+    for (std::size_t i = 0; i < now.size(); ++i) {
+      if (now[i] - mid[i] != moved || mid[i] - old[i] != moved) return {};
+    }
+    return std::vector<double>(now.size(), moved);
+  }
+  std::vector<double> state(bool ended_moves) const {
+    std::vector<double> out;
     if (ended_moves) out.assign(ended_.begin(), ended_.end());
     ring_.append_state(out);
+    return out;
   }
 
   void all_reduce() {

@@ -138,7 +138,7 @@ TEST_CASE("ring estimate: broadcast and reduce rings on 4 CloudMatrix384 servers
 }
 
 // The ring forms add a steady run of identical full slices at once
-// (Hierarchical::slices). Against following every slice: the same times
+// (Hierarchical::slices), or of pairs of slices. Against following every slice: the same times
 // to 1e-11 (only rounding may differ), for every ring executor at sizes of
 // hundreds of slices, and slices were indeed added at once. No Platform:
 // the forms need only the topology.
@@ -195,9 +195,7 @@ TEST_CASE("ring estimate: slices added at once match slices followed one by one"
     const double fast = (*estimate)(spec, ctx, choice.plan, at_once);
     const double followed = (*estimate)(spec, ctx, choice.plan, one_by_one);
     CHECK(std::abs(fast / followed - 1) <= 1e-11);
-    // The Broadcast's chains never move every stream on by the same
-    // amount bit for bit, so its slices are all followed.
-    if (c.op == CollOp::Reduce) CHECK(at_once.slices_added_at_once() > before);
+    CHECK(at_once.slices_added_at_once() > before);  // the Broadcast's in pairs: its chains alternate
     before = at_once.slices_added_at_once();
   }
   CHECK(one_by_one.slices_added_at_once() == 0);
