@@ -330,7 +330,7 @@ void TaskEngine::handle_timer(const Timer& t, std::uint64_t now) {
     }
     case TimerKind::Timeout:
       if (st.phase == Phase::Notify && st.token == t.token) {
-        registers_[head(t.stream).notify].waiter = -1;
+        registers_[head(t.stream).notify].state = Register::kIdle;
         const Time started{st.since_ps};
         st.phase = Phase::Failed;
         st.since_ps = now;
@@ -346,17 +346,17 @@ void TaskEngine::handle_input(const Input& in, std::uint64_t now) {
     case InputKind::Land: {
       const int reg = static_cast<int>(in.value);
       Register& r = registers_[reg];
-      const std::int32_t w = r.waiter;
+      const std::int32_t w = r.state;
       if (w >= 0) {
-        r.waiter = -1;
+        r.state = Register::kIdle;
         ++streams_[w].token;  // cancels its timeout
         observer_->wait_released(head_id(static_cast<std::uint32_t>(w)), in.record);
         complete(static_cast<std::uint32_t>(w), now);
-      } else if (r.set) {
+      } else if (w == Register::kSet) {
         ++records_lost_;
         ++lost_on_[reg];
       } else {
-        r.set = true;
+        r.state = Register::kSet;
         r.set_by = in.record;
       }
       break;
@@ -444,14 +444,14 @@ void TaskEngine::try_start(std::uint32_t s, std::uint64_t now) {
     case ExecKind::NotifyWait: {
       observer_->task_started(head_id(s), Time{now});
       Register& r = registers_[task.notify];
-      if (r.set) {
-        r.set = false;
+      if (r.state == Register::kSet) {
+        r.state = Register::kIdle;
         observer_->wait_released(head_id(s), r.set_by);
         st.phase = Phase::Busy;
         set_timer(s, TimerKind::BusyDone, now + params_.notify.wait.ps);
       } else {
         st.phase = Phase::Notify;
-        r.waiter = static_cast<std::int32_t>(s);
+        r.state = static_cast<std::int32_t>(s);
         if (task.span.ps > 0) set_timer(s, TimerKind::Timeout, now + task.span.ps);
       }
       break;

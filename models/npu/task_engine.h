@@ -87,7 +87,7 @@ class TaskEngine : public sc_core::sc_module, public FlowListener, public Clocke
   };
   // One entry per stream not yet done, for deadlock reports.
   std::vector<std::pair<std::uint32_t, StreamState>> unfinished() const;
-  bool register_set(int reg) const { return registers_[reg].set; }
+  bool register_set(int reg) const { return registers_[reg].state == Register::kSet; }
   std::uint32_t flag_value(int flag) const { return flags_[static_cast<std::size_t>(flag)]; }
 
   std::uint64_t activations() const { return activations_; }
@@ -172,11 +172,14 @@ class TaskEngine : public sc_core::sc_module, public FlowListener, public Clocke
   std::vector<Stream> streams_;
   std::size_t done_streams_ = 0;
   // A notify register's state in one place: a wait or a landing reads all
-  // of it, and three arrays cost three cache misses at thousands of NPUs.
+  // of it, and separate arrays cost a cache miss each at thousands of NPUs.
+  // A register is idle, waited on by one stream, or set (never both: a
+  // record landing on a waited register releases the wait at once).
   struct Register {
-    std::int32_t waiter = -1;         // stream blocked on it, -1 if none
-    std::uint32_t set_by = 0;         // the record task that set it
-    bool set = false;
+    static constexpr std::int32_t kIdle = -1;
+    static constexpr std::int32_t kSet = -2;
+    std::int32_t state = kIdle;       // a stream blocked on it (>= 0), kIdle or kSet
+    std::uint32_t set_by = 0;         // kSet: the record task that set it
   };
   std::vector<Register> registers_;
   std::vector<std::uint32_t> flags_;                      // flag counters in memory
