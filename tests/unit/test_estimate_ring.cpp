@@ -147,37 +147,8 @@ TEST_CASE("ring estimate: slices added at once match slices followed one by one"
   EstimateFabric at_once(topo);
   EstimateFabric one_by_one(topo);
   one_by_one.follow_every_slice(true);
-  std::uint64_t before = 0;
-  for (const Case* cases : {kDoubleRing, kSingleRing}) {
-    for (int i = 0; i < 3; ++i) {
-      const Case& c = cases[i];
-      INFO(c.executor);
-      for (const std::uint64_t size : {8 * GiB, 32 * GiB + 3 * MiB}) {
-        PerfRequest request;
-        request.op = c.op;
-        request.ranks = topo.npus;
-        request.buffer_bytes = topo.npu.hccl_buffer_bytes;
-        const ExecContext ctx = exec_context(topo, request);
-        CollectiveSpec spec;
-        spec.op = c.op;
-        spec.ranks = request.ranks;
-        spec.dtype = DataType::Fp16;
-        spec.buffer_bytes = request.buffer_bytes;
-        spec.count = count_for_size(c.op, spec.ranks, spec.dtype, size);
-        const ExecutorChoice choice{c.executor, default_levels(spec, ctx), "requested"};
-        const EstimateFn* estimate = find_estimate(c.executor);
-        REQUIRE(estimate != nullptr);
-        const double fast = (*estimate)(spec, ctx, choice.plan, at_once);
-        const double followed = (*estimate)(spec, ctx, choice.plan, one_by_one);
-        INFO(size << " bytes: added at once " << fast / 1e6 << " us, followed " << followed / 1e6 << " us");
-        CHECK(std::abs(fast / followed - 1) <= 1e-11);
-        CHECK(at_once.slices_added_at_once() > before);
-        before = at_once.slices_added_at_once();
-      }
-    }
-  }
-  for (const Case& c : kRootedRing) {
-    INFO(c.executor);
+  // Case `c` at `size` bytes (fp16, every NPU a rank) estimated on `fabric`.
+  auto estimate_of = [&](const Case& c, std::uint64_t size, const EstimateFabric& fabric) {
     PerfRequest request;
     request.op = c.op;
     request.ranks = topo.npus;
@@ -188,15 +159,27 @@ TEST_CASE("ring estimate: slices added at once match slices followed one by one"
     spec.ranks = request.ranks;
     spec.dtype = DataType::Fp16;
     spec.buffer_bytes = request.buffer_bytes;
-    spec.count = count_for_size(c.op, spec.ranks, spec.dtype, 32 * GiB + 3 * MiB);
+    spec.count = count_for_size(c.op, spec.ranks, spec.dtype, size);
     const ExecutorChoice choice{c.executor, default_levels(spec, ctx), "requested"};
     const EstimateFn* estimate = find_estimate(c.executor);
     REQUIRE(estimate != nullptr);
-    const double fast = (*estimate)(spec, ctx, choice.plan, at_once);
-    const double followed = (*estimate)(spec, ctx, choice.plan, one_by_one);
-    CHECK(std::abs(fast / followed - 1) <= 1e-11);
-    CHECK(at_once.slices_added_at_once() > before);  // the Broadcast's in pairs: its chains alternate
-    before = at_once.slices_added_at_once();
+    return (*estimate)(spec, ctx, choice.plan, fabric);
+  };
+  std::vector<Case> cases(std::begin(kDoubleRing), std::end(kDoubleRing));
+  cases.insert(cases.end(), std::begin(kSingleRing), std::end(kSingleRing));
+  cases.insert(cases.end(), std::begin(kRootedRing), std::end(kRootedRing));
+  std::uint64_t before = 0;
+  for (const Case& c : cases) {
+    for (const std::uint64_t size : {8 * GiB, 32 * GiB + 3 * MiB}) {
+      const double fast = estimate_of(c, size, at_once);
+      const double followed = estimate_of(c, size, one_by_one);
+      INFO(c.executor << ", " << size << " bytes: added at once " << fast / 1e6 << " us, followed " << followed / 1e6
+                      << " us");
+      CHECK(std::abs(fast / followed - 1) <= 1e-11);
+      // Slices were added at once (the Broadcast's in pairs: its chains alternate).
+      CHECK(at_once.slices_added_at_once() > before);
+      before = at_once.slices_added_at_once();
+    }
   }
   CHECK(one_by_one.slices_added_at_once() == 0);
 }
