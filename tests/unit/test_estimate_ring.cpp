@@ -56,6 +56,26 @@ const Case kRootedRing[] = {
     {"ReduceRingFor91093Executor", CollOp::Reduce},
 };
 
+// Case `c` over every NPU of `topo`, with its HCCL buffer.
+PerfRequest request_for(const TopologySpec& topo, const Case& c) {
+  PerfRequest request;
+  request.op = c.op;
+  request.ranks = topo.npus;
+  request.buffer_bytes = topo.npu.hccl_buffer_bytes;
+  return request;
+}
+
+// The collective of `request` at `size` bytes (hccl_test's data_size), fp16.
+CollectiveSpec spec_for(const PerfRequest& request, const Case& c, std::uint64_t size) {
+  CollectiveSpec spec;
+  spec.op = c.op;
+  spec.ranks = request.ranks;
+  spec.dtype = DataType::Fp16;
+  spec.buffer_bytes = request.buffer_bytes;
+  spec.count = count_for_size(c.op, spec.ranks, spec.dtype, size);
+  return spec;
+}
+
 // Every case at every size on `platform`, detailed against estimated.
 template <std::size_t N>
 void compare(Platform& platform, const Case (&cases)[N]) {
@@ -65,17 +85,9 @@ void compare(Platform& platform, const Case (&cases)[N]) {
     const EstimateFn* estimate = find_estimate(c.executor);
     REQUIRE(estimate != nullptr);
     for (const std::uint64_t size : {8 * KiB, 1 * MiB, 64 * MiB, 1 * GiB}) {
-      PerfRequest request;
-      request.op = c.op;
-      request.ranks = platform.spec().npus;
-      request.buffer_bytes = platform.spec().npu.hccl_buffer_bytes;
+      const PerfRequest request = request_for(platform.spec(), c);
       const ExecContext ctx = exec_context(platform, request);
-      CollectiveSpec spec;
-      spec.op = c.op;
-      spec.ranks = request.ranks;
-      spec.dtype = DataType::Fp16;
-      spec.buffer_bytes = request.buffer_bytes;
-      spec.count = count_for_size(c.op, spec.ranks, spec.dtype, size);
+      const CollectiveSpec spec = spec_for(request, c, size);
       const ExecutorChoice choice{c.executor, default_levels(spec, ctx), "requested"};
 
       const RunResult result = scheduler.run(build_executor(spec, ctx, choice));
@@ -149,17 +161,9 @@ TEST_CASE("ring estimate: slices added at once match slices followed one by one"
   one_by_one.follow_every_slice(true);
   // Case `c` at `size` bytes (fp16, every NPU a rank) estimated on `fabric`.
   auto estimate_of = [&](const Case& c, std::uint64_t size, const EstimateFabric& fabric) {
-    PerfRequest request;
-    request.op = c.op;
-    request.ranks = topo.npus;
-    request.buffer_bytes = topo.npu.hccl_buffer_bytes;
+    const PerfRequest request = request_for(topo, c);
     const ExecContext ctx = exec_context(topo, request);
-    CollectiveSpec spec;
-    spec.op = c.op;
-    spec.ranks = request.ranks;
-    spec.dtype = DataType::Fp16;
-    spec.buffer_bytes = request.buffer_bytes;
-    spec.count = count_for_size(c.op, spec.ranks, spec.dtype, size);
+    const CollectiveSpec spec = spec_for(request, c, size);
     const ExecutorChoice choice{c.executor, default_levels(spec, ctx), "requested"};
     const EstimateFn* estimate = find_estimate(c.executor);
     REQUIRE(estimate != nullptr);
