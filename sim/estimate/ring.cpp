@@ -11,9 +11,10 @@
 // whose source and destination coincide; each handshake ties a rank to both
 // of its ring neighbours, so the ring runs at the pace of its slowest pair.
 #include <algorithm>
-#include <deque>
 #include <cstdint>
+#include <deque>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -101,13 +102,11 @@ class RingLevel0 {
   void append_state(std::vector<double>& out) const {
     for (const std::vector<double>& streams : free_) out.insert(out.end(), streams.begin(), streams.end());
   }
-  // Moves every stream's free time on by `times` x its entry of `delta`
-  // (laid out as append_state's), from `at` on; returns the entry after.
-  std::size_t advance(const std::vector<double>& delta, std::size_t at, double times) {
+  // Moves every stream's free time on by `by`.
+  void shift(double by) {
     for (std::vector<double>& streams : free_) {
-      for (double& t : streams) t += times * delta[at++];
+      for (double& t : streams) t += by;
     }
-    return at;
   }
 
   // A stage starts on rank r once the previous one ended there (`ended[r]`).
@@ -529,16 +528,15 @@ class Hierarchical {
       if (f_.follows_every_slice()) continue;
       const std::uint64_t full_after = (count - first - per_slice) / per_slice;
       for (std::size_t period = 1; period <= kLongestPeriod; ++period) {
-        const std::vector<double> step = steady_step(history, period);
-        if (step.empty()) continue;
+        const std::optional<double> step = steady_step(history, period);
+        if (!step) continue;
         const std::uint64_t skipped = full_after == 0 ? 0 : (full_after - 1) / period * period;
         if (skipped == 0) break;
-        const double times = static_cast<double>(skipped / period);
-        std::size_t at = 0;
+        const double by = static_cast<double>(skipped / period) * *step;
         if (ended_moves) {
-          for (double& t : ended_) t += times * step[at++];
+          for (double& t : ended_) t += by;
         }
-        ring_.advance(step, at, times);
+        ring_.shift(by);
         first += skipped * per_slice;
         f_.count_slices_added_at_once(skipped);
         history.clear();  // the states in it are no longer the latest
@@ -548,18 +546,18 @@ class Hierarchical {
     }
   }
   // What `period` slices add to every time, if the latest two runs of
-  // `period` slices each added the same amount to all of them (else empty).
-  static std::vector<double> steady_step(const std::deque<std::vector<double>>& history, std::size_t period) {
-    if (history.size() < 2 * period + 1) return {};
+  // `period` slices each added the same amount to all of them.
+  static std::optional<double> steady_step(const std::deque<std::vector<double>>& history, std::size_t period) {
+    if (history.size() < 2 * period + 1) return std::nullopt;
     const std::vector<double>& now = history[history.size() - 1];
     const std::vector<double>& mid = history[history.size() - 1 - period];
     const std::vector<double>& old = history[history.size() - 1 - 2 * period];
-    if (now.empty()) return {};
+    if (now.empty()) return std::nullopt;
     const double moved = now[0] - mid[0];
     for (std::size_t i = 0; i < now.size(); ++i) {
-      if (now[i] - mid[i] != moved || mid[i] - old[i] != moved) return {};
+      if (now[i] - mid[i] != moved || mid[i] - old[i] != moved) return std::nullopt;
     }
-    return std::vector<double>(now.size(), moved);
+    return moved;
   }
   std::vector<double> state(bool ended_moves) const {
     std::vector<double> out;
