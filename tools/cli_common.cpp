@@ -174,7 +174,7 @@ void print_stats(const WallClock& clock, std::uint64_t tasks, std::uint64_t even
                wall > 0 ? static_cast<double>(events) / wall : 0.0, static_cast<double>(usage.ru_maxrss) / 1024.0);
 }
 
-void print_row_times(std::vector<double> seconds) {
+void print_row_times(const std::vector<double>& seconds) {
   if (seconds.empty()) return;
   std::fprintf(stderr, "stats: per row: first %.3f ms", seconds.front() * 1e3);
   if (seconds.size() > 1) {

@@ -92,7 +92,7 @@ void print_stats(const WallClock& clock, std::uint64_t tasks, std::uint64_t even
 // "stats: per row: first X ms; the other N: median Y ms, max Z ms": wall time
 // spent producing each row of this process, in row order. The first row
 // carries what is built once (a topology's tables, an estimate's caches).
-void print_row_times(std::vector<double> seconds);
+void print_row_times(const std::vector<double>& seconds);
 
 // A live "what: 3/14 ..." line on stderr, shown only when stderr is a
 // terminal and the work has taken more than two seconds; cleared at the end.
