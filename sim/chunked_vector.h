@@ -4,6 +4,7 @@
 // grows in step with use. Indexing is one shift and one mask.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <iterator>
 #include <vector>
@@ -27,6 +28,15 @@ class ChunkedVector {
     if (last.capacity() < kChunk) last.reserve(kChunk);  // a new chunk, or the last one of a copy
     last.push_back(std::move(value));
     ++size_;
+  }
+
+  // Gives back the memory of every chunk that lies wholly below `end`; the
+  // elements there must not be read again (size() is unchanged). A reader
+  // done with a prefix frees it, so what it builds next can reuse the pages.
+  void release_before(std::size_t end) {
+    for (std::size_t c = 0; c < chunks_.size() && std::min((c + 1) * kChunk, size_) <= end; ++c) {
+      std::vector<T>().swap(chunks_[c]);
+    }
   }
 
   class const_iterator {

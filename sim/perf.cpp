@@ -318,15 +318,30 @@ std::vector<PerfRow> run_perf(Platform& platform, const PerfRequest& request, Tr
     const CollectiveSpec spec = collective_of(request, size);
     const ExecutorChoice choice = choose_executor(spec, ctx, request);
     const AlgoPlan& plan = choice.plan;
-    const TaskGraph graph = build_executor(spec, ctx, choice);
-    const BufferSizes sizes = buffer_sizes(spec);
+    // Without a data check or a trace nothing reads the tasks after they
+    // are compiled: the scheduler frees them as it goes, and builds the
+    // graph again only to report a run that did not finish.
+    const bool keep_graph = request.check || trace != nullptr;
+    auto build = [&] { return build_executor(spec, ctx, choice); };
+    std::optional<TaskGraph> graph;
+    if (keep_graph) graph.emplace(build());
     std::optional<DataTracker> tracker;
     if (request.check) {
+      const BufferSizes sizes = buffer_sizes(spec);
       const bool idempotent = request.reduce_op == ReduceOp::Max || request.reduce_op == ReduceOp::Min;
       tracker.emplace(spec.ranks, sizes.input, sizes.output, 2 * spec.buffer_bytes, idempotent);
     }
     meter.start();
-    const RunResult result = scheduler.run(graph, tracker ? &*tracker : nullptr);
+    std::size_t tasks = 0;
+    RunResult result;
+    if (keep_graph) {
+      tasks = graph->tasks().size();
+      result = scheduler.run(*graph, tracker ? &*tracker : nullptr);
+    } else {
+      TaskGraph once = build();
+      tasks = once.tasks().size();
+      result = scheduler.run_releasing(std::move(once), build);
+    }
     if (!result.failure.empty()) {
       throw GraphError(coll_op_name(spec.op) + " of " + std::to_string(size) + " bytes on " +
                        std::to_string(spec.ranks) + " ranks (" + plan.describe(hierarchy, spec.op) +
@@ -334,7 +349,7 @@ std::vector<PerfRow> run_perf(Platform& platform, const PerfRequest& request, Tr
     }
 
     PerfRow row = row_of(request, spec, ctx, choice, result.elapsed());
-    row.tasks = graph.tasks().size();
+    row.tasks = tasks;
     row.activations = result.activations;
     row.link_summary = meter.summary(row.time);
     if (request.link_details) row.links = meter.stop(row.time);
@@ -352,7 +367,7 @@ std::vector<PerfRow> run_perf(Platform& platform, const PerfRequest& request, Tr
         if (!diff.empty()) row.check = "fail: rank " + std::to_string(r) + " output " + diff;
       }
     }
-    if (trace) trace->add_run(graph, result, platform, row.op_name + " " + format_size(row.data_size));
+    if (trace) trace->add_run(*graph, result, platform, row.op_name + " " + format_size(row.data_size));
     row.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     rows.push_back(std::move(row));
     if (on_row) on_row(rows.size() - 1, rows.back());

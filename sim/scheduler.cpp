@@ -9,13 +9,51 @@
 
 namespace hcclsim {
 
-void Scheduler::compile(const TaskGraph& graph) {
+void Scheduler::compile(const TaskGraph& graph, TaskGraph* release) {
   const auto& tasks = graph.tasks();
-  exec_.assign(tasks.size(), ExecTask{});
+  // Explicit dependencies as flat per-task lists, in the graph's order for
+  // one task (the order their releases are sent in), each with its stream
+  // and rank: a rank's threads are its engine's streams, in graph order (as
+  // execute() loads them). Made first: it reads the tasks that `release` frees.
+  std::vector<std::uint32_t> stream_of_thread(graph.threads().size());
+  {
+    std::vector<std::uint32_t> streams_on(static_cast<std::size_t>(platform_.npus()), 0);
+    for (ThreadId th = 0; th < graph.threads().size(); ++th) {
+      stream_of_thread[th] = streams_on[static_cast<std::size_t>(graph.thread(th).rank)]++;
+    }
+  }
+  first_successor_.assign(tasks.size() + 1, 0);
+  for (const auto& [before, after] : graph.dependencies()) ++first_successor_[before + 1];
+  for (std::size_t i = 0; i < tasks.size(); ++i) first_successor_[i + 1] += first_successor_[i];
+  successors_.resize(graph.dependencies().size());
+  // Filled through the starts themselves (each ends as the next one's
+  // start, then all move up one): no second array of a word per task.
+  for (const auto& [before, after] : graph.dependencies()) {
+    const ThreadId th = tasks[after].thread;
+    successors_[first_successor_[before]++] =
+        Successor{after, stream_of_thread[th], static_cast<std::uint32_t>(graph.thread(th).rank)};
+  }
+  for (std::size_t i = tasks.size(); i > 0; --i) first_successor_[i] = first_successor_[i - 1];
+  first_successor_[0] = 0;
+
+  const auto npus = static_cast<std::size_t>(platform_.npus());
+  registers_used_.assign(npus, 0);
+  flags_used_.assign(npus, 0);
+  exec_ = ExecProgram{};
   for (TaskId id = 0; id < tasks.size(); ++id) {
+    // Each compiled chunk is taken after the tasks before it were freed (a
+    // chunk of them is larger than one of compiled tasks).
+    if (release != nullptr && id % ExecProgram::kChunk == 0) release->release_tasks_before(id);
     const Task& t = tasks[id];
     const int rank = graph.rank_of(id);
-    ExecTask& e = exec_[id];
+    if (t.kind == TaskKind::NotifyRecord || t.kind == TaskKind::NotifyWait) {
+      int& used = registers_used_[static_cast<std::size_t>(t.kind == TaskKind::NotifyRecord ? t.peer : rank)];
+      used = std::max(used, t.notify + 1);
+    } else if (t.kind == TaskKind::FlagSet || t.kind == TaskKind::FlagWait) {
+      int& used = flags_used_[static_cast<std::size_t>(t.peer)];
+      used = std::max(used, t.notify + 1);
+    }
+    ExecTask e{};
     switch (t.kind) {
       case TaskKind::NotifyRecord:
         e.kind = ExecKind::NotifyRecord;
@@ -109,36 +147,14 @@ void Scheduler::compile(const TaskGraph& graph) {
         e.started_while_blocked = t.started_while_blocked;
         break;
     }
+    exec_.push_back(e);
   }
-  // Explicit dependencies as flat per-task lists, in the graph's order for
-  // one task (the order their releases are sent in), each with its stream:
-  // a rank's threads are its engine's streams, in graph order (as run() loads them).
-  std::vector<std::uint32_t> stream_of_thread(graph.threads().size());
-  {
-    std::vector<std::uint32_t> streams_on(static_cast<std::size_t>(platform_.npus()), 0);
-    for (ThreadId th = 0; th < graph.threads().size(); ++th) {
-      stream_of_thread[th] = streams_on[static_cast<std::size_t>(graph.thread(th).rank)]++;
-    }
-  }
-  first_successor_.assign(tasks.size() + 1, 0);
-  for (const auto& [before, after] : graph.dependencies()) {
-    ++first_successor_[before + 1];
-    ++exec_[after].unmet_deps;
-  }
-  for (std::size_t i = 0; i < tasks.size(); ++i) first_successor_[i + 1] += first_successor_[i];
-  successors_.resize(graph.dependencies().size());
-  // Filled through the starts themselves (each ends as the next one's
-  // start, then all move up one): no second array of a word per task.
-  for (const auto& [before, after] : graph.dependencies()) {
-    successors_[first_successor_[before]++] = Successor{after, stream_of_thread[tasks[after].thread]};
-  }
-  for (std::size_t i = tasks.size(); i > 0; --i) first_successor_[i] = first_successor_[i - 1];
-  first_successor_[0] = 0;
+  if (release != nullptr) release->release_tasks_before(tasks.size());
+  for (const auto& [before, after] : graph.dependencies()) ++exec_[after].unmet_deps;
 }
 
 RunResult Scheduler::run(const TaskGraph& graph, DataTracker* tracker) {
-  const int npus = platform_.npus();
-  graph.check_references(npus);  // the cycle check waits for a run that does not finish
+  graph.check_references(platform_.npus());  // the cycle check waits for a run that does not finish
   graph_ = &graph;
   tracker_ = tracker;
   copy_log_.clear();
@@ -149,9 +165,33 @@ RunResult Scheduler::run(const TaskGraph& graph, DataTracker* tracker) {
     copy_log_.reserve(copy_batch_);
     mark_copies(graph);
   }
-  compile(graph);
+  compile(graph, nullptr);
+  execute(graph);
+  report_failure(graph);
+  graph_ = nullptr;
+  return result_;
+}
 
+RunResult Scheduler::run_releasing(TaskGraph graph, const std::function<TaskGraph()>& rebuild) {
+  graph.check_references(platform_.npus());
+  graph_ = nullptr;   // nothing reads a task during the run without a data check
+  tracker_ = nullptr;
+  compile(graph, &graph);
+  execute(graph);
+  if (timeout_ || !all_done()) {
+    const TaskGraph whole = rebuild();
+    if (whole.tasks().size() != graph.tasks().size() || whole.threads().size() != graph.threads().size()) {
+      throw std::logic_error("scheduler: the graph rebuilt for a failure report differs from the one run");
+    }
+    report_failure(whole);
+  }
+  return result_;
+}
+
+void Scheduler::execute(const TaskGraph& graph) {
+  const int npus = platform_.npus();
   result_ = RunResult{};
+  timeout_.reset();
   result_.begin = Time{sc_core::sc_time_stamp().value()};
   result_.end = result_.begin;
   result_.timings.assign(keep_timings_ ? graph.tasks().size() : 0, TaskTiming{});
@@ -160,22 +200,9 @@ RunResult Scheduler::run(const TaskGraph& graph, DataTracker* tracker) {
 
   std::vector<std::vector<const std::vector<std::uint32_t>*>> streams(static_cast<std::size_t>(npus));
   for (const Thread& th : graph.threads()) streams[static_cast<std::size_t>(th.rank)].push_back(&th.tasks);
-  // Registers and flags per NPU: as many as the graph uses there.
-  std::vector<int> registers(static_cast<std::size_t>(npus), 0);
-  std::vector<int> flags(static_cast<std::size_t>(npus), 0);
-  for (TaskId id = 0; id < graph.tasks().size(); ++id) {
-    const Task& t = graph.task(id);
-    const bool record = t.kind == TaskKind::NotifyRecord || t.kind == TaskKind::FlagSet || t.kind == TaskKind::FlagWait;
-    const int owner = record ? t.peer : graph.rank_of(id);
-    if (t.kind == TaskKind::NotifyRecord || t.kind == TaskKind::NotifyWait) {
-      registers[static_cast<std::size_t>(owner)] = std::max(registers[static_cast<std::size_t>(owner)], t.notify + 1);
-    } else if (t.kind == TaskKind::FlagSet || t.kind == TaskKind::FlagWait) {
-      flags[static_cast<std::size_t>(owner)] = std::max(flags[static_cast<std::size_t>(owner)], t.notify + 1);
-    }
-  }
   for (int n = 0; n < npus; ++n) {
     platform_.engine(n).load(&exec_, streams[static_cast<std::size_t>(n)], this,
-                             registers[static_cast<std::size_t>(n)], flags[static_cast<std::size_t>(n)]);
+                             registers_used_[static_cast<std::size_t>(n)], flags_used_[static_cast<std::size_t>(n)]);
   }
   sc_core::sc_start();
 
@@ -185,16 +212,30 @@ RunResult Scheduler::run(const TaskGraph& graph, DataTracker* tracker) {
   if (tracker_) replay_copies();
   copy_log_ = {};
   slot_spans_ = {};
-  if (result_.failure.empty()) {
-    bool all_done = true;
-    for (int n = 0; n < npus; ++n) all_done = all_done && platform_.engine(n).all_done();
-    if (!all_done) result_.failure = deadlock_report();
+}
+
+bool Scheduler::all_done() const {
+  for (int n = 0; n < platform_.npus(); ++n) {
+    if (!platform_.engine(n).all_done()) return false;
+  }
+  return true;
+}
+
+void Scheduler::report_failure(const TaskGraph& graph) {
+  graph_ = &graph;
+  if (timeout_) {
+    std::ostringstream os;
+    os << "HCCL_E_TIMEOUT: " << graph.describe(timeout_->task) << " timed out at " << format_us(timeout_->at)
+       << " us after waiting " << format_us(timeout_->at - timeout_->started) << " us; nothing recorded notify "
+       << graph.task(timeout_->task).notify << " in time";
+    result_.failure = os.str();
+  } else if (!all_done()) {
+    result_.failure = deadlock_report();
   }
   graph_ = nullptr;
   // A graph with a cycle never finishes: it is refused as validate() would
   // have refused it before the run, naming the tasks of the cycle.
-  if (!result_.failure.empty()) graph.check_cycles(npus);
-  return result_;
+  if (!result_.failure.empty()) graph.check_cycles(platform_.npus());
 }
 
 void Scheduler::mark_copies(const TaskGraph& graph) {
@@ -297,7 +338,7 @@ void Scheduler::task_finished(std::uint32_t id, Time at) {
   for (std::uint32_t k = first_successor_[id]; k < first_successor_[id + 1]; ++k) {
     const Successor& next = successors_[k];
     if (--exec_[next.task].unmet_deps == 0) {
-      platform_.engine(graph_->rank_of(next.task)).release_dependency(next.stream);
+      platform_.engine(static_cast<int>(next.rank)).release_dependency(next.stream);
     }
   }
 }
@@ -307,13 +348,9 @@ void Scheduler::wait_released(std::uint32_t wait, std::uint32_t record) {
 }
 
 void Scheduler::task_timed_out(std::uint32_t id, Time started, Time at) {
-  if (!result_.failure.empty()) return;
+  if (timeout_) return;  // the first one is reported
   result_.timed_out = true;
-  std::ostringstream os;
-  os << "HCCL_E_TIMEOUT: " << graph_->describe(id) << " timed out at " << format_us(at) << " us after waiting "
-     << format_us(at - started) << " us; nothing recorded notify " << graph_->task(id).notify
-     << " in time";
-  result_.failure = os.str();
+  timeout_ = Timeout{id, started, at};
 }
 
 std::string Scheduler::deadlock_report() const {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -46,6 +47,14 @@ class Scheduler : private TaskObserver {
   // Throws GraphError for a graph validate() refuses (a cycle is looked
   // for only once a run has not finished).
   RunResult run(const TaskGraph& graph, DataTracker* tracker = nullptr);
+  // The same run, without a data check, of a graph its caller no longer
+  // needs: its tasks are freed chunk by chunk as they are compiled, so the
+  // compiled tasks reuse their memory instead of taking as much again (a
+  // 1 GiB CloudMatrix384 AllReduce: 4.9 M tasks of 64 bytes, as many of 48;
+  // on this VM every fresh page costs a slow first touch). The report of a
+  // run that does not finish names tasks, so `rebuild` must make the same
+  // graph again; it is called only then. Results are those of run().
+  RunResult run_releasing(TaskGraph graph, const std::function<TaskGraph()>& rebuild);
   // Whether runs record every task's timing (the default). A caller that
   // needs only the run's end (perf without a trace) turns it off: at
   // millions of tasks the timings are 24 bytes and two cache misses a task.
@@ -60,13 +69,28 @@ class Scheduler : private TaskObserver {
   void data_landed(std::uint32_t id, Time at) override;
   void task_timed_out(std::uint32_t id, Time started, Time at) override;
   void wait_released(std::uint32_t wait, std::uint32_t record) override;
-  void compile(const TaskGraph& graph);
+  // `release`: the same graph, whose tasks are freed once compiled.
+  void compile(const TaskGraph& graph, TaskGraph* release);
+  void execute(const TaskGraph& graph);   // loads the engines and runs; the graph's tasks are not read
+  // After execute: the failure, if any, told from `graph` (with every task).
+  void report_failure(const TaskGraph& graph);
+  bool all_done() const;   // every engine finished every stream
   std::string deadlock_report() const;
 
   Platform& platform_;
   const TaskGraph* graph_ = nullptr;
   DataTracker* tracker_ = nullptr;
-  std::vector<ExecTask> exec_;
+  ExecProgram exec_;
+  // Per NPU, as many notify registers and flags as the graph uses there.
+  std::vector<int> registers_used_;
+  std::vector<int> flags_used_;
+  // The first wait that timed out (told once the run is over and the graph is at hand).
+  struct Timeout {
+    TaskId task;
+    Time started;
+    Time at;
+  };
+  std::optional<Timeout> timeout_;
   // Explicit dependencies as flat per-task lists: the successors of task i
   // at [first_successor_[i], first_successor_[i + 1]), each with the stream
   // it runs on within its rank's engine (A2 clusters have about one
@@ -74,6 +98,7 @@ class Scheduler : private TaskObserver {
   struct Successor {
     TaskId task;
     std::uint32_t stream;
+    std::uint32_t rank;   // whose engine runs it: no read of the graph's task during the run
   };
   std::vector<std::uint32_t> first_successor_;
   std::vector<Successor> successors_;

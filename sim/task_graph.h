@@ -126,6 +126,11 @@ class TaskGraph {
   int notifies_used() const;
   int flags_used() const;
 
+  // For a reader done with them (sim/scheduler's releasing run): frees the
+  // memory of tasks below `end`, which must not be read again. Threads,
+  // labels and dependencies stay; tasks().size() is unchanged.
+  void release_tasks_before(TaskId end) { tasks_.release_before(end); }
+
   const ChunkedVector<Task>& tasks() const { return tasks_; }
   const std::vector<Thread>& threads() const { return threads_; }
   const Task& task(TaskId id) const { return tasks_[id]; }

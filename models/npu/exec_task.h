@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "sim/chunked_vector.h"
 #include "sim/units.h"
 
 namespace hcclsim {
@@ -67,6 +68,10 @@ struct ExecTask {
 };
 
 static_assert(sizeof(ExecTask) <= 48, "a compiled task's size multiplies by millions of tasks");
+
+// A compiled workload, indexed by task id. In chunks, so that a scheduler
+// compiling a graph it frees chunk by chunk builds this in the freed memory.
+using ExecProgram = ChunkedVector<ExecTask>;
 
 // What the stream engines tell the scheduler. Ids index the compiled program.
 class TaskObserver {

@@ -32,7 +32,7 @@ TaskEngine::TaskEngine(sc_core::sc_module_name name, int rank, const NpuParams& 
       aic_(params.cores.aic),
       aiv_(params.cores.aiv) {}
 
-void TaskEngine::load(std::vector<ExecTask>* tasks, const std::vector<const std::vector<std::uint32_t>*>& streams,
+void TaskEngine::load(ExecProgram* tasks, const std::vector<const std::vector<std::uint32_t>*>& streams,
                       TaskObserver* observer, int notify_registers, int flags) {
   tasks_ = tasks;
   observer_ = observer;

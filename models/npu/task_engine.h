@@ -62,7 +62,7 @@ class TaskEngine : public sc_core::sc_module, public FlowListener, public Clocke
   // time once the simulation runs.
   // Every notify register starts clear, whatever an earlier (failed) workload left.
   // Notify registers and flags are sized by what the workload uses.
-  void load(std::vector<ExecTask>* tasks, const std::vector<const std::vector<std::uint32_t>*>& streams,
+  void load(ExecProgram* tasks, const std::vector<const std::vector<std::uint32_t>*>& streams,
             TaskObserver* observer, int notify_registers, int flags);
 
   // From other engines / the scheduler; handled at the current time.
@@ -167,7 +167,7 @@ class TaskEngine : public sc_core::sc_module, public FlowListener, public Clocke
   Network& network_;
   WakeClock& clock_;
   std::uint64_t next_wake_ = WakeClock::kNever;   // the wake-up the clock holds for this engine
-  std::vector<ExecTask>* tasks_ = nullptr;
+  ExecProgram* tasks_ = nullptr;
   TaskObserver* observer_ = nullptr;
   std::vector<Stream> streams_;
   std::size_t done_streams_ = 0;

@@ -10,6 +10,9 @@
 #include "fixtures.h"
 
 #include <algorithm>
+#include <functional>
+#include <regex>
+#include <stdexcept>
 #include <string>
 
 #include "sim/error.h"
@@ -422,4 +425,96 @@ TEST_CASE("a record that lands after its wait timed out does not release a wait 
   REQUIRE(r.failure.empty());
   CHECK(r.timings[wait].end == r.timings[rec].end);
   CHECK(r.timings[wait].released_by == static_cast<std::int64_t>(rec));
+}
+
+TEST_CASE("a run that frees its graph while compiling gives the same results and the same failure reports",
+          "[engine][scheduler][release]") {
+  const NpuParams npu = small_npu();
+  Platform platform(two_npus(npu));
+  Scheduler sched(platform);
+  int rebuilt = 0;
+  auto releasing = [&](const std::function<TaskGraph()>& build) {
+    return sched.run_releasing(build(), [&] {
+      ++rebuilt;
+      return build();
+    });
+  };
+
+  // Three chunks of tasks, so that chunks are freed while later ones are
+  // compiled; copies across the link, and dependencies from rank 0's
+  // tasks to rank 1's (whose engine the release must reach).
+  auto finishing = [] {
+    TaskGraph g;
+    const ThreadId a = g.add_thread(0, "A");
+    const ThreadId b = g.add_thread(1, "B");
+    const std::size_t n = 2 * ExecProgram::kChunk + 1000;
+    TaskId last_b = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const TaskId t = i % 3 == 0 ? g.copy(a, BufferRef{0, BufferKind::Input, 0}, BufferRef{1, BufferKind::Output, 0}, 4096)
+                                  : delay(g, a, Time::from_ns(100 + i % 7));
+      if (i % 1000 == 999) {
+        last_b = delay(g, b, Time::from_ns(50));
+        g.add_dependency(t, last_b);
+      }
+    }
+    return g;
+  };
+  const TaskGraph whole = finishing();
+  REQUIRE(whole.tasks().size() > 2 * ExecProgram::kChunk);
+  const RunResult kept = sched.run(whole);
+  REQUIRE(kept.failure.empty());
+  const RunResult freed = releasing(finishing);
+  REQUIRE(freed.failure.empty());
+  CHECK(rebuilt == 0);  // only a failure needs the tasks again
+  CHECK(freed.elapsed() == kept.elapsed());
+  REQUIRE(freed.timings.size() == kept.timings.size());
+  std::size_t same = 0;
+  for (std::size_t i = 0; i < kept.timings.size(); ++i) {
+    same += freed.timings[i].start - freed.begin == kept.timings[i].start - kept.begin &&
+            freed.timings[i].end - freed.begin == kept.timings[i].end - kept.begin;
+  }
+  CHECK(same == kept.timings.size());
+
+  // A record lost on a register already set: the second wait deadlocks.
+  auto deadlocking = [] {
+    TaskGraph g;
+    const ThreadId sender = g.add_thread(0, "Sender");
+    g.record(sender, 1, 7);
+    g.record(sender, 1, 7);
+    const ThreadId receiver = g.add_thread(1, "Receiver");
+    delay(g, receiver, Time::from_us(10));
+    g.wait(receiver, 7);
+    g.wait(receiver, 7);
+    return g;
+  };
+  const RunResult dead_kept = sched.run(deadlocking());
+  const RunResult dead_freed = releasing(deadlocking);
+  CHECK(rebuilt == 1);
+  CHECK_THAT(dead_freed.failure, Contains("deadlock"));
+  CHECK_THAT(dead_freed.failure, Contains(deadlocking().describe(4)));  // the second wait
+  // The same report but for when the run began (the report's times are absolute).
+  const std::regex since(" since [0-9.]+ us");
+  CHECK(std::regex_replace(dead_freed.failure, since, "") == std::regex_replace(dead_kept.failure, since, ""));
+  CHECK(dead_freed.failure != std::regex_replace(dead_freed.failure, since, ""));
+
+  // A wait that times out before its record.
+  auto late = [] {
+    TaskGraph g;
+    const ThreadId sender = g.add_thread(0, "Sender");
+    delay(g, sender, Time::from_us(50));
+    g.record(sender, 1, 2);
+    g.wait(g.add_thread(1, "Receiver"), 2, "late", Time::from_us(10));
+    return g;
+  };
+  const RunResult late_kept = sched.run(late());
+  const RunResult late_freed = releasing(late);
+  CHECK(rebuilt == 2);
+  CHECK(late_freed.timed_out);
+  CHECK_THAT(late_freed.failure, Contains("HCCL_E_TIMEOUT"));
+  // Times are absolute: the same text once the runs' starts are taken out.
+  CHECK_THAT(late_freed.failure, Contains("timed out at " + format_us(late_freed.begin + npu.stream.op_launch + Time::from_us(10))));
+  CHECK_THAT(late_kept.failure, Contains("timed out at " + format_us(late_kept.begin + npu.stream.op_launch + Time::from_us(10))));
+
+  // A rebuild that makes another graph is refused rather than misreported.
+  CHECK_THROWS_AS(sched.run_releasing(deadlocking(), [] { return TaskGraph{}; }), std::logic_error);
 }
