@@ -318,10 +318,11 @@ std::vector<PerfRow> run_perf(Platform& platform, const PerfRequest& request, Tr
     const CollectiveSpec spec = collective_of(request, size);
     const ExecutorChoice choice = choose_executor(spec, ctx, request);
     const AlgoPlan& plan = choice.plan;
-    // Without a data check or a trace nothing reads the tasks after they
-    // are compiled: the scheduler frees them as it goes, and builds the
-    // graph again only to report a run that did not finish.
-    const bool keep_graph = request.check || trace != nullptr;
+    // Without a trace nothing reads the tasks after they are compiled (the
+    // data check keeps what it needs of the copies): the scheduler frees
+    // them as it goes, and builds the graph again only to report a run that
+    // did not finish or a copy beyond its buffers.
+    const bool keep_graph = trace != nullptr;
     auto build = [&] { return build_executor(spec, ctx, choice); };
     std::optional<TaskGraph> graph;
     if (keep_graph) graph.emplace(build());
@@ -340,7 +341,7 @@ std::vector<PerfRow> run_perf(Platform& platform, const PerfRequest& request, Tr
     } else {
       TaskGraph once = build();
       tasks = once.tasks().size();
-      result = scheduler.run_releasing(std::move(once), build);
+      result = scheduler.run_releasing(std::move(once), build, tracker ? &*tracker : nullptr);
     }
     if (!result.failure.empty()) {
       throw GraphError(coll_op_name(spec.op) + " of " + std::to_string(size) + " bytes on " +

@@ -155,30 +155,22 @@ void Scheduler::compile(const TaskGraph& graph, TaskGraph* release) {
 
 RunResult Scheduler::run(const TaskGraph& graph, DataTracker* tracker) {
   graph.check_references(platform_.npus());  // the cycle check waits for a run that does not finish
-  graph_ = &graph;
   tracker_ = tracker;
-  copy_log_.clear();
-  slot_spans_.clear();
-  free_slots_.clear();
-  in_flight_.clear();
-  if (tracker_) {
-    copy_log_.reserve(copy_batch_);
-    mark_copies(graph);
-  }
+  if (tracker_) mark_copies(graph);
   compile(graph, nullptr);
   execute(graph);
-  report_failure(graph);
-  graph_ = nullptr;
+  if (needs_report()) report_failure(graph);
   return result_;
 }
 
-RunResult Scheduler::run_releasing(TaskGraph graph, const std::function<TaskGraph()>& rebuild) {
+RunResult Scheduler::run_releasing(TaskGraph graph, const std::function<TaskGraph()>& rebuild,
+                                   DataTracker* tracker) {
   graph.check_references(platform_.npus());
-  graph_ = nullptr;   // nothing reads a task during the run without a data check
-  tracker_ = nullptr;
+  tracker_ = tracker;
+  if (tracker_) mark_copies(graph);
   compile(graph, &graph);
   execute(graph);
-  if (timeout_ || !all_done()) {
+  if (needs_report()) {
     const TaskGraph whole = rebuild();
     if (whole.tasks().size() != graph.tasks().size() || whole.threads().size() != graph.threads().size()) {
       throw std::logic_error("scheduler: the graph rebuilt for a failure report differs from the one run");
@@ -192,6 +184,7 @@ void Scheduler::execute(const TaskGraph& graph) {
   const int npus = platform_.npus();
   result_ = RunResult{};
   timeout_.reset();
+  first_bad_copy_.reset();
   result_.begin = Time{sc_core::sc_time_stamp().value()};
   result_.end = result_.begin;
   result_.timings.assign(keep_timings_ ? graph.tasks().size() : 0, TaskTiming{});
@@ -209,10 +202,14 @@ void Scheduler::execute(const TaskGraph& graph) {
   result_.activations = platform_.activations() - activations_before;
   in_flight_ = {};  // what landed no longer needs its place
   free_slots_ = {};
+  slot_copy_ = {};
   if (tracker_) replay_copies();
   copy_log_ = {};
   slot_spans_ = {};
+  copy_ends_ = {};
 }
+
+bool Scheduler::needs_report() const { return timeout_ || first_bad_copy_ || !all_done(); }
 
 bool Scheduler::all_done() const {
   for (int n = 0; n < platform_.npus(); ++n) {
@@ -222,7 +219,9 @@ bool Scheduler::all_done() const {
 }
 
 void Scheduler::report_failure(const TaskGraph& graph) {
-  graph_ = &graph;
+  if (first_bad_copy_) {
+    result_.check_error = graph.describe(*first_bad_copy_) + ": " + copy_bounds_error(graph.task(*first_bad_copy_));
+  }
   if (timeout_) {
     std::ostringstream os;
     os << "HCCL_E_TIMEOUT: " << graph.describe(timeout_->task) << " timed out at " << format_us(timeout_->at)
@@ -230,20 +229,34 @@ void Scheduler::report_failure(const TaskGraph& graph) {
        << graph.task(timeout_->task).notify << " in time";
     result_.failure = os.str();
   } else if (!all_done()) {
-    result_.failure = deadlock_report();
+    result_.failure = deadlock_report(graph);
   }
-  graph_ = nullptr;
   // A graph with a cycle never finishes: it is refused as validate() would
   // have refused it before the run, naming the tasks of the cycle.
   if (!result_.failure.empty()) graph.check_cycles(platform_.npus());
 }
 
 void Scheduler::mark_copies(const TaskGraph& graph) {
+  copy_log_.clear();
+  copy_log_.reserve(copy_batch_);
+  slot_spans_.clear();
+  slot_copy_.clear();
+  free_slots_.clear();
+  std::size_t copies = 0;
+  for (const Task& t : graph.tasks()) copies += t.kind == TaskKind::Memcpy || t.kind == TaskKind::ReduceInline;
+  if (copies >= kInFlight) throw std::length_error("data check: more than 2^31 copies");
+  copy_ends_.clear();
+  copy_ends_.reserve(copies);
   in_flight_.assign(graph.tasks().size(), kNotCopy);
   for (TaskId id = 0; id < graph.tasks().size(); ++id) {
     const Task& t = graph.task(id);
     if (t.kind != TaskKind::Memcpy && t.kind != TaskKind::ReduceInline) continue;
-    in_flight_[id] = copy_bounds_error(t).empty() ? kCopy : kBadCopy;
+    if (!copy_bounds_error(t).empty()) {
+      in_flight_[id] = kBadCopy;
+      continue;
+    }
+    in_flight_[id] = static_cast<std::uint32_t>(copy_ends_.size());
+    copy_ends_.push_back(CopyEnds{CopyEnds::pack(t.src), CopyEnds::pack(t.dst), t.src.rank, t.dst.rank});
   }
 }
 
@@ -261,8 +274,8 @@ void Scheduler::task_started(std::uint32_t id, Time at) {
   if (!tracker_) return;
   const std::uint32_t mark = in_flight_[id];
   if (mark == kNotCopy) return;
-  if (mark == kBadCopy) {  // the first to start is reported
-    if (result_.check_error.empty()) result_.check_error = graph_->describe(id) + ": " + copy_bounds_error(graph_->task(id));
+  if (mark == kBadCopy) {  // the first to start is reported, once the run is over
+    if (!first_bad_copy_) first_bad_copy_ = id;
     return;
   }
   std::uint32_t slot;
@@ -270,20 +283,23 @@ void Scheduler::task_started(std::uint32_t id, Time at) {
     if (slot_spans_.size() == kMaxSlots) throw std::length_error("data check: too many copies in flight");
     slot = static_cast<std::uint32_t>(slot_spans_.size());
     slot_spans_.emplace_back();
+    slot_copy_.push_back(0);
   } else {
     slot = free_slots_.back();
     free_slots_.pop_back();
   }
-  in_flight_[id] = slot;
-  log_copy(CopyEvent{id, slot, CopyStep::Read});
+  slot_copy_[slot] = mark;
+  in_flight_[id] = kInFlight + slot;
+  log_copy(CopyEvent{id, slot, mark, CopyStep::Read});
 }
 
 void Scheduler::data_landed(std::uint32_t id, Time at) {
   if (result_.end < at) result_.end = at;
   if (!tracker_) return;
-  const std::uint32_t slot = in_flight_[id];
-  if (slot >= kMaxSlots) return;  // not a copy in flight
-  log_copy(CopyEvent{id, slot, CopyStep::Land});
+  const std::uint32_t mark = in_flight_[id];
+  if (mark < kInFlight || mark >= kBadCopy) return;  // not a copy in flight
+  const std::uint32_t slot = mark - kInFlight;
+  log_copy(CopyEvent{id, slot, slot_copy_[slot], CopyStep::Land});
   in_flight_[id] = kNotCopy;
   free_slots_.push_back(slot);
 }
@@ -295,31 +311,36 @@ void Scheduler::log_copy(const CopyEvent& e) {
 
 void Scheduler::replay_copies() {
   const std::size_t n = copy_log_.size();
-  // The tasks and buffers an event touches are independent of the next
+  // The copies and buffers an event touches are independent of the next
   // events', so their first cache lines are fetched a few events ahead, in
-  // stages: the task, its buffer, the buffer's block views, the entry its
-  // last search ended on (each stage reading only what the one before fetched).
+  // stages: the copy's ends and compiled task, its buffer, the buffer's
+  // block views, the entry its last search ended on (each stage reading
+  // only what the one before fetched).
   constexpr std::size_t kAhead = 4;
-  auto ref_of = [&](const CopyEvent& e) -> const BufferRef& {
-    const Task& t = graph_->task(e.task);
-    return e.step == CopyStep::Read ? t.src : t.dst;
+  auto ref_of = [&](const CopyEvent& e) {
+    const CopyEnds& ends = copy_ends_[e.copy];
+    return e.step == CopyStep::Read ? ends.source() : ends.destination();
   };
   for (std::size_t i = 0; i < n; ++i) {
-    if (i + 4 * kAhead < n) __builtin_prefetch(&graph_->task(copy_log_[i + 4 * kAhead].task));
+    if (i + 4 * kAhead < n) {
+      const CopyEvent& ahead = copy_log_[i + 4 * kAhead];
+      __builtin_prefetch(&copy_ends_[ahead.copy]);
+      __builtin_prefetch(&exec_[ahead.task]);
+    }
     if (i + 3 * kAhead < n) tracker_->prefetch(ref_of(copy_log_[i + 3 * kAhead]), 0);
     if (i + 2 * kAhead < n) tracker_->prefetch(ref_of(copy_log_[i + 2 * kAhead]), 1);
     if (i + kAhead < n) tracker_->prefetch(ref_of(copy_log_[i + kAhead]), 2);
     const CopyEvent& e = copy_log_[i];
-    const Task& t = graph_->task(e.task);
+    const ExecTask& t = exec_[e.task];
     std::vector<DataSpan>& spans = slot_spans_[e.slot];
     if (e.step == CopyStep::Read) {
-      tracker_->read(t.src, t.bytes, spans);
+      tracker_->read(copy_ends_[e.copy].source(), t.bytes, spans);
       continue;
     }
-    if (t.kind == TaskKind::ReduceInline) {
-      tracker_->reduce(t.dst, spans);
+    if (t.reduce) {
+      tracker_->reduce(copy_ends_[e.copy].destination(), spans);
     } else {
-      tracker_->write(t.dst, spans);
+      tracker_->write(copy_ends_[e.copy].destination(), spans);
     }
     spans.clear();
     if (spans.capacity() > 64) std::vector<DataSpan>().swap(spans);  // a long read keeps no memory
@@ -353,29 +374,29 @@ void Scheduler::task_timed_out(std::uint32_t id, Time started, Time at) {
   timeout_ = Timeout{id, started, at};
 }
 
-std::string Scheduler::deadlock_report() const {
+std::string Scheduler::deadlock_report(const TaskGraph& graph) const {
   std::ostringstream os;
   os << "deadlock: the simulation ran out of events with tasks unfinished. Blocked threads:";
   for (int n = 0; n < platform_.npus(); ++n) {
     for (const auto& [stream, state] : platform_.engine(n).unfinished()) {
       (void)stream;
-      os << "\n  " << graph_->describe(state.task) << " " << phase_name(state.phase) << " since "
+      os << "\n  " << graph.describe(state.task) << " " << phase_name(state.phase) << " since "
          << format_us(Time{state.since_ps}) << " us";
-      if (state.phase == TaskEngine::Phase::Notify && graph_->task(state.task).kind == TaskKind::FlagWait) {
-        const Task& w = graph_->task(state.task);
+      if (state.phase == TaskEngine::Phase::Notify && graph.task(state.task).kind == TaskKind::FlagWait) {
+        const Task& w = graph.task(state.task);
         os << " (flag " << w.notify << " of rank " << w.peer << " holds " << platform_.engine(w.peer).flag_value(w.notify)
            << ", it polls for " << w.count << ")";
       } else if (state.phase == TaskEngine::Phase::Notify) {
-        const int notify = graph_->task(state.task).notify;
+        const int notify = graph.task(state.task).notify;
         const std::uint64_t lost = platform_.engine(n).records_lost_on(notify);
         os << " (notify " << notify << " of rank " << n << " is not set and nothing records it any more";
         if (lost > 0) os << "; " << lost << " record(s) to it landed while it was already set and were lost";
         os << ")";
       }
       if (state.phase == TaskEngine::Phase::Deps) {
-        for (const auto& [before, after] : graph_->dependencies()) {
+        for (const auto& [before, after] : graph.dependencies()) {
           if (after == state.task && !finished_[before]) {
-            os << "\n    depends on unfinished " << graph_->describe(before);
+            os << "\n    depends on unfinished " << graph.describe(before);
           }
         }
       }

@@ -47,14 +47,16 @@ class Scheduler : private TaskObserver {
   // Throws GraphError for a graph validate() refuses (a cycle is looked
   // for only once a run has not finished).
   RunResult run(const TaskGraph& graph, DataTracker* tracker = nullptr);
-  // The same run, without a data check, of a graph its caller no longer
-  // needs: its tasks are freed chunk by chunk as they are compiled, so the
-  // compiled tasks reuse their memory instead of taking as much again (a
-  // 1 GiB CloudMatrix384 AllReduce: 4.9 M tasks of 64 bytes, as many of 48;
-  // on this VM every fresh page costs a slow first touch). The report of a
-  // run that does not finish names tasks, so `rebuild` must make the same
-  // graph again; it is called only then. Results are those of run().
-  RunResult run_releasing(TaskGraph graph, const std::function<TaskGraph()>& rebuild);
+  // The same run of a graph its caller no longer needs: its tasks are
+  // freed chunk by chunk as they are compiled, so the compiled tasks reuse
+  // their memory instead of taking as much again (a 1 GiB CloudMatrix384
+  // AllReduce: 4.9 M tasks of 64 bytes, as many of 48; on this VM every
+  // fresh page costs a slow first touch). The data check keeps the ends of
+  // each copy (24 bytes). A report that names tasks (a run that does not
+  // finish, a copy beyond its buffers) needs them again, so `rebuild` must
+  // make the same graph anew; it is called only then. Results are run()'s.
+  RunResult run_releasing(TaskGraph graph, const std::function<TaskGraph()>& rebuild,
+                          DataTracker* tracker = nullptr);
   // Whether runs record every task's timing (the default). A caller that
   // needs only the run's end (perf without a trace) turns it off: at
   // millions of tasks the timings are 24 bytes and two cache misses a task.
@@ -72,13 +74,15 @@ class Scheduler : private TaskObserver {
   // `release`: the same graph, whose tasks are freed once compiled.
   void compile(const TaskGraph& graph, TaskGraph* release);
   void execute(const TaskGraph& graph);   // loads the engines and runs; the graph's tasks are not read
-  // After execute: the failure, if any, told from `graph` (with every task).
+  // Whether the run needs its tasks to tell what went wrong.
+  bool needs_report() const;
+  // After execute: the failure and the check error, if any, told from
+  // `graph` (with every task).
   void report_failure(const TaskGraph& graph);
   bool all_done() const;   // every engine finished every stream
-  std::string deadlock_report() const;
+  std::string deadlock_report(const TaskGraph& graph) const;
 
   Platform& platform_;
-  const TaskGraph* graph_ = nullptr;
   DataTracker* tracker_ = nullptr;
   ExecProgram exec_;
   // Per NPU, as many notify registers and flags as the graph uses there.
@@ -102,20 +106,37 @@ class Scheduler : private TaskObserver {
   };
   std::vector<std::uint32_t> first_successor_;
   std::vector<Successor> successors_;
-  // The data check. Before the run every copy's bounds are checked (a
-  // sequential pass); the run then only logs, in order, each copy's start
-  // and landing by task id, naming a slot per copy in flight, and the
-  // tracker replays the log in batches of copy_batch_ events
-  // (replay_copies) and at the end, reading the tasks there. Applied as
-  // they happened, the tracker's pieces of thousands of buffers, the tasks
-  // and the model's own state evicted each other from the caches (a
-  // 1024-NPU AllGather: 2.2x the unchecked time, a third of it misses in
-  // the model).
+  // The data check. Before the run every copy's bounds are checked and
+  // its ends kept (a sequential pass); the run then only logs, in order,
+  // each copy's start and landing, naming a slot per copy in flight, and
+  // the tracker replays the log in batches of copy_batch_ events
+  // (replay_copies) and at the end. Applied as they happened, the
+  // tracker's pieces of thousands of buffers, the tasks and the model's own
+  // state evicted each other from the caches (a 1024-NPU AllGather: 2.2x
+  // the unchecked time, a third of it misses in the model). The replay
+  // reads a copy's ends here and its length in the compiled task, never
+  // the graph's task, so the graph can be freed before the run.
   enum class CopyStep : std::uint8_t { Read, Land };
   struct CopyEvent {
     TaskId task;
     std::uint32_t slot;
+    std::uint32_t copy;   // index into copy_ends_
     CopyStep step;
+  };
+  // A copy's two buffers: rank, and offset with the buffer's kind in its top two bits.
+  struct CopyEnds {
+    std::uint64_t src;
+    std::uint64_t dst;
+    std::int32_t src_rank;
+    std::int32_t dst_rank;
+    BufferRef source() const { return unpack(src_rank, src); }
+    BufferRef destination() const { return unpack(dst_rank, dst); }
+    static std::uint64_t pack(const BufferRef& b) {
+      return b.offset | static_cast<std::uint64_t>(b.buffer) << 62;
+    }
+    static BufferRef unpack(std::int32_t rank, std::uint64_t packed) {
+      return BufferRef{rank, static_cast<BufferKind>(packed >> 62), packed & ~(std::uint64_t{3} << 62)};
+    }
   };
   std::size_t copy_batch_ = std::size_t{1} << 18;
   void mark_copies(const TaskGraph& graph);
@@ -123,14 +144,18 @@ class Scheduler : private TaskObserver {
   void log_copy(const CopyEvent& e);
   void replay_copies();
   std::vector<CopyEvent> copy_log_;
+  std::vector<CopyEnds> copy_ends_;               // the copies within their buffers, in task order
   std::vector<std::vector<DataSpan>> slot_spans_;  // by slot: what its copy read, until its landing is replayed
-  // By task: its slot while in flight, or one of the marks below.
+  std::vector<std::uint32_t> slot_copy_;           // by slot: its copy
+  // By task: kNotCopy, kBadCopy, a copy not started (its index into
+  // copy_ends_, below kInFlight), or a copy in flight (kInFlight + its slot).
   std::vector<std::uint32_t> in_flight_;
   std::vector<std::uint32_t> free_slots_;
   static constexpr std::uint32_t kNotCopy = 0xffffffffu;  // not a copy, or landed
-  static constexpr std::uint32_t kCopy = 0xfffffffeu;     // a copy not started
-  static constexpr std::uint32_t kBadCopy = 0xfffffffdu;  // a copy beyond its buffers
-  static constexpr std::uint32_t kMaxSlots = 0xfffffff0u;
+  static constexpr std::uint32_t kBadCopy = 0xfffffffeu;  // a copy beyond its buffers
+  static constexpr std::uint32_t kInFlight = 0x80000000u;
+  static constexpr std::uint32_t kMaxSlots = kBadCopy - kInFlight;
+  std::optional<TaskId> first_bad_copy_;   // the first copy beyond its buffers to start
   RunResult result_;
   bool keep_timings_ = true;
   std::vector<bool> finished_;   // by task, for the deadlock report whether timings are kept or not

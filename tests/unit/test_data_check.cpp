@@ -125,10 +125,12 @@ TopologySpec one_npu_cluster(int servers) {
 }
 
 // Runs `graph` with a tracker; "" when every rank's output is what `spec` must give.
-std::string check_run(Scheduler& sched, const TaskGraph& graph, const CollectiveSpec& spec) {
+// With `release`, as a run that frees the graph's tasks as it compiles them
+// (Scheduler::run_releasing, on a copy; `graph` serves as its rebuild).
+std::string check_run(Scheduler& sched, const TaskGraph& graph, const CollectiveSpec& spec, bool release = false) {
   const BufferSizes sizes = buffer_sizes(spec);
   DataTracker tracker(spec.ranks, sizes.input, sizes.output, 2 * spec.buffer_bytes, false);
-  const RunResult r = sched.run(graph, &tracker);
+  const RunResult r = release ? sched.run_releasing(graph, [&] { return graph; }, &tracker) : sched.run(graph, &tracker);
   if (!r.failure.empty()) return "did not finish: " + r.failure.substr(0, 200);
   if (!r.check_error.empty()) return r.check_error;
   for (int rank = 0; rank < spec.ranks; ++rank) {
@@ -737,4 +739,56 @@ TEST_CASE("on 72 ranks a ring reduce_scatter whose receiver does not wait for th
     CHECK(check_run(sched, graph, spec).empty());
     CHECK(check_run(sched, unsynced, spec) == diff);
   }
+}
+
+TEST_CASE("a checked run that frees its graph while compiling finds what a run keeping it finds",
+          "[data_check][release]") {
+  const int ranks = 8;
+  Platform platform(one_npu_cluster(ranks));
+  Scheduler sched(platform);
+  for (const CollOp op : {CollOp::AllGather, CollOp::ReduceScatter}) {
+    const CollectiveSpec spec = spec_of(op, ranks, 4096);
+    const TaskGraph graph = build_level1(spec, Level1Algo::Ring);
+    CHECK(check_run(sched, graph, spec, true).empty());
+    bool done = false;
+    const TaskGraph shifted = edited(graph, [&](const TaskGraph& g, TaskId id) {
+      Task t = g.task(id);
+      if (!done && (t.kind == TaskKind::Memcpy || t.kind == TaskKind::ReduceInline) && t.src.offset >= 2) {
+        done = true;
+        t.src.offset -= 2;  // one fp16 element off
+      }
+      return std::vector<Task>{t};
+    });
+    REQUIRE(done);
+    const std::string kept = check_run(sched, shifted, spec);
+    INFO(kept);
+    CHECK_FALSE(kept.empty());
+    CHECK(check_run(sched, shifted, spec, true) == kept);
+  }
+
+  // A copy beyond its buffer is named from the rebuilt graph.
+  const std::uint64_t size = 1 << 20;
+  auto past_output = [&] {
+    TaskGraph g;
+    const ThreadId t0 = g.add_thread(0, "Main");
+    g.copy(t0, BufferRef{0, BufferKind::Input, 0}, BufferRef{0, BufferKind::Output, 0}, 4096, "good");
+    g.copy(t0, BufferRef{0, BufferKind::Input, 0}, BufferRef{0, BufferKind::Output, size - 100}, 4096, "past output");
+    return g;
+  };
+  std::string kept;
+  {
+    DataTracker tracker(ranks, size, size, 0, false);
+    kept = sched.run(past_output(), &tracker).check_error;
+  }
+  int rebuilt = 0;
+  DataTracker tracker(ranks, size, size, 0, false);
+  const RunResult r = sched.run_releasing(past_output(), [&] {
+    ++rebuilt;
+    return past_output();
+  }, &tracker);
+  CHECK(rebuilt == 1);
+  CHECK(mentions(r.check_error, "rank 0 output [1048476, 1052572) overruns the buffer of 1048576 bytes"));
+  CHECK(r.check_error == kept);
+  CHECK(tracker.compare(0, BufferKind::Output, 0, {Piece::value(4096, 0, RankSet::single(0)),
+                                                  Piece{size - 4096, Piece::State::Uninitialized, 0, {}}}) == "");
 }
