@@ -700,23 +700,23 @@ BufferContents& DataTracker::mutable_buffer(int rank, BufferKind kind) {
 
 std::string DataTracker::bounds_error(const BufferRef& ref, std::uint64_t bytes) const {
   const std::uint64_t size = buffer(ref.rank, ref.buffer).size();
-  if (ref.offset <= size && bytes <= size - ref.offset) return {};
+  if (ref.offset() <= size && bytes <= size - ref.offset()) return {};
   std::ostringstream os;
-  os << "rank " << ref.rank << " " << buffer_kind_name(ref.buffer) << " [" << ref.offset << ", "
-     << ref.offset + bytes << ") overruns the buffer of " << size << " bytes";
+  os << "rank " << ref.rank << " " << buffer_kind_name(ref.buffer) << " [" << ref.offset() << ", "
+     << ref.offset() + bytes << ") overruns the buffer of " << size << " bytes";
   return os.str();
 }
 
 void DataTracker::read(const BufferRef& ref, std::uint64_t bytes, std::vector<DataSpan>& out) const {
-  buffer(ref.rank, ref.buffer).read(ref.offset, bytes, out);
+  buffer(ref.rank, ref.buffer).read(ref.offset(), bytes, out);
 }
 
 void DataTracker::write(const BufferRef& ref, const std::vector<DataSpan>& spans) {
-  mutable_buffer(ref.rank, ref.buffer).write(ref.offset, spans);
+  mutable_buffer(ref.rank, ref.buffer).write(ref.offset(), spans);
 }
 
 void DataTracker::reduce(const BufferRef& ref, const std::vector<DataSpan>& spans) {
-  mutable_buffer(ref.rank, ref.buffer).reduce(ref.offset, spans, idempotent_, *sets_);
+  mutable_buffer(ref.rank, ref.buffer).reduce(ref.offset(), spans, idempotent_, *sets_);
 }
 
 bool DataTracker::holds(int rank, BufferKind kind, std::uint64_t offset, const std::vector<DataSpan>& expected) const {

@@ -50,7 +50,7 @@ class Scheduler : private TaskObserver {
   // The same run of a graph its caller no longer needs: its tasks are
   // freed chunk by chunk as they are compiled, so the compiled tasks reuse
   // their memory instead of taking as much again (a 1 GiB CloudMatrix384
-  // AllReduce: 4.9 M tasks of 64 bytes, as many of 48; on this VM every
+  // AllReduce: 4.9 M tasks of 48 bytes, as many compiled; on this VM every
   // fresh page costs a slow first touch). The data check keeps the ends of
   // each copy (24 bytes). A report that names tasks (a run that does not
   // finish, a copy beyond its buffers) needs them again, so `rebuild` must
@@ -132,7 +132,7 @@ class Scheduler : private TaskObserver {
     BufferRef source() const { return unpack(src_rank, src); }
     BufferRef destination() const { return unpack(dst_rank, dst); }
     static std::uint64_t pack(const BufferRef& b) {
-      return b.offset | static_cast<std::uint64_t>(b.buffer) << 62;
+      return b.offset() | static_cast<std::uint64_t>(b.buffer) << 62;
     }
     static BufferRef unpack(std::int32_t rank, std::uint64_t packed) {
       return BufferRef{rank, static_cast<BufferKind>(packed >> 62), packed & ~(std::uint64_t{3} << 62)};

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -38,16 +39,43 @@ enum class Mover : std::uint8_t { Sdma, Aiv };
 enum class BufferKind : std::uint8_t { Input, Output, Scratch };
 const char* buffer_kind_name(BufferKind kind);
 
-struct BufferRef {
+// A place in a rank's buffer. 12 bytes (the offset in 48 bits, up to
+// 256 TiB): a task holds two.
+class BufferRef {
+ public:
+  static constexpr std::uint64_t kOffsetLimit = std::uint64_t{1} << 48;
+
+  constexpr BufferRef() = default;
+  // Throws std::length_error for an offset of kOffsetLimit or more.
+  BufferRef(int rank_, BufferKind buffer_, std::uint64_t offset_) : rank(rank_), buffer(buffer_) {
+    set_offset(offset_);
+  }
+  std::uint64_t offset() const { return std::uint64_t{offset_high_} << 32 | offset_low_; }
+  void set_offset(std::uint64_t offset_) {
+    if (offset_ >= kOffsetLimit) {
+      throw std::length_error("a buffer offset of " + std::to_string(offset_) +
+                              " bytes is beyond what a task addresses (256 TiB); use a smaller data size or fewer ranks");
+    }
+    offset_low_ = static_cast<std::uint32_t>(offset_);
+    offset_high_ = static_cast<std::uint16_t>(offset_ >> 32);
+  }
+
   int rank = 0;
   BufferKind buffer = BufferKind::Input;
-  std::uint64_t offset = 0;
+
+ private:
+  std::uint16_t offset_high_ = 0;
+  std::uint32_t offset_low_ = 0;
 };
 
-// Fields ordered by size so that a task takes 64 bytes: large runs hold
-// millions (a 1 GiB AllReduce on CloudMatrix384: 4.9 M).
+static_assert(sizeof(BufferRef) == 12, "a task holds two");
+
+// 48 bytes: large runs hold millions (a 1 GiB AllReduce on CloudMatrix384:
+// 4.9 M). Fields a kind never reads share their place with another
+// kind's; each kind sets and reads only its own.
 struct Task {
-  Task() : bytes(0) {}  // (a union member with a constructor, Time, needs one spelled out)
+  // (union members with constructors, BufferRef and Time, need one spelled out)
+  Task() : src(), dst(), bytes(0) {}
 
   TaskKind kind = TaskKind::Delay;
   Mover mover = Mover::Sdma;          // Memcpy / ReduceInline
@@ -56,18 +84,21 @@ struct Task {
   // (a kernel's Wait), so it starts when the thread reaches it.
   bool started_while_blocked = false;
   ThreadId thread = 0;
+  LabelId label = 0;                  // shown in the trace, e.g. "AllGather#1 step 3"
+  int cores = 0;                      // Compute; AIV moves: cores working together
+  // Memcpy / ReduceInline: `bytes` from src to dst; src or dst is on this rank.
   // NotifyRecord: sets `notify` of `peer`. NotifyWait: waits on `notify` of its own rank.
   // FlagSet: adds one to flag `notify` of `peer` (a counter in memory).
   // FlagWait: polls flag `notify` of `peer` (its own rank or another) until
   // it holds at least `count`; flags only grow.
-  int peer = -1;
-  int notify = -1;
-  int cores = 0;                      // Compute; AIV moves: cores working together
-  LabelId label = 0;                  // shown in the trace, e.g. "AllGather#1 step 3"
-  // Memcpy / ReduceInline: `bytes` from src to dst; src or dst is on this rank.
-  BufferRef src;
-  BufferRef dst;
-  // What a kind measures; each kind sets and reads only its own member.
+  union {
+    BufferRef src;
+    int peer;
+  };
+  union {
+    BufferRef dst;
+    int notify;
+  };
   union {
     std::uint64_t bytes;              // Memcpy / ReduceInline
     Time duration;                    // Compute / Delay; NotifyWait: its timeout (0 = forever)
@@ -75,7 +106,7 @@ struct Task {
   };
 };
 
-static_assert(sizeof(Task) <= 64, "a task's size multiplies by millions of tasks");
+static_assert(sizeof(Task) <= 48, "a task's size multiplies by millions of tasks");
 
 // What a task costs by the time it has run (the task, its compiled form,
 // timing, dependencies, its share of the data check), rounded up: the

@@ -70,9 +70,9 @@ void TraceWriter::add_run(const TaskGraph& graph, const RunResult& result, Platf
         args["size"] = t.bytes;
         args["peer"] = t.src.rank == rank ? t.dst.rank : t.src.rank;
         args["src"] = std::string(buffer_kind_name(t.src.buffer)) + "@" + std::to_string(t.src.rank) + "+" +
-                      std::to_string(t.src.offset);
+                      std::to_string(t.src.offset());
         args["dst"] = std::string(buffer_kind_name(t.dst.buffer)) + "@" + std::to_string(t.dst.rank) + "+" +
-                      std::to_string(t.dst.offset);
+                      std::to_string(t.dst.offset());
         args["link"] = link_label(platform, t);
         args["mover"] = t.mover == Mover::Aiv ? "AIV" : "SDMA";
         args["direction"] = t.src.rank == t.dst.rank ? "local" : (t.src.rank == rank ? "write" : "read");

@@ -136,9 +136,9 @@ class HierarchyBuilder {
                             std::uint64_t scratch_offset, std::uint64_t buffer_bytes) const {
     CollectiveSpec s = hcclsim::stage_spec(spec_, op, ranks, count, buffer_bytes);
     s.input_buffer = in.buffer;
-    s.input_offset = in.offset;
+    s.input_offset = in.offset();
     s.output_buffer = out.buffer;
-    s.output_offset = out.offset;
+    s.output_offset = out.offset();
     s.scratch_offset = scratch_offset;
     return s;
   }

@@ -286,7 +286,7 @@ class Level1Builder : public PlanBuilder {
     const std::uint64_t n = spec_.op == CollOp::AlltoAll ? spec_.pair_count(0, 0) : spec_.count;
     const BufferRef in = input(0, 0);
     const BufferRef out = output(0, 0);
-    if (in.buffer == out.buffer && in.offset == out.offset) return;
+    if (in.buffer == out.buffer && in.offset() == out.offset()) return;
     move(stream_[0], in, out, n, false, "copy");
   }
 

@@ -76,7 +76,7 @@ class PlanBuilder {
   void move(ThreadId thread, BufferRef src, BufferRef dst, std::uint64_t elems, bool reduce, std::string label) {
     if (elems == 0) return;
     // A stage whose data already sits in the HCCL buffer copies nothing.
-    if (!reduce && src.rank == dst.rank && src.buffer == dst.buffer && src.offset == dst.offset) return;
+    if (!reduce && src.rank == dst.rank && src.buffer == dst.buffer && src.offset() == dst.offset()) return;
     if (reduce) {
       graph_.reduce(thread, src, dst, elems * esz_, std::move(label));
     } else {

@@ -21,7 +21,7 @@ matmul_program="$src/configs/programs/fused-matmul-allgather.json"
 
 CASES=(duplicate_key_topology duplicate_key_nested_profile program_int_not_truncated program_thread_index_20_digits
        program_timeout_over_limit program_matmul_too_long size_overflows_uint64 buffsize_needs_too_much_memory
-       servers_need_too_much_memory max_memory_option a3_profile_on_a2_cluster a2_profile_on_a3_cluster
+       servers_need_too_much_memory max_memory_option offset_beyond_task_reach a3_profile_on_a2_cluster a2_profile_on_a3_cluster
        a2_profile_on_a3_server a2_profile_on_a3_rank_table oversubscription_absurd npus_per_server_above_npus
        vcounts_nan vcounts_inf algo_empty repeated_topology control_chars_in_name control_chars_in_key
        stdout_write_fails run_trace_bad_path links_bad_path links_csv links_json_summary links_stats
@@ -99,6 +99,10 @@ case "$name" in
   max_memory_option)
     args=(perf all_reduce -b 64M -e 64M --max-memory 1MiB)
     expect=("too large" "the limit is 1048576 bytes") ;;
+  offset_beyond_task_reach)
+    # Offsets into a 512 TiB output: past the 48 bits a task's buffer offset holds.
+    args=(perf all_gather -b 512T -e 512T --buffsize 512T --max-memory 1T --no-check)
+    expect=("buffer offset of" "256 TiB" "smaller data size") ;;
   a3_profile_on_a2_cluster)
     args=(perf all_reduce --topology "$cluster" --profile "$a3_profile")
     expect=("--profile" "910C" "A2 cluster") ;;

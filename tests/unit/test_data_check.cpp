@@ -667,9 +667,9 @@ TEST_CASE("on 72 ranks a ring all_gather with a copy from a wrong offset or a co
     bool done = false;
     const TaskGraph shifted = edited(graph, [&](const TaskGraph& g, TaskId id) {
       Task t = g.task(id);
-      if (!done && t.kind == TaskKind::Memcpy && t.src.offset >= 2) {
+      if (!done && t.kind == TaskKind::Memcpy && t.src.offset() >= 2) {
         done = true;
-        t.src.offset -= 2;  // one fp16 element off
+        t.src.set_offset(t.src.offset() - 2);  // one fp16 element off
       }
       return std::vector<Task>{t};
     });
@@ -753,9 +753,9 @@ TEST_CASE("a checked run that frees its graph while compiling finds what a run k
     bool done = false;
     const TaskGraph shifted = edited(graph, [&](const TaskGraph& g, TaskId id) {
       Task t = g.task(id);
-      if (!done && (t.kind == TaskKind::Memcpy || t.kind == TaskKind::ReduceInline) && t.src.offset >= 2) {
+      if (!done && (t.kind == TaskKind::Memcpy || t.kind == TaskKind::ReduceInline) && t.src.offset() >= 2) {
         done = true;
-        t.src.offset -= 2;  // one fp16 element off
+        t.src.set_offset(t.src.offset() - 2);  // one fp16 element off
       }
       return std::vector<Task>{t};
     });

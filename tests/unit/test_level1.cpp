@@ -452,9 +452,9 @@ TEST_CASE("level1 honours input output and HCCL buffer placement", "[level1][pla
       for (const Task& t : g.tasks()) {
         for (const BufferRef* ref : {&t.src, &t.dst}) {
           if (t.kind != TaskKind::Memcpy && t.kind != TaskKind::ReduceInline) continue;
-          if (ref->buffer == BufferKind::Scratch) CHECK(ref->offset >= spec.scratch_offset);
-          if (ref->buffer == BufferKind::Input) CHECK(ref->offset >= spec.input_offset);
-          if (ref->buffer == BufferKind::Output) CHECK(ref->offset >= spec.output_offset);
+          if (ref->buffer == BufferKind::Scratch) CHECK(ref->offset() >= spec.scratch_offset);
+          if (ref->buffer == BufferKind::Input) CHECK(ref->offset() >= spec.input_offset);
+          if (ref->buffer == BufferKind::Output) CHECK(ref->offset() >= spec.output_offset);
         }
       }
       Scheduler sched(platform);
