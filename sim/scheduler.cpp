@@ -12,14 +12,16 @@ namespace hcclsim {
 void Scheduler::compile(const TaskGraph& graph, TaskGraph* release) {
   const auto& tasks = graph.tasks();
   // Explicit dependencies as flat per-task lists, in the graph's order for
-  // one task (the order their releases are sent in), each with its stream
-  // and rank: a rank's threads are its engine's streams, in graph order (as
-  // execute() loads them). Made first: it reads the tasks that `release` frees.
-  std::vector<std::uint32_t> stream_of_thread(graph.threads().size());
+  // one task (the order their releases are sent in), each with its thread:
+  // a rank's threads are its engine's streams, in graph order (as execute()
+  // loads them). Made first: it reads the tasks that `release` frees; the
+  // graph's own list of dependencies is freed then as well.
+  stream_of_thread_.assign(graph.threads().size(), StreamOf{});
   {
     std::vector<std::uint32_t> streams_on(static_cast<std::size_t>(platform_.npus()), 0);
     for (ThreadId th = 0; th < graph.threads().size(); ++th) {
-      stream_of_thread[th] = streams_on[static_cast<std::size_t>(graph.thread(th).rank)]++;
+      const auto rank = static_cast<std::uint32_t>(graph.thread(th).rank);
+      stream_of_thread_[th] = StreamOf{rank, streams_on[rank]++};
     }
   }
   first_successor_.assign(tasks.size() + 1, 0);
@@ -29,12 +31,11 @@ void Scheduler::compile(const TaskGraph& graph, TaskGraph* release) {
   // Filled through the starts themselves (each ends as the next one's
   // start, then all move up one): no second array of a word per task.
   for (const auto& [before, after] : graph.dependencies()) {
-    const ThreadId th = tasks[after].thread;
-    successors_[first_successor_[before]++] =
-        Successor{after, stream_of_thread[th], static_cast<std::uint32_t>(graph.thread(th).rank)};
+    successors_[first_successor_[before]++] = Successor{after, tasks[after].thread};
   }
   for (std::size_t i = tasks.size(); i > 0; --i) first_successor_[i] = first_successor_[i - 1];
   first_successor_[0] = 0;
+  if (release != nullptr) release->release_dependencies();
 
   const auto npus = static_cast<std::size_t>(platform_.npus());
   registers_used_.assign(npus, 0);
@@ -150,7 +151,7 @@ void Scheduler::compile(const TaskGraph& graph, TaskGraph* release) {
     exec_.push_back(e);
   }
   if (release != nullptr) release->release_tasks_before(tasks.size());
-  for (const auto& [before, after] : graph.dependencies()) ++exec_[after].unmet_deps;
+  for (const Successor& next : successors_) ++exec_[next.task].unmet_deps;
 }
 
 RunResult Scheduler::run(const TaskGraph& graph, DataTracker* tracker) {
@@ -359,7 +360,8 @@ void Scheduler::task_finished(std::uint32_t id, Time at) {
   for (std::uint32_t k = first_successor_[id]; k < first_successor_[id + 1]; ++k) {
     const Successor& next = successors_[k];
     if (--exec_[next.task].unmet_deps == 0) {
-      platform_.engine(static_cast<int>(next.rank)).release_dependency(next.stream);
+      const StreamOf& where = stream_of_thread_[next.thread];
+      platform_.engine(static_cast<int>(where.rank)).release_dependency(where.stream);
     }
   }
 }

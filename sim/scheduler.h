@@ -96,16 +96,22 @@ class Scheduler : private TaskObserver {
   };
   std::optional<Timeout> timeout_;
   // Explicit dependencies as flat per-task lists: the successors of task i
-  // at [first_successor_[i], first_successor_[i + 1]), each with the stream
-  // it runs on within its rank's engine (A2 clusters have about one
-  // dependency per task; a CloudMatrix384 AllReduce one per 25).
+  // at [first_successor_[i], first_successor_[i + 1]), each with its
+  // thread (A2 clusters have about one dependency per task; a
+  // CloudMatrix384 AllReduce one per 25).
   struct Successor {
     TaskId task;
-    std::uint32_t stream;
-    std::uint32_t rank;   // whose engine runs it: no read of the graph's task during the run
+    ThreadId thread;
   };
   std::vector<std::uint32_t> first_successor_;
   std::vector<Successor> successors_;
+  // By thread: the engine and stream that run it (no read of the graph's
+  // task during the run).
+  struct StreamOf {
+    std::uint32_t rank;
+    std::uint32_t stream;
+  };
+  std::vector<StreamOf> stream_of_thread_;
   // The data check. Before the run every copy's bounds are checked and
   // its ends kept (a sequential pass); the run then only logs, in order,
   // each copy's start and landing, naming a slot per copy in flight, and

@@ -158,9 +158,11 @@ class TaskGraph {
   int flags_used() const;
 
   // For a reader done with them (sim/scheduler's releasing run): frees the
-  // memory of tasks below `end`, which must not be read again. Threads,
-  // labels and dependencies stay; tasks().size() is unchanged.
+  // memory of tasks below `end`, which must not be read again. Threads and
+  // labels stay; tasks().size() is unchanged.
   void release_tasks_before(TaskId end) { tasks_.release_before(end); }
+  // The same for the explicit dependencies (all of them).
+  void release_dependencies() { std::vector<std::pair<TaskId, TaskId>>().swap(dependencies_); }
 
   const ChunkedVector<Task>& tasks() const { return tasks_; }
   const std::vector<Thread>& threads() const { return threads_; }
