@@ -61,12 +61,15 @@ TaskId TaskGraph::add(Task task) {
 
 LabelId TaskGraph::intern(std::string key) {
   if (key.empty()) return 0;
+  // Builders give runs of tasks one label (a step's records, waits and
+  // copies): the last one is compared before anything is hashed.
+  if (labels_[last_label_] == key) return last_label_;
   const auto found = label_ids_.find(key);
-  if (found != label_ids_.end()) return found->second;
+  if (found != label_ids_.end()) return last_label_ = found->second;
   const auto id = static_cast<LabelId>(labels_.size());
   labels_.push_back(key);
   label_ids_.emplace(std::move(key), id);
-  return id;
+  return last_label_ = id;
 }
 
 void TaskGraph::add_dependency(TaskId before, TaskId after) { dependencies_.emplace_back(before, after); }

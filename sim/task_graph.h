@@ -198,6 +198,7 @@ class TaskGraph {
   ChunkedVector<Task> tasks_;
   std::vector<std::string> labels_{std::string()};
   std::unordered_map<std::string, LabelId> label_ids_;
+  LabelId last_label_ = 0;   // the label interned last (0, the empty one, at first)
   std::vector<Thread> threads_;
   std::vector<std::pair<TaskId, TaskId>> dependencies_;
 };
