@@ -318,31 +318,23 @@ std::vector<PerfRow> run_perf(Platform& platform, const PerfRequest& request, Tr
     const CollectiveSpec spec = collective_of(request, size);
     const ExecutorChoice choice = choose_executor(spec, ctx, request);
     const AlgoPlan& plan = choice.plan;
-    // Without a trace nothing reads the tasks after they are compiled (the
-    // data check keeps what it needs of the copies): the scheduler frees
-    // them as it goes, and builds the graph again only to report a run that
-    // did not finish or a copy beyond its buffers.
-    const bool keep_graph = trace != nullptr;
-    auto build = [&] { return build_executor(spec, ctx, choice); };
-    std::optional<TaskGraph> graph;
-    if (keep_graph) graph.emplace(build());
     std::optional<DataTracker> tracker;
     if (request.check) {
       const BufferSizes sizes = buffer_sizes(spec);
       const bool idempotent = request.reduce_op == ReduceOp::Max || request.reduce_op == ReduceOp::Min;
       tracker.emplace(spec.ranks, sizes.input, sizes.output, 2 * spec.buffer_bytes, idempotent);
     }
+    auto build = [&] { return build_executor(spec, ctx, choice); };
+    TaskGraph graph = build();
+    const std::size_t tasks = graph.tasks().size();
     meter.start();
-    std::size_t tasks = 0;
-    RunResult result;
-    if (keep_graph) {
-      tasks = graph->tasks().size();
-      result = scheduler.run(*graph, tracker ? &*tracker : nullptr);
-    } else {
-      TaskGraph once = build();
-      tasks = once.tasks().size();
-      result = scheduler.run_releasing(std::move(once), build, tracker ? &*tracker : nullptr);
-    }
+    // Without a trace nothing reads the tasks after they are compiled (the
+    // data check keeps what it needs of the copies): the scheduler frees
+    // them as it goes, and builds the graph again only to report a run that
+    // did not finish or a copy beyond its buffers. (`graph` is read below
+    // only with a trace, when it was not moved.)
+    const RunResult result = trace ? scheduler.run(graph, tracker ? &*tracker : nullptr)
+                                   : scheduler.run_releasing(std::move(graph), build, tracker ? &*tracker : nullptr);
     if (!result.failure.empty()) {
       throw GraphError(coll_op_name(spec.op) + " of " + std::to_string(size) + " bytes on " +
                        std::to_string(spec.ranks) + " ranks (" + plan.describe(hierarchy, spec.op) +
@@ -368,7 +360,7 @@ std::vector<PerfRow> run_perf(Platform& platform, const PerfRequest& request, Tr
         if (!diff.empty()) row.check = "fail: rank " + std::to_string(r) + " output " + diff;
       }
     }
-    if (trace) trace->add_run(*graph, result, platform, row.op_name + " " + format_size(row.data_size));
+    if (trace) trace->add_run(graph, result, platform, row.op_name + " " + format_size(row.data_size));
     row.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     rows.push_back(std::move(row));
     if (on_row) on_row(rows.size() - 1, rows.back());

@@ -154,23 +154,23 @@ void Scheduler::compile(const TaskGraph& graph, TaskGraph* release) {
   for (const Successor& next : successors_) ++exec_[next.task].unmet_deps;
 }
 
-RunResult Scheduler::run(const TaskGraph& graph, DataTracker* tracker) {
+void Scheduler::check_compile_execute(const TaskGraph& graph, TaskGraph* release, DataTracker* tracker) {
   graph.check_references(platform_.npus());  // the cycle check waits for a run that does not finish
   tracker_ = tracker;
   if (tracker_) mark_copies(graph);
-  compile(graph, nullptr);
+  compile(graph, release);
   execute(graph);
+}
+
+RunResult Scheduler::run(const TaskGraph& graph, DataTracker* tracker) {
+  check_compile_execute(graph, nullptr, tracker);
   if (needs_report()) report_failure(graph);
   return result_;
 }
 
 RunResult Scheduler::run_releasing(TaskGraph graph, const std::function<TaskGraph()>& rebuild,
                                    DataTracker* tracker) {
-  graph.check_references(platform_.npus());
-  tracker_ = tracker;
-  if (tracker_) mark_copies(graph);
-  compile(graph, &graph);
-  execute(graph);
+  check_compile_execute(graph, &graph, tracker);
   if (needs_report()) {
     const TaskGraph whole = rebuild();
     if (whole.tasks().size() != graph.tasks().size() || whole.threads().size() != graph.threads().size()) {

@@ -71,7 +71,9 @@ class Scheduler : private TaskObserver {
   void data_landed(std::uint32_t id, Time at) override;
   void task_timed_out(std::uint32_t id, Time started, Time at) override;
   void wait_released(std::uint32_t wait, std::uint32_t record) override;
-  // `release`: the same graph, whose tasks are freed once compiled.
+  // What both runs share: validation, the data check's marks, compiling
+  // (`release`: the same graph, whose tasks are freed once compiled) and the run.
+  void check_compile_execute(const TaskGraph& graph, TaskGraph* release, DataTracker* tracker);
   void compile(const TaskGraph& graph, TaskGraph* release);
   void execute(const TaskGraph& graph);   // loads the engines and runs; the graph's tasks are not read
   // Whether the run needs its tasks to tell what went wrong.

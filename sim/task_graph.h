@@ -47,17 +47,15 @@ class BufferRef {
 
   constexpr BufferRef() = default;
   // Throws std::length_error for an offset of kOffsetLimit or more.
-  BufferRef(int rank_, BufferKind buffer_, std::uint64_t offset_) : rank(rank_), buffer(buffer_) {
-    set_offset(offset_);
-  }
+  BufferRef(int on_rank, BufferKind kind, std::uint64_t at) : rank(on_rank), buffer(kind) { set_offset(at); }
   std::uint64_t offset() const { return std::uint64_t{offset_high_} << 32 | offset_low_; }
-  void set_offset(std::uint64_t offset_) {
-    if (offset_ >= kOffsetLimit) {
-      throw std::length_error("a buffer offset of " + std::to_string(offset_) +
+  void set_offset(std::uint64_t at) {
+    if (at >= kOffsetLimit) {
+      throw std::length_error("a buffer offset of " + std::to_string(at) +
                               " bytes is beyond what a task addresses (256 TiB); use a smaller data size or fewer ranks");
     }
-    offset_low_ = static_cast<std::uint32_t>(offset_);
-    offset_high_ = static_cast<std::uint16_t>(offset_ >> 32);
+    offset_low_ = static_cast<std::uint32_t>(at);
+    offset_high_ = static_cast<std::uint16_t>(at >> 32);
   }
 
   int rank = 0;
