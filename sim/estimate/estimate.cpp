@@ -93,16 +93,45 @@ struct DenseFlows {
   std::vector<double> capacity;
 };
 
+// The flows' indices by limit, least first, ties in index order. Limits
+// take a few values (an engine's cap, a link's write cap, a narrowest
+// channel): flows are put in buckets by value, not sorted one by one.
+std::vector<std::size_t> in_order_of_limit(const std::vector<double>& limit) {
+  std::vector<std::size_t> out(limit.size());
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = i;
+  if (std::is_sorted(limit.begin(), limit.end())) return out;  // (often all equal)
+  std::vector<double> values;
+  for (const double v : limit) {
+    if (std::find(values.begin(), values.end(), v) != values.end()) continue;
+    if (values.size() == 16) {  // many values: sort
+      std::stable_sort(out.begin(), out.end(), [&](std::size_t a, std::size_t b) { return limit[a] < limit[b]; });
+      return out;
+    }
+    values.push_back(v);
+  }
+  std::sort(values.begin(), values.end());
+  std::vector<std::size_t> fill(values.size() + 1, 0);  // bucket b's next place, after counting
+  std::vector<std::uint8_t> bucket(limit.size());
+  for (std::size_t i = 0; i < limit.size(); ++i) {
+    bucket[i] = static_cast<std::uint8_t>(std::lower_bound(values.begin(), values.end(), limit[i]) - values.begin());
+    ++fill[bucket[i] + 1u];
+  }
+  for (std::size_t b = 1; b < fill.size(); ++b) fill[b] += fill[b - 1];
+  for (std::size_t i = 0; i < limit.size(); ++i) out[fill[bucket[i]]++] = i;
+  return out;
+}
+
 // max_min_shares on dense flows. Progressive filling, as the detailed flow
 // model solves the shares: raise every unfrozen flow's rate together; a
 // flow freezes at its own limit or when a channel it crosses is full. A
 // channel's unfrozen load is the sum of its unfrozen flows' weights.
-// Each round scans the channels still loaded for the fullest (their
-// room / load kept from when it last changed) and visits only the flows
-// that freeze (found through their channels and by limit) and their
-// channels, so that tens of thousands of flows solve in milliseconds.
-std::vector<double> progressive_filling(const DenseFlows& in, const std::vector<double>& limit,
-                                        const std::vector<double>& weight) {
+// Each round takes the fullest channel (the least room / load) from a
+// heap and visits only the flows that freeze (found through their
+// channels and by limit) and their channels, so that a round costs what
+// it changes: a CloudMatrix384 AlltoAll round of 18,000 flows takes over
+// a thousand rounds, each freezing a few flows.
+std::vector<double> fill_progressively(const DenseFlows& in, const std::vector<double>& limit,
+                                       const std::vector<double>& weight) {
   auto weight_of = [&weight](std::size_t i) { return weight.empty() ? 1.0 : weight[i]; };
   const std::size_t flows = in.first.size() - 1;
   const std::size_t slots = in.capacity.size();
@@ -126,104 +155,155 @@ std::vector<double> progressive_filling(const DenseFlows& in, const std::vector<
       for (std::size_t j = in.first[i]; j < in.first[i + 1]; ++j) crossing[fill[static_cast<std::size_t>(in.slot[j])]++] = i;
     }
   }
-  std::vector<std::size_t> by_limit(flows);
-  for (std::size_t i = 0; i < flows; ++i) by_limit[i] = i;
-  if (!std::is_sorted(limit.begin(), limit.end())) {  // (often all equal: then already in order)
-    std::stable_sort(by_limit.begin(), by_limit.end(), [&](std::size_t a, std::size_t b) { return limit[a] < limit[b]; });
-  }
-  // The level (room / load) of each channel with unfrozen flows, side by
-  // side for the scans of every round (at most a few dozen rounds, over a
-  // few thousand channels): `level_at[m]` is channel loaded[m]'s, kept from
-  // when it last changed. A channel whose flows all froze reads as
-  // infinitely far from full until the array is compacted. (The levels
-  // are never negative zero or NaN, so the least is the same value in
-  // whatever order it is taken.)
-  constexpr double kNeverFull = std::numeric_limits<double>::infinity();
-  std::vector<std::size_t> loaded;
-  std::vector<double> level_at;
-  std::vector<std::size_t> at_of(slots);  // channel -> its index in loaded
+  const std::vector<std::size_t> by_limit = in_order_of_limit(limit);
+  // The channels with unfrozen flows by level (room / load), least on top.
+  // An entry holds the level its channel had when pushed; once the level
+  // changes a new entry is pushed and the old one, whose version is
+  // behind, is dropped when it comes up. (Levels are never negative zero
+  // or NaN, so the least is the same value whatever the heap's order.)
+  struct Entry {
+    double level;
+    std::uint32_t channel;
+    std::uint32_t version;
+  };
+  const auto above = [](const Entry& a, const Entry& b) {
+    return a.level > b.level || (a.level == b.level && a.channel > b.channel);
+  };
+  std::vector<std::uint32_t> version(slots, 0);
+  std::vector<Entry> heap;
   for (std::size_t k = 0; k < slots; ++k) {
-    if (unfrozen[k] == 0) continue;
-    at_of[k] = loaded.size();
-    loaded.push_back(k);
-    level_at.push_back(room[k] / load[k]);
+    if (unfrozen[k] > 0) heap.push_back(Entry{room[k] / load[k], static_cast<std::uint32_t>(k), 0});
   }
-  std::size_t drained = 0;  // entries of loaded whose flows all froze
+  std::make_heap(heap.begin(), heap.end(), above);
+  const auto stale = [&](const Entry& e) { return e.version != version[e.channel] || unfrozen[e.channel] == 0; };
+  const auto pop = [&] {
+    std::pop_heap(heap.begin(), heap.end(), above);
+    heap.pop_back();
+  };
   std::size_t next_limit = 0;  // by_limit[next_limit..] may still be unfrozen
   std::vector<double> out(flows, 0.0);
   std::vector<char> frozen(flows, 0);
+  std::vector<char> freezes(flows, 0);  // listed in `freezing` this round
   std::size_t remaining = flows;
-  // The flows that freeze in a round, as a bit per flow: taken in flow
-  // order (each once), as a scan over the flows would.
-  std::vector<std::uint64_t> freezing((flows + 63) / 64, 0);
-  auto freeze_later = [&freezing](std::size_t i) { freezing[i / 64] |= std::uint64_t{1} << (i % 64); };
+  std::vector<std::size_t> freezing;  // this round's, taken in flow order
   std::vector<std::size_t> changed;
+  std::vector<std::uint32_t> changed_in(slots, 0);  // the round a channel was last listed in `changed` (1-based)
+  std::uint32_t round = 0;
+  const auto freeze_later = [&](std::size_t i) {
+    if (frozen[i] == 0 && freezes[i] == 0) {
+      freezes[i] = 1;
+      freezing.push_back(i);
+    }
+  };
   while (remaining > 0) {
+    ++round;
     while (next_limit < by_limit.size() && frozen[by_limit[next_limit]]) ++next_limit;
     double level = next_limit < by_limit.size() ? limit[by_limit[next_limit]] : kUnlimited;
-    {
-      // Four running minima, so that the scan is not one chain of dependent compares.
-      const std::size_t n = level_at.size();
-      double least[4] = {level, level, level, level};
-      std::size_t m = 0;
-      for (; m + 4 <= n; m += 4) {
-        for (std::size_t u = 0; u < 4; ++u) least[u] = std::min(least[u], level_at[m + u]);
-      }
-      for (; m < n; ++m) least[0] = std::min(least[0], level_at[m]);
-      level = std::min(std::min(least[0], least[1]), std::min(least[2], least[3]));
-    }
+    while (!heap.empty() && stale(heap.front())) pop();
+    if (!heap.empty()) level = std::min(level, heap.front().level);
     const double slack = level * 1e-12;
+    freezing.clear();
     for (std::size_t k = next_limit; k < by_limit.size() && limit[by_limit[k]] <= level + slack; ++k) {
-      if (!frozen[by_limit[k]]) freeze_later(by_limit[k]);
+      freeze_later(by_limit[k]);
     }
-    for (std::size_t m = 0; m < level_at.size(); ++m) {
-      if (level_at[m] > level + slack) continue;
-      const std::size_t k = loaded[m];
-      for (std::size_t j = first[k]; j < first[k + 1]; ++j) {
-        if (!frozen[crossing[j]]) freeze_later(crossing[j]);
+    // Every channel full at this level: each of its unfrozen flows freezes,
+    // so the channel leaves the heap for good.
+    while (!heap.empty() && heap.front().level <= level + slack) {
+      const Entry e = heap.front();
+      pop();
+      if (stale(e)) continue;
+      for (std::size_t j = first[e.channel]; j < first[e.channel + 1]; ++j) freeze_later(crossing[j]);
+    }
+    if (freezing.size() > flows / 8) {  // many: a pass over the marks puts them in order
+      freezing.clear();
+      for (std::size_t i = 0; i < flows; ++i) {
+        if (freezes[i] != 0) freezing.push_back(i);
       }
+    } else {
+      std::sort(freezing.begin(), freezing.end());
     }
     changed.clear();
-    for (std::size_t word = 0; word < freezing.size(); ++word) {
-      for (std::uint64_t bits = freezing[word]; bits != 0; bits &= bits - 1) {
-        const std::size_t i = word * 64 + static_cast<std::size_t>(__builtin_ctzll(bits));
-        frozen[i] = 1;
-        out[i] = level;
-        --remaining;
-        for (std::size_t j = in.first[i]; j < in.first[i + 1]; ++j) {
-          const auto k = static_cast<std::size_t>(in.slot[j]);
-          room[k] = std::max(0.0, room[k] - weight_of(i) * level);
-          load[k] = --unfrozen[k] == 0 ? 0.0 : load[k] - weight_of(i);
+    for (const std::size_t i : freezing) {
+      frozen[i] = 1;
+      freezes[i] = 0;
+      out[i] = level;
+      --remaining;
+      for (std::size_t j = in.first[i]; j < in.first[i + 1]; ++j) {
+        const auto k = static_cast<std::size_t>(in.slot[j]);
+        room[k] = std::max(0.0, room[k] - weight_of(i) * level);
+        load[k] = --unfrozen[k] == 0 ? 0.0 : load[k] - weight_of(i);
+        if (changed_in[k] != round) {
+          changed_in[k] = round;
           changed.push_back(k);
         }
       }
-      freezing[word] = 0;
     }
     for (const std::size_t k : changed) {
-      double& at = level_at[at_of[k]];
-      if (at == kNeverFull) continue;  // counted as drained already
-      if (unfrozen[k] > 0) {
-        at = room[k] / load[k];
-      } else {
-        at = kNeverFull;
-        ++drained;
-      }
-    }
-    if (2 * drained > level_at.size()) {
-      std::size_t kept = 0;
-      for (std::size_t m = 0; m < level_at.size(); ++m) {
-        if (level_at[m] == kNeverFull) continue;
-        loaded[kept] = loaded[m];
-        level_at[kept] = level_at[m];
-        at_of[loaded[kept]] = kept;
-        ++kept;
-      }
-      loaded.resize(kept);
-      level_at.resize(kept);
-      drained = 0;
+      if (unfrozen[k] == 0) continue;
+      heap.push_back(Entry{room[k] / load[k], static_cast<std::uint32_t>(k), ++version[k]});
+      std::push_heap(heap.begin(), heap.end(), above);
     }
   }
   return out;
+}
+
+// progressive_filling's rounds scan every loaded channel, but most channels
+// of a step never fill: a flow never runs faster than its bound (its limit,
+// and capacity / weight of each channel it crosses), and a channel whose
+// flows all at their bounds still fit in it cannot hold any of them back.
+// Such a channel is dropped from the solve, its own cap on each flow kept
+// as a limit: the constraints left imply the dropped ones, so the shares
+// are the same (a pairwise AlltoAll step on 1024 A2 NPUs keeps its 256
+// spine channels of 2,300; the NICs, loaded once each, go).
+std::vector<double> progressive_filling(const DenseFlows& in, const std::vector<double>& limit,
+                                        const std::vector<double>& weight) {
+  auto weight_of = [&weight](std::size_t i) { return weight.empty() ? 1.0 : weight[i]; };
+  const std::size_t flows = in.first.size() - 1;
+  const std::size_t slots = in.capacity.size();
+  std::vector<double> bound(limit);
+  for (std::size_t i = 0; i < flows; ++i) {
+    if (in.first[i] == in.first[i + 1]) continue;
+    double narrowest = in.capacity[static_cast<std::size_t>(in.slot[in.first[i]])];
+    for (std::size_t j = in.first[i] + 1; j < in.first[i + 1]; ++j) {
+      narrowest = std::min(narrowest, in.capacity[static_cast<std::size_t>(in.slot[j])]);
+    }
+    bound[i] = std::min(bound[i], narrowest / weight_of(i));
+  }
+  std::vector<double> demand(slots, 0.0);
+  for (std::size_t i = 0; i < flows; ++i) {
+    for (std::size_t j = in.first[i]; j < in.first[i + 1]; ++j) demand[static_cast<std::size_t>(in.slot[j])] += weight_of(i) * bound[i];
+  }
+  // A channel is kept unless its demand fits with a margin far above
+  // rounding and far below any share that matters (a tie, demand equal to
+  // capacity, fills only when its flows reach their bounds anyway).
+  constexpr double kFits = 1 + 1e-9;
+  std::vector<int> kept_as(slots, -1);
+  DenseFlows reduced;
+  for (std::size_t k = 0; k < slots; ++k) {
+    if (demand[k] > in.capacity[k] * kFits) {
+      kept_as[k] = static_cast<int>(reduced.capacity.size());
+      reduced.capacity.push_back(in.capacity[k]);
+    }
+  }
+  if (reduced.capacity.size() == slots) return fill_progressively(in, limit, weight);
+  std::vector<double> reduced_limit(limit);
+  reduced.slot.reserve(in.slot.size());
+  for (std::size_t i = 0; i < flows; ++i) {
+    double narrowest_dropped = 0;
+    bool dropped = false;
+    for (std::size_t j = in.first[i]; j < in.first[i + 1]; ++j) {
+      const auto k = static_cast<std::size_t>(in.slot[j]);
+      if (kept_as[k] >= 0) {
+        reduced.slot.push_back(kept_as[k]);
+      } else {
+        narrowest_dropped = dropped ? std::min(narrowest_dropped, in.capacity[k]) : in.capacity[k];
+        dropped = true;
+      }
+    }
+    if (dropped) reduced_limit[i] = std::min(reduced_limit[i], narrowest_dropped / weight_of(i));
+    reduced.first.push_back(reduced.slot.size());
+  }
+  return fill_progressively(reduced, reduced_limit, weight);
 }
 
 }  // namespace
@@ -256,50 +336,78 @@ const std::vector<double>& EstimateFabric::flow_rates(const std::string& key,
   if (found != rates_.end()) return found->second;
   std::vector<FlowPair> list;
   flows(list);
-  // Channels crossed, the NPUs' memory channels after the links', each
-  // given a dense slot when first crossed (a supernode fabric has millions
-  // of channels and a solve touches a few thousand); a flow's own limit is
-  // `cap` and, for a write, the write caps of its links.
-  const std::size_t links = 2 * spec_.links.size();
-  if (slot_of_.empty()) slot_of_.assign(links + static_cast<std::size_t>(spec_.npus), -1);
-  DenseFlows dense;
-  std::vector<int> channels;
-  std::vector<double> limit(list.size(), cap);
+  return rates_.emplace(memo, solve_rates(list, cap, write)).first->second;
+}
+
+void RoutedFlows::append(const RoutedFlows& more) {
+  const std::size_t base = channel.size();
+  channel.insert(channel.end(), more.channel.begin(), more.channel.end());
+  for (std::size_t i = 1; i < more.first.size(); ++i) first.push_back(base + more.first[i]);
+}
+
+void EstimateFabric::route_flows(const std::vector<FlowPair>& list, RoutedFlows& out) const {
+  // A flow from an NPU to itself crosses its memory channel, numbered
+  // after the links' channels.
+  const auto links = static_cast<int>(2 * spec_.links.size());
+  for (const FlowPair& f : list) {
+    if (f.from == f.to) {
+      out.channel.push_back(links + f.from);
+    } else {
+      routes_.append_path(f.from, f.to, out.channel);
+    }
+    out.first.push_back(out.channel.size());
+  }
+}
+
+std::vector<double> EstimateFabric::solve_rates(const std::vector<FlowPair>& list, double cap, bool write) const {
+  RoutedFlows routed;
+  route_flows(list, routed);
   std::vector<double> weight;  // empty while every flow counts fully
   for (std::size_t i = 0; i < list.size(); ++i) {
-    const FlowPair& f = list[i];
-    if (f.weight != 1 && weight.empty()) weight.assign(list.size(), 1.0);
-    if (!weight.empty()) weight[i] = f.weight;
-    channels.clear();
-    if (f.from == f.to) {
-      channels.push_back(static_cast<int>(links) + f.from);
-    } else {
-      routes_.append_path(f.from, f.to, channels);
-    }
-    for (const int c : channels) {
+    if (list[i].weight != 1 && weight.empty()) weight.assign(list.size(), 1.0);
+    if (!weight.empty()) weight[i] = list[i].weight;
+  }
+  return solve_routed(routed, weight, cap, write);
+}
+
+std::vector<double> EstimateFabric::solve_routed(const RoutedFlows& flows, const std::vector<double>& weight, double cap,
+                                                 bool write) const {
+  // Each channel crossed is given a dense slot when first crossed (a
+  // supernode fabric has millions of channels and a solve touches a few
+  // thousand); a flow's own limit is `cap` and, for a write, the write
+  // caps of its links.
+  const std::size_t links = 2 * spec_.links.size();
+  if (slot_of_.empty()) slot_of_.assign(links + static_cast<std::size_t>(spec_.npus), -1);
+  const std::size_t count = flows.size();
+  DenseFlows dense;
+  dense.first = flows.first;
+  dense.slot.resize(flows.channel.size());
+  std::vector<double> limit(count, cap);
+  for (std::size_t i = 0; i < count; ++i) {
+    for (std::size_t j = flows.first[i]; j < flows.first[i + 1]; ++j) {
+      const int c = flows.channel[j];
       int& slot = slot_of_[static_cast<std::size_t>(c)];
       if (slot < 0) {
         slot = static_cast<int>(dense.capacity.size());
         dense.capacity.push_back(channel_rate(c));
         crossed_.push_back(c);
       }
-      dense.slot.push_back(slot);
+      dense.slot[j] = slot;
       if (write && static_cast<std::size_t>(c) < links) {
         limit[i] = std::min(limit[i], rate(spec_.links[static_cast<std::size_t>(c) / 2].params.write_bandwidth));
       }
     }
-    dense.first.push_back(dense.slot.size());
   }
   for (const int c : crossed_) slot_of_[static_cast<std::size_t>(c)] = -1;
   crossed_.clear();
   // A flow that counts for part of the time still moves no faster than its
   // narrowest channel.
-  for (std::size_t i = 0; i < list.size() && !weight.empty(); ++i) {
+  for (std::size_t i = 0; i < count && !weight.empty(); ++i) {
     for (std::size_t j = dense.first[i]; j < dense.first[i + 1]; ++j) {
       limit[i] = std::min(limit[i], dense.capacity[static_cast<std::size_t>(dense.slot[j])]);
     }
   }
-  return rates_.emplace(memo, progressive_filling(dense, limit, weight)).first->second;
+  return progressive_filling(dense, limit, weight);
 }
 
 double EstimateFabric::shared_rate(const std::string& key, const std::function<void(std::vector<FlowPair>&)>& flows,

@@ -82,6 +82,16 @@ struct FlowPair {
   double weight = 1;
 };
 
+// Flows with their routes: flow i crosses the channels
+// channel[first[i]] .. channel[first[i + 1] - 1] (an NPU's memory channel
+// numbered after the links').
+struct RoutedFlows {
+  std::vector<std::size_t> first{0};
+  std::vector<int> channel;
+  std::size_t size() const { return first.size() - 1; }
+  void append(const RoutedFlows& more);
+};
+
 class EstimateFabric {
  public:
   // `spec` must outlive the fabric.
@@ -115,6 +125,15 @@ class EstimateFabric {
   const std::vector<double>& flow_rates(const std::string& key,
                                         const std::function<void(std::vector<FlowPair>&)>& flows, double cap,
                                         bool write) const;
+  // The same solve, not memoized: for a caller that keeps only part of
+  // the result (a step's own flows of a list with its neighbours').
+  std::vector<double> solve_rates(const std::vector<FlowPair>& flows, double cap, bool write) const;
+  // solve_rates in two parts, for a caller that solves lists sharing
+  // flows (a step with each neighbour): routing (appended to `out`), and
+  // the solve with each flow's weight (empty: every flow counts fully).
+  void route_flows(const std::vector<FlowPair>& flows, RoutedFlows& out) const;
+  std::vector<double> solve_routed(const RoutedFlows& flows, const std::vector<double>& weight, double cap,
+                                   bool write) const;
   // The channels a transfer from `from` to `to` crosses (as the detailed
   // model routes it), and a channel's rate in bytes per ps (channels past
   // the links' are the NPUs' memory), for forms that follow flows starting

@@ -475,6 +475,7 @@ class PerRankSteps {
     const std::vector<PathCost>& kinds = out.paths->kinds;
     const std::vector<double>* sdma = nullptr;
     const std::vector<double>* rdma = nullptr;
+    std::vector<double> mixed;  // rdma's rates with the steps alongside
     const bool some_sdma = std::any_of(kinds.begin(), kinds.end(), [](const PathCost& k) { return !k.rdma; });
     const bool some_rdma = std::any_of(kinds.begin(), kinds.end(), [](const PathCost& k) { return k.rdma; });
     if (some_sdma) sdma = &f_.flow_rates(key, flows, c_.copy_rate, true);
@@ -484,21 +485,17 @@ class PerRankSteps {
       // The writes of the steps alongside share the channels with this
       // step's for part of its time: each step's flows count 1 / steps
       // (listed after this step's own, whose rates come first).
-      std::string mixed_key = key;
-      for (const int q : alongside) mixed_key += "+" + std::to_string(q);
+      // Solved here, not memoized: the step is kept by its caller, and
+      // the neighbours' rates are read only for the slowest.
       const double share = 1.0 / static_cast<double>(1 + alongside.size());
-      rdma = &f_.flow_rates(mixed_key, [&](std::vector<FlowPair>& list) {
-        flows(list);
-        for (FlowPair& fp : list) fp.weight = share;
-        for (const int q : alongside) {
-          Step1 neighbour;
-          neighbour.shift = q;
-          std::vector<FlowPair> theirs;
-          step_flows(g_, neighbour, p_)(theirs);
-          for (FlowPair& fp : theirs) fp.weight = share;
-          list.insert(list.end(), theirs.begin(), theirs.end());
-        }
-      }, kNoCap, false);
+      RoutedFlows all = routed_shift(shift);
+      for (const int q : alongside) all.append(routed_shift(q));
+      mixed = f_.solve_routed(all, std::vector<double>(all.size(), share), kNoCap, false);
+      rdma = &mixed;
+      // A pairwise exchange asks for the shifts in order: a shift below
+      // this one's lower neighbour is not asked for again.
+      const int lowest = std::min(shift, alongside.empty() ? shift : *std::min_element(alongside.begin(), alongside.end()));
+      routed_by_shift_.erase(routed_by_shift_.begin(), routed_by_shift_.lower_bound(lowest));
     }
     // Rank x's flow is the x-th listed; ranks beyond the counted flows take
     // the step's slowest share.
@@ -678,7 +675,22 @@ class PerRankSteps {
   const StepCosts& c_;
   GroupLayout g_;
   int p_;
+  // The routes of step_flows(shift), kept for the neighbouring steps' solves.
+  const RoutedFlows& routed_shift(int shift) const {
+    auto found = routed_by_shift_.find(shift);
+    if (found == routed_by_shift_.end()) {
+      Step1 st;
+      st.shift = shift;
+      std::vector<FlowPair> list;
+      step_flows(g_, st, p_)(list);
+      found = routed_by_shift_.emplace(shift, RoutedFlows{}).first;
+      f_.route_flows(list, found->second);
+    }
+    return found->second;
+  }
+
   std::vector<double> ready_, done_;
+  mutable std::map<int, RoutedFlows> routed_by_shift_;
   struct Kind {  // step()'s, per kind of path
     bool rdma;
     double latency;

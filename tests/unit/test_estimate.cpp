@@ -22,9 +22,11 @@
 // needs; ctest runs each case alone).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -222,4 +224,93 @@ TEST_CASE("estimate: the same inputs give the same times, bit for bit", "[estima
   const std::vector<PerfRow> b = estimate_perf(spec, request);
   REQUIRE(a.size() == b.size());
   for (std::size_t i = 0; i < a.size(); ++i) CHECK(a[i].time.ps == b[i].time.ps);
+}
+
+namespace {
+
+// The max-min conditions the shares must meet, checked directly (not by
+// solving again): every channel within its capacity and every flow within
+// its limit; and every flow held back by something, its limit or a full
+// channel on which no flow runs faster.
+void check_max_min(const std::vector<std::vector<int>>& paths, const std::vector<double>& limit,
+                   const std::vector<double>& capacity, const std::vector<double>& weight,
+                   const std::vector<double>& rate) {
+  constexpr double kTolerance = 1e-9;
+  REQUIRE(rate.size() == paths.size());
+  std::vector<double> used(capacity.size(), 0.0);
+  std::vector<double> fastest(capacity.size(), 0.0);
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    CHECK(rate[i] > 0);
+    CHECK(rate[i] <= limit[i] * (1 + kTolerance));
+    for (const int c : paths[i]) {
+      used[static_cast<std::size_t>(c)] += weight[i] * rate[i];
+      fastest[static_cast<std::size_t>(c)] = std::max(fastest[static_cast<std::size_t>(c)], rate[i]);
+    }
+  }
+  for (std::size_t c = 0; c < capacity.size(); ++c) CHECK(used[c] <= capacity[c] * (1 + kTolerance));
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    bool held = rate[i] >= limit[i] * (1 - kTolerance);
+    for (const int c : paths[i]) {
+      const auto k = static_cast<std::size_t>(c);
+      held = held || (used[k] >= capacity[k] * (1 - kTolerance) && rate[i] >= fastest[k] * (1 - kTolerance));
+    }
+    INFO("flow " << i << " at " << rate[i]);
+    CHECK(held);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("estimate: max-min shares with the channels that cannot fill left out of the solve", "[estimate]") {
+  constexpr double kNoLimit = 1e30;
+  auto solve = [](const std::vector<std::vector<int>>& paths, const std::vector<double>& limit,
+                  const std::vector<double>& capacity, const std::vector<double>& weight) {
+    std::vector<const std::vector<int>*> refs;
+    for (const auto& p : paths) refs.push_back(&p);
+    return max_min_shares(refs, limit, capacity, weight);
+  };
+  SECTION("a flow alone on its channel, with no limit, gets the channel (the channel exactly fits: dropped, its cap kept)") {
+    const std::vector<double> r = solve({{0}}, {kNoLimit}, {5.0}, {});
+    CHECK(r == std::vector<double>{5.0});
+  }
+  SECTION("two flows share a channel; one is held by a narrower one, the other takes the rest") {
+    const std::vector<double> r = solve({{0, 1}, {0}}, {kNoLimit, kNoLimit}, {10.0, 2.0}, {});
+    CHECK(r == std::vector<double>{2.0, 8.0});
+  }
+  SECTION("flows that count a third each on a channel of their own rate: each at its limit") {
+    const std::vector<double> r = solve({{0, 1}, {0, 2}, {0, 3}}, {3.0, 3.0, 3.0}, {3.0, 100.0, 100.0, 100.0},
+                                        {1.0 / 3, 1.0 / 3, 1.0 / 3});
+    CHECK(r == std::vector<double>{3.0, 3.0, 3.0});
+  }
+  SECTION("a full channel among wide ones holds its flows; the flow beside them is held by its limit") {
+    const std::vector<double> r = solve({{0, 1}, {0, 1}, {2, 1}}, {kNoLimit, kNoLimit, 1.5}, {4.0, 100.0, 100.0}, {});
+    CHECK(r == std::vector<double>{2.0, 2.0, 1.5});
+  }
+  SECTION("random instances, many channels far from full: the max-min conditions hold") {
+    std::mt19937 random(20261201);
+    const std::vector<double> capacities{1.0, 2.0, 3.0, 8.0, 100.0, 1000.0};
+    const std::vector<double> weights{1.0, 1.0 / 3, 0.5};
+    const std::vector<double> limits{kNoLimit, 1.0, 2.5, 3.0};
+    for (int instance = 0; instance < 300; ++instance) {
+      const int channels = 1 + static_cast<int>(random() % 12);
+      const int flows = 1 + static_cast<int>(random() % 40);
+      std::vector<double> capacity(static_cast<std::size_t>(channels));
+      for (double& c : capacity) c = capacities[random() % capacities.size()];
+      std::vector<std::vector<int>> paths(static_cast<std::size_t>(flows));
+      std::vector<double> limit(static_cast<std::size_t>(flows)), weight(limit.size());
+      const bool weighted = instance % 2 == 1;
+      for (std::size_t i = 0; i < paths.size(); ++i) {
+        const int hops = 1 + static_cast<int>(random() % 4);
+        for (int h = 0; h < hops; ++h) {
+          const int c = static_cast<int>(random() % static_cast<unsigned>(channels));
+          if (std::find(paths[i].begin(), paths[i].end(), c) == paths[i].end()) paths[i].push_back(c);
+        }
+        limit[i] = limits[random() % limits.size()];
+        weight[i] = weighted ? weights[random() % weights.size()] : 1.0;
+      }
+      INFO("instance " << instance);
+      const std::vector<double> rate = solve(paths, limit, capacity, weighted ? weight : std::vector<double>{});
+      check_max_min(paths, limit, capacity, weight, rate);
+    }
+  }
 }
