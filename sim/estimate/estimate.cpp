@@ -121,6 +121,81 @@ std::vector<std::size_t> in_order_of_limit(const std::vector<double>& limit) {
   return out;
 }
 
+// Channels by level (room / load), least on top, ties by channel: a
+// binary heap whose entries move in place when a level changes, so that
+// it holds each loaded channel once. (Levels are never negative zero or
+// NaN, so the least is the same value whatever the order.)
+class LevelHeap {
+ public:
+  explicit LevelHeap(std::size_t channels) : level_(channels, 0.0), at_(channels, kOut) {}
+  bool empty() const { return order_.empty(); }
+  double top_level() const { return level_[order_.front()]; }
+  void push(std::size_t channel, double level) {
+    level_[channel] = level;
+    at_[channel] = order_.size();
+    order_.push_back(channel);
+    up(order_.size() - 1);
+  }
+  // The channel on top, taken out.
+  std::size_t pop() {
+    const std::size_t top = order_.front();
+    remove(top);
+    return top;
+  }
+  void remove(std::size_t channel) {
+    const std::size_t at = at_[channel];
+    if (at == kOut) return;
+    at_[channel] = kOut;
+    const std::size_t last = order_.back();
+    order_.pop_back();
+    if (last == channel) return;
+    place(at, last);
+    down(up(at));
+  }
+  void move(std::size_t channel, double level) {
+    if (at_[channel] == kOut) {
+      push(channel, level);
+      return;
+    }
+    level_[channel] = level;
+    down(up(at_[channel]));
+  }
+
+ private:
+  static constexpr std::size_t kOut = static_cast<std::size_t>(-1);
+  bool below(std::size_t a, std::size_t b) const {
+    return level_[a] < level_[b] || (level_[a] == level_[b] && a < b);
+  }
+  void place(std::size_t at, std::size_t channel) {
+    order_[at] = channel;
+    at_[channel] = at;
+  }
+  std::size_t up(std::size_t at) {
+    const std::size_t channel = order_[at];
+    while (at > 0 && below(channel, order_[(at - 1) / 2])) {
+      place(at, order_[(at - 1) / 2]);
+      at = (at - 1) / 2;
+    }
+    place(at, channel);
+    return at;
+  }
+  void down(std::size_t at) {
+    const std::size_t channel = order_[at];
+    for (;;) {
+      std::size_t child = 2 * at + 1;
+      if (child >= order_.size()) break;
+      if (child + 1 < order_.size() && below(order_[child + 1], order_[child])) ++child;
+      if (!below(order_[child], channel)) break;
+      place(at, order_[child]);
+      at = child;
+    }
+    place(at, channel);
+  }
+  std::vector<double> level_;
+  std::vector<std::size_t> at_;     // channel -> its place in order_, kOut when not there
+  std::vector<std::size_t> order_;  // the heap
+};
+
 // max_min_shares on dense flows. Progressive filling, as the detailed flow
 // model solves the shares: raise every unfrozen flow's rate together; a
 // flow freezes at its own limit or when a channel it crosses is full. A
@@ -156,30 +231,10 @@ std::vector<double> fill_progressively(const DenseFlows& in, const std::vector<d
     }
   }
   const std::vector<std::size_t> by_limit = in_order_of_limit(limit);
-  // The channels with unfrozen flows by level (room / load), least on top.
-  // An entry holds the level its channel had when pushed; once the level
-  // changes a new entry is pushed and the old one, whose version is
-  // behind, is dropped when it comes up. (Levels are never negative zero
-  // or NaN, so the least is the same value whatever the heap's order.)
-  struct Entry {
-    double level;
-    std::uint32_t channel;
-    std::uint32_t version;
-  };
-  const auto above = [](const Entry& a, const Entry& b) {
-    return a.level > b.level || (a.level == b.level && a.channel > b.channel);
-  };
-  std::vector<std::uint32_t> version(slots, 0);
-  std::vector<Entry> heap;
+  LevelHeap heap(slots);
   for (std::size_t k = 0; k < slots; ++k) {
-    if (unfrozen[k] > 0) heap.push_back(Entry{room[k] / load[k], static_cast<std::uint32_t>(k), 0});
+    if (unfrozen[k] > 0) heap.push(k, room[k] / load[k]);
   }
-  std::make_heap(heap.begin(), heap.end(), above);
-  const auto stale = [&](const Entry& e) { return e.version != version[e.channel] || unfrozen[e.channel] == 0; };
-  const auto pop = [&] {
-    std::pop_heap(heap.begin(), heap.end(), above);
-    heap.pop_back();
-  };
   std::size_t next_limit = 0;  // by_limit[next_limit..] may still be unfrozen
   std::vector<double> out(flows, 0.0);
   std::vector<char> frozen(flows, 0);
@@ -199,8 +254,7 @@ std::vector<double> fill_progressively(const DenseFlows& in, const std::vector<d
     ++round;
     while (next_limit < by_limit.size() && frozen[by_limit[next_limit]]) ++next_limit;
     double level = next_limit < by_limit.size() ? limit[by_limit[next_limit]] : kUnlimited;
-    while (!heap.empty() && stale(heap.front())) pop();
-    if (!heap.empty()) level = std::min(level, heap.front().level);
+    if (!heap.empty()) level = std::min(level, heap.top_level());
     const double slack = level * 1e-12;
     freezing.clear();
     for (std::size_t k = next_limit; k < by_limit.size() && limit[by_limit[k]] <= level + slack; ++k) {
@@ -208,11 +262,9 @@ std::vector<double> fill_progressively(const DenseFlows& in, const std::vector<d
     }
     // Every channel full at this level: each of its unfrozen flows freezes,
     // so the channel leaves the heap for good.
-    while (!heap.empty() && heap.front().level <= level + slack) {
-      const Entry e = heap.front();
-      pop();
-      if (stale(e)) continue;
-      for (std::size_t j = first[e.channel]; j < first[e.channel + 1]; ++j) freeze_later(crossing[j]);
+    while (!heap.empty() && heap.top_level() <= level + slack) {
+      const std::size_t k = heap.pop();
+      for (std::size_t j = first[k]; j < first[k + 1]; ++j) freeze_later(crossing[j]);
     }
     if (freezing.size() > flows / 8) {  // many: a pass over the marks puts them in order
       freezing.clear();
@@ -239,9 +291,11 @@ std::vector<double> fill_progressively(const DenseFlows& in, const std::vector<d
       }
     }
     for (const std::size_t k : changed) {
-      if (unfrozen[k] == 0) continue;
-      heap.push_back(Entry{room[k] / load[k], static_cast<std::uint32_t>(k), ++version[k]});
-      std::push_heap(heap.begin(), heap.end(), above);
+      if (unfrozen[k] > 0) {
+        heap.move(k, room[k] / load[k]);
+      } else {
+        heap.remove(k);  // (if not popped above)
+      }
     }
   }
   return out;
