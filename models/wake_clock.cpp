@@ -1,6 +1,45 @@
 #include "models/wake_clock.h"
 
+#include <algorithm>
+
 namespace hcclsim {
+
+void WakeQueue::push(std::uint64_t at, Clocked* model) {
+  ++size_;
+  if (at < last_) {
+    early_.push(Early{at, early_seq_++, model});
+    return;
+  }
+  buckets_[bucket_of(at, last_)].push_back(Request{at, model});
+}
+
+std::uint64_t WakeQueue::next_at() {
+  if (!early_.empty()) return early_.top().at;
+  if (first_ < buckets_[0].size()) return last_;
+  buckets_[0].clear();
+  first_ = 0;
+  int b = 1;
+  while (buckets_[b].empty()) ++b;
+  std::vector<Request>& from = buckets_[b];
+  std::uint64_t least = from.front().at;
+  for (const Request& r : from) least = std::min(least, r.at);
+  last_ = least;
+  // Every request moves to a lower bucket, in the order it was in.
+  for (const Request& r : from) buckets_[bucket_of(r.at, last_)].push_back(r);
+  from.clear();
+  return last_;
+}
+
+WakeQueue::Request WakeQueue::pop() {
+  next_at();
+  --size_;
+  if (!early_.empty()) {
+    const Early e = early_.top();
+    early_.pop();
+    return Request{e.at, e.model};
+  }
+  return buckets_[0][first_++];
+}
 
 WakeClock::WakeClock(sc_core::sc_module_name name) : sc_core::sc_module(name) {
   SC_HAS_PROCESS(WakeClock);
@@ -18,7 +57,7 @@ void WakeClock::notify_at(std::uint64_t at, std::uint64_t now) {
 }
 
 void WakeClock::wake(Clocked* model, std::uint64_t at) {
-  heap_.push(Entry{at, seq_++, model});
+  requests_.push(at, model);
   // Inside run() the one notification is made at its end.
   if (!running_) notify_at(at, sc_core::sc_time_stamp().value());
 }
@@ -38,10 +77,9 @@ void WakeClock::run() {
   running_ = true;
   // Steps may ask for more wake-ups at `now`; they run in this same loop.
   for (;;) {
-    while (!heap_.empty() && heap_.top().at <= now) {
-      const Entry e = heap_.top();
-      heap_.pop();
-      e.model->on_clock(e.at);
+    while (!requests_.empty() && requests_.next_at() <= now) {
+      const WakeQueue::Request r = requests_.pop();
+      r.model->on_clock(r.at);
     }
     if (delta_.empty()) break;
     round_.swap(delta_);
@@ -49,7 +87,7 @@ void WakeClock::run() {
     round_.clear();
   }
   running_ = false;
-  if (!heap_.empty()) notify_at(heap_.top().at, now);
+  if (!requests_.empty()) notify_at(requests_.next_at(), now);
 }
 
 }  // namespace hcclsim

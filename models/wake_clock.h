@@ -43,6 +43,46 @@ class Clocked {
   ~Clocked() = default;
 };
 
+// Wake-up requests, taken earliest first and, at one time, in the order
+// made. A radix heap on the time: requests are never for a time before the
+// last one taken, so a request goes to the bucket of the highest bit in
+// which its time differs from that one, and taking the earliest sorts only
+// the lowest non-empty bucket, into lower ones. Requests at one time
+// always share a bucket and keep their order through every move. A
+// request before the time last looked at (made from outside the clock's
+// run after it looked at the next one) waits in a small ordinary heap
+// taken first. Why: the binary heap this replaces, about 330 requests deep
+// on CloudMatrix384, was 7% of a run in its sift-downs.
+class WakeQueue {
+ public:
+  struct Request {
+    std::uint64_t at;
+    Clocked* model;
+  };
+  bool empty() const { return size_ == 0; }
+  void push(std::uint64_t at, Clocked* model);
+  // The earliest request's time; the queue must not be empty.
+  std::uint64_t next_at();
+  // Takes the earliest request; the queue must not be empty.
+  Request pop();
+
+ private:
+  static int bucket_of(std::uint64_t at, std::uint64_t last) {
+    return at == last ? 0 : 64 - __builtin_clzll(at ^ last);
+  }
+  struct Early {
+    std::uint64_t at, seq;
+    Clocked* model;
+    bool operator>(const Early& o) const { return at != o.at ? at > o.at : seq > o.seq; }
+  };
+  std::vector<Request> buckets_[65];  // buckets_[0]: requests at last_, unread from first_
+  std::size_t first_ = 0;
+  std::uint64_t last_ = 0;  // the time of bucket 0 (the earliest of the radix heap)
+  std::size_t size_ = 0;
+  std::priority_queue<Early, std::vector<Early>, std::greater<Early>> early_;
+  std::uint64_t early_seq_ = 0;
+};
+
 class WakeClock : public sc_core::sc_module {
  public:
   explicit WakeClock(sc_core::sc_module_name name);
@@ -59,17 +99,10 @@ class WakeClock : public sc_core::sc_module {
 
  private:
   void run();
-  struct Entry {
-    std::uint64_t at;
-    std::uint64_t seq;
-    Clocked* model;
-    bool operator>(const Entry& o) const { return at != o.at ? at > o.at : seq > o.seq; }
-  };
   void notify_at(std::uint64_t at, std::uint64_t now);
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap_;
+  WakeQueue requests_;
   std::vector<Clocked*> delta_;        // the next delta round, in the order asked
   std::vector<Clocked*> round_;        // the round running
-  std::uint64_t seq_ = 0;
   std::uint64_t notified_at_ = kNever;  // when wake_ is due
   bool running_ = false;
   sc_core::sc_event wake_;

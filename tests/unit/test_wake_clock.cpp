@@ -5,7 +5,9 @@
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <algorithm>
 #include <functional>
+#include <memory>
 #include <string>
 #include <systemc>
 #include <vector>
@@ -85,4 +87,53 @@ TEST_CASE("wake clock: a delta round asked before the simulation starts runs at 
   sc_core::sc_start();
   const std::vector<std::string> expected = {"a@0:delta", "b@40:clock"};
   CHECK(log == expected);
+}
+
+TEST_CASE("wake queue: earliest first and in the order asked at one time (requests before the time looked at too)",
+          "[wake_clock]") {
+  // Against a plain ordered list of (time, order asked). Times are drawn
+  // near the current one (many equal, bits differing low and high) and,
+  // now and then, before the time the queue last looked at, as a request
+  // made from outside the clock's run can be.
+  WakeQueue queue;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> expected;  // (at, order asked), kept sorted
+  std::vector<std::string> unused;
+  std::vector<std::unique_ptr<Probe>> owned;
+  for (int i = 0; i < 8; ++i) owned.push_back(std::make_unique<Probe>("m" + std::to_string(i), unused));
+  std::uint64_t now = 1000;
+  std::uint64_t asked = 0;
+  std::uint64_t seed = 12345;
+  auto next_random = [&seed] {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    return seed >> 33;
+  };
+  for (int op = 0; op < 20000; ++op) {
+    const std::uint64_t roll = next_random() % 10;
+    if (roll < 6 || queue.empty()) {
+      std::uint64_t at = now;
+      const std::uint64_t kind = next_random() % 4;
+      if (kind == 1) at = now + next_random() % 8;
+      if (kind == 2) at = now + (next_random() % 4) * (std::uint64_t{1} << (next_random() % 40));
+      if (kind == 3 && now > 50 && next_random() % 8 == 0) at = now - 1 - next_random() % 50;  // before the time looked at
+      const std::size_t m = static_cast<std::size_t>(asked % owned.size());
+      queue.push(at, owned[m].get());
+      expected.insert(std::upper_bound(expected.begin(), expected.end(), std::make_pair(at, asked)), {at, asked});
+      ++asked;
+    } else if (roll < 8) {
+      REQUIRE(queue.next_at() == expected.front().first);
+    } else {
+      const WakeQueue::Request r = queue.pop();
+      REQUIRE(r.at == expected.front().first);
+      REQUIRE(r.model == owned[static_cast<std::size_t>(expected.front().second % owned.size())].get());
+      expected.erase(expected.begin());
+      now = std::max(now, r.at);
+    }
+  }
+  while (!queue.empty()) {
+    const WakeQueue::Request r = queue.pop();
+    REQUIRE(r.at == expected.front().first);
+    REQUIRE(r.model == owned[static_cast<std::size_t>(expected.front().second % owned.size())].get());
+    expected.erase(expected.begin());
+  }
+  CHECK(expected.empty());
 }
