@@ -43,6 +43,7 @@ void FlowNetwork::add_channel(Channel& channel) {
 }
 
 void FlowNetwork::start_flow(Flow& flow) {
+  ++in_flight_;
   starting_.push_back(&flow);
   // Solved in the clock's next delta round, once for all flows starting in
   // this one.
@@ -148,6 +149,7 @@ void FlowNetwork::run() {
         Flow& flow = *arrival->flow;
         arrivals_.pop();
         ++events_;
+        --in_flight_;
         flow.listener->flow_finished(flow);
       }
     }
@@ -163,6 +165,7 @@ void FlowNetwork::run() {
     if (!work) break;
   }
   running_ = false;
+  if (in_flight_ == 0) report_busy_periods();
   std::uint64_t next = kNever;
   if (!drains_.empty()) next = drains_.front().at;
   if (!arrivals_.empty()) next = std::min(next, arrivals_.top().at);
@@ -172,6 +175,18 @@ void FlowNetwork::run() {
     next_wake_ = next;
     clock_.wake(this, next);
   }
+}
+
+void FlowNetwork::report_busy_periods() {
+  for (const std::uint32_t index : unreported_) {
+    Link& link = links_[index];
+    link.channel->account_busy_period(link.busy_bytes, Time{link.busy_ps}, link.busy_peak);
+    link.busy_ps = 0;
+    link.busy_bytes = 0;
+    link.busy_peak = 0;
+    link.unreported = false;
+  }
+  unreported_.clear();
 }
 
 void FlowNetwork::touch(std::uint32_t link) {
@@ -233,15 +248,20 @@ void FlowNetwork::drained(Flow& flow, std::uint64_t now) {
     link.flows.pop_back();
     link.bound_sum -= f.bound;
     if (link.flows.empty()) {
-      link.channel->account_busy_period(link.busy_bytes, Time{now - link.busy_since}, link.busy_peak);
-      link.busy_bytes = 0;
-      link.busy_peak = 0;
+      // Counted here and handed to the channel once the network is idle
+      // (reading the channel on every idle link was a cache miss a drain).
+      link.busy_ps += now - link.busy_since;
+      if (!link.unreported) {
+        link.unreported = true;
+        unreported_.push_back(index);
+      }
     } else {
       touch(index);
     }
   }
   if (f.latency_ps == 0) {
     ++events_;
+    --in_flight_;
     flow.listener->flow_finished(flow);
   } else {
     arrivals_.push(Arrival{now + f.latency_ps, event_seq_++, &flow});

@@ -76,10 +76,13 @@ class FlowNetwork final : public sc_core::sc_module, public Network, public Cloc
     bool dirty = false;
     bool deferred = false;
     std::uint64_t latency_ps = 0;
-    // The busy period under way, handed to the channel when it falls idle.
+    // Its busy periods since last handed to the channel (when the network
+    // falls idle): the one under way began at busy_since.
     std::uint64_t busy_since = 0;
+    std::uint64_t busy_ps = 0;      // of the periods ended
     std::uint64_t busy_bytes = 0;
     std::uint32_t busy_peak = 0;    // most flows at once
+    bool unreported = false;        // listed in unreported_
     Channel* channel = nullptr;
     bool can_fill() const { return bound_sum > capacity; }
   };
@@ -136,6 +139,9 @@ class FlowNetwork final : public sc_core::sc_module, public Network, public Cloc
   std::uint64_t deferred_at_;
   std::vector<Flow*> starting_;      // started since the last run, in start order
   std::vector<std::uint32_t> dirty_; // links whose flows changed, in order
+  std::vector<std::uint32_t> unreported_;  // idle links whose busy periods the channel has not been told
+  std::uint64_t in_flight_ = 0;      // flows started and not yet arrived
+  void report_busy_periods();
   std::vector<Drain> drains_;
   std::priority_queue<Arrival, std::vector<Arrival>, std::greater<Arrival>> arrivals_;
   std::uint64_t event_seq_ = 0;      // drains and arrivals share it: ties go in scheduling order
