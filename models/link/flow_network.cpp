@@ -286,9 +286,18 @@ void FlowNetwork::recompute(std::uint64_t now) {
       deferred_at_ = std::min(deferred_at_, next_quantum(now));
       continue;
     }
+    // A link that could not fill before this change and cannot now couples
+    // no one: its flows already solved keep their rates for all it did (a
+    // change that reaches them otherwise dirties a link of theirs that can
+    // fill, or one that could). Only a flow new on it (no rate yet) is solved.
+    // (What it could do is noted once the link is through: a link left
+    // for the next quantum is gone through again then, as now.)
+    const bool coupling_unchanged = !seed.can_fill() && !seed.could_fill;
+    bool left_for_quantum = false;
     for (std::size_t m = 0; m < seed.flows.size(); ++m) {
       Flow* flow = seed.flows[m].flow;
       if (flow->fluid.mark == epoch_) continue;
+      if (coupling_unchanged && flow->fluid.rate != 0) continue;
       collect(*flow);
       if (batching_.large_component != 0 && comp_flows_.size() >= batching_.large_component) {
         // Events on its links until the next quantum are left for it too.
@@ -302,11 +311,13 @@ void FlowNetwork::recompute(std::uint64_t now) {
             deferred_.push_back(dirty_[i]);
           }
           deferred_at_ = std::min(deferred_at_, next);
+          left_for_quantum = true;
           continue;
         }
       }
       solve(now);
     }
+    if (!left_for_quantum) seed.could_fill = seed.can_fill();
   }
   dirty_.clear();
 }

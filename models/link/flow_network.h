@@ -75,6 +75,7 @@ class FlowNetwork final : public sc_core::sc_module, public Network, public Cloc
     std::uint32_t local = 0;        // its index in the component being solved
     bool dirty = false;
     bool deferred = false;
+    bool could_fill = false;        // can_fill() when its flows were last solved
     std::uint64_t latency_ps = 0;
     // Its busy periods since last handed to the channel (when the network
     // falls idle): the one under way began at busy_since.

@@ -222,6 +222,60 @@ TEST_CASE("flow model: a large component is solved at the next quantum, then at 
   CHECK(r.timings[a].end.ps == b_drained + left * 1000 + kLink.latency.ps);
 }
 
+// A link that stops being able to fill (its other flow drained) uncouples
+// its last flow, which may then run faster elsewhere; when what is left
+// of its component is still large, that is solved at the next quantum.
+// Flows X: npu0 -> npu1 and Y: npu2 -> npu1 share switch3 -> npu1 (L);
+// X and W: npu0 -> npu2 share npu0 -> switch3 (M), W held to a quarter.
+// Once Y drains, L cannot fill; X, half of L until then, takes the three
+// quarters of M that W leaves, from the quantum after Y's drain on.
+TEST_CASE("flow model: a link that can no longer fill frees its flow at the next quantum when the rest is large",
+          "[flow][sharing][batching]") {
+  NpuParams npu = small_npu();
+  npu.sdma.copy_bandwidth = Bandwidth{250'000'000};  // W (a copy); X and Y reduce, uncapped
+  TopologySpec spec = two_npus(npu);
+  spec.npus = 3;
+  spec.npus_per_server = 3;
+  spec.switches = 1;
+  spec.links = {LinkSpec{0, 3, "roce", kLink}, LinkSpec{1, 3, "roce", kLink}, LinkSpec{2, 3, "roce", kLink}};
+  spec.flow_batching = FlowBatching{2, 1'000'000};  // 1 us
+  Platform platform(spec);
+  Scheduler sched(platform);
+
+  const std::uint64_t bytes_x = 5500, bytes_y = 2100, bytes_w = 5000;
+  TaskGraph g;
+  // The same delay first on each thread, so that the flows start off a quantum.
+  auto after_delay = [&](int npu_index, const char* name) {
+    const ThreadId t = g.add_thread(npu_index, name);
+    delay(g, t, Time::from_ns(300));
+    return t;
+  };
+  const TaskId x = g.reduce(after_delay(0, "X"), in(0, 0), out(1, 0), bytes_x);
+  const TaskId w = g.copy(after_delay(0, "W"), in(0, bytes_x), out(2, 0), bytes_w);
+  const TaskId y = g.reduce(after_delay(2, "Y"), in(2, 0), out(1, bytes_x), bytes_y);
+  const RunResult r = sched.run(g);
+  REQUIRE(r.failure.empty());
+
+  const std::uint64_t start = (r.timings[x].start + npu.sdma.task_fixed).ps;
+  REQUIRE((r.timings[y].start + npu.sdma.task_fixed).ps == start);
+  REQUIRE((r.timings[w].start + npu.sdma.task_fixed).ps == start);
+  REQUIRE(start % 1'000'000 != 0);
+  // All three are one large component (through L and M): solved at the next quantum.
+  const std::uint64_t q0 = (start / 1'000'000 + 1) * 1'000'000;
+  // Y: half of L from q0.
+  const std::uint64_t y_drained = q0 + bytes_y * 2000;
+  REQUIRE(y_drained % 1'000'000 != 0);
+  CHECK(r.timings[y].end.ps == y_drained + 2 * kLink.latency.ps);
+  // X: half of L until the quantum after Y's drain, then three quarters of M.
+  const std::uint64_t q1 = (y_drained / 1'000'000 + 1) * 1'000'000;
+  const std::uint64_t x_left = bytes_x - (q1 - q0) / 2000;
+  REQUIRE((q1 - q0) % 2000 == 0);
+  REQUIRE(x_left * 4000 % 3 == 0);
+  CHECK(r.timings[x].end.ps == q1 + x_left * 4000 / 3 + 2 * kLink.latency.ps);
+  // W: a quarter of a GB/s throughout from q0.
+  CHECK(r.timings[w].end.ps == q0 + bytes_w * 4000 + 2 * kLink.latency.ps);
+}
+
 TEST_CASE("flow model: with no quantum a large component is solved at once (exact)", "[flow][sharing][batching]") {
   const NpuParams npu = small_npu();
   TopologySpec spec = two_npus(npu);
