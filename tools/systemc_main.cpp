@@ -36,9 +36,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
-#include <cerrno>
 #include <cstring>
 #include <string>
 #include <systemc>
@@ -50,9 +50,13 @@ constexpr const char* kHeapTunables =
     "glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967295:"
     "glibc.malloc.mmap_max=0:glibc.malloc.top_pad=16777216";
 
-void reexec_with_huge_pages(char* argv[]) {
+bool heap_settings_off() {
   const char* off = std::getenv("HCCLSIM_HUGE_PAGES");
-  if (off != nullptr && std::strcmp(off, "0") == 0) return;
+  return off != nullptr && std::strcmp(off, "0") == 0;
+}
+
+void reexec_with_huge_pages(char* argv[]) {
+  if (heap_settings_off()) return;
   const char* tunables = std::getenv("GLIBC_TUNABLES");
   std::string wanted = tunables == nullptr ? "" : tunables;
   if (wanted.find("glibc.malloc.hugetlb") != std::string::npos) return;  // already set (or set otherwise by the user)
@@ -91,8 +95,7 @@ void fault_in_heap_ahead() {
 
 int main(int argc, char* argv[]) {
   reexec_with_huge_pages(argv);
-  const char* off = std::getenv("HCCLSIM_HUGE_PAGES");
-  if (off == nullptr || std::strcmp(off, "0") != 0) fault_in_heap_ahead();
+  if (!heap_settings_off()) fault_in_heap_ahead();
   setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
   return sc_core::sc_elab_and_sim(argc, argv);
 }
