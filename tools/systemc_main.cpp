@@ -28,7 +28,8 @@
 // grows 16 MiB ahead of its use (top_pad), and a second thread faults in
 // each new stretch as soon as the heap has grown (MADV_POPULATE_WRITE:
 // page tables filled as for a write, the memory left as it is), so that
-// the zeroing runs on the other core. At most the 16 MiB ahead are
+// the zeroing runs on the other core, once the heap is past its first
+// 32 MiB (the runs whose zeroing costs). At most the 16 MiB ahead are
 // faulted in without being used. Without the call (kernels before 5.14)
 // the thread ends at once.
 #include <sys/mman.h>
@@ -74,7 +75,10 @@ void reexec_with_huge_pages(char* argv[]) {
 void fault_in_heap_ahead() {
   std::thread([] {
     const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
-    auto faulted = reinterpret_cast<std::uintptr_t>(sbrk(0));
+    // Only once the heap has grown by 32 MiB: a small run (a test, an
+    // estimate) would have its last stretch zeroed for nothing.
+    constexpr std::uintptr_t kSmallRun = std::uintptr_t{32} << 20;
+    auto faulted = reinterpret_cast<std::uintptr_t>(sbrk(0)) + kSmallRun;
     auto idle = std::chrono::microseconds(200);
     for (;;) {
       const auto end = reinterpret_cast<std::uintptr_t>(sbrk(0));  // (reads the break; never moves it)

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <deque>
+#include <stdexcept>
+#include <string>
 
 namespace hcclsim {
 
@@ -22,24 +24,43 @@ std::uint64_t pair_hash(int src, int dst) {
 RouteFinder::RouteFinder(const TopologySpec& spec)
     : spec_(&spec), leaf_links_(spec.fabrics.size()), spines_between_(spec.fabrics.size()) {
   for (const FabricSpec& fabric : spec.fabrics) roce_.push_back(fabric.kind == "roce" ? 1 : 0);
-  adjacency_.resize(static_cast<std::size_t>(spec.npus + spec.switches));
+  // Compressed rows: count each node's links, then place them, in link
+  // order, and sort each row by neighbour (one array, not a vector per node:
+  // a 99,840-die supernode has millions of links).
+  const std::size_t nodes = static_cast<std::size_t>(spec.npus + spec.switches);
+  auto linked = [&](const LinkSpec& link) {
+    // A link outside the nodes is the Platform's error to report; skip it here.
+    return link.a >= 0 && link.b >= 0 && link.a < spec.npus + spec.switches && link.b < spec.npus + spec.switches;
+  };
+  first_neighbour_.assign(nodes + 1, 0);
+  for (const LinkSpec& link : spec.links) {
+    if (!linked(link)) continue;
+    ++first_neighbour_[static_cast<std::size_t>(link.a) + 1];
+    ++first_neighbour_[static_cast<std::size_t>(link.b) + 1];
+  }
+  for (std::size_t n = 0; n < nodes; ++n) first_neighbour_[n + 1] += first_neighbour_[n];
+  neighbours_.resize(first_neighbour_[nodes]);
+  std::vector<std::size_t> fill(first_neighbour_.begin(), first_neighbour_.end() - 1);
   for (std::size_t i = 0; i < spec.links.size(); ++i) {
     const LinkSpec& link = spec.links[i];
-    // A link outside the nodes is the Platform's error to report; skip it here.
-    if (link.a < 0 || link.b < 0 || link.a >= spec.npus + spec.switches || link.b >= spec.npus + spec.switches) continue;
+    if (!linked(link)) continue;
     const int forward = static_cast<int>(2 * i);
-    adjacency_.at(static_cast<std::size_t>(link.a)).push_back({link.b, forward});
-    adjacency_.at(static_cast<std::size_t>(link.b)).push_back({link.a, forward + 1});
+    neighbours_[fill[static_cast<std::size_t>(link.a)]++] = {link.b, forward};
+    neighbours_[fill[static_cast<std::size_t>(link.b)]++] = {link.a, forward + 1};
   }
-  for (auto& list : adjacency_) {
-    std::sort(list.begin(), list.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  for (std::size_t n = 0; n < nodes; ++n) {
+    std::sort(neighbours_.begin() + static_cast<std::ptrdiff_t>(first_neighbour_[n]),
+              neighbours_.begin() + static_cast<std::ptrdiff_t>(first_neighbour_[n + 1]),
+              [](const auto& x, const auto& y) { return x.first < y.first; });
   }
 }
 
 int RouteFinder::channel(int a, int b) const {
-  const auto& list = adjacency_.at(static_cast<std::size_t>(a));
-  const auto it = std::lower_bound(list.begin(), list.end(), b, [](const auto& x, int node) { return x.first < node; });
-  return it != list.end() && it->first == b ? it->second : -1;
+  if (a < 0 || static_cast<std::size_t>(a) + 1 >= first_neighbour_.size()) throw std::out_of_range("RouteFinder::channel: no node " + std::to_string(a));
+  const auto begin = neighbours_.begin() + static_cast<std::ptrdiff_t>(first_neighbour_[static_cast<std::size_t>(a)]);
+  const auto end = neighbours_.begin() + static_cast<std::ptrdiff_t>(first_neighbour_[static_cast<std::size_t>(a) + 1]);
+  const auto it = std::lower_bound(begin, end, b, [](const auto& x, int node) { return x.first < node; });
+  return it != end && it->first == b ? it->second : -1;
 }
 
 bool RouteFinder::rdma_between(int a, int b) const {
@@ -95,7 +116,7 @@ bool RouteFinder::fabric_path(std::size_t fabric_index, int src, int dst, std::v
 }
 
 std::vector<int> RouteFinder::shortest_path(int src, int dst) const {
-  const std::size_t nodes = adjacency_.size();
+  const std::size_t nodes = first_neighbour_.size() - 1;
   std::vector<int> parent(nodes, -1);
   std::vector<int> via(nodes, -1);
   std::deque<int> queue{src};
@@ -103,7 +124,8 @@ std::vector<int> RouteFinder::shortest_path(int src, int dst) const {
   while (!queue.empty() && parent[static_cast<std::size_t>(dst)] < 0) {
     const int node = queue.front();
     queue.pop_front();
-    for (const auto& [next, ch] : adjacency_[static_cast<std::size_t>(node)]) {
+    for (std::size_t k = first_neighbour_[static_cast<std::size_t>(node)]; k < first_neighbour_[static_cast<std::size_t>(node) + 1]; ++k) {
+      const auto [next, ch] = neighbours_[k];
       if (parent[static_cast<std::size_t>(next)] >= 0) continue;
       parent[static_cast<std::size_t>(next)] = node;
       via[static_cast<std::size_t>(next)] = ch;

@@ -50,7 +50,10 @@ class RouteFinder {
   std::vector<int> shortest_path(int src, int dst) const;
 
   const TopologySpec* spec_;
-  std::vector<std::vector<std::pair<int, int>>> adjacency_;  // node -> (neighbour, channel), by neighbour
+  // Node n's (neighbour, channel) pairs, by neighbour:
+  // neighbours_[first_neighbour_[n] .. first_neighbour_[n + 1]).
+  std::vector<std::size_t> first_neighbour_;
+  std::vector<std::pair<int, int>> neighbours_;
   std::vector<char> roce_;  // per fabric: its kind is "roce" (carries the RDMA traffic)
   // Per fabric, per NPU, looked up when the NPU is first routed over it.
   mutable std::vector<std::vector<LeafLinks>> leaf_links_;
