@@ -93,34 +93,6 @@ struct DenseFlows {
   std::vector<double> capacity;
 };
 
-// The flows' indices by limit, least first, ties in index order. Limits
-// take a few values (an engine's cap, a link's write cap, a narrowest
-// channel): flows are put in buckets by value, not sorted one by one.
-std::vector<std::size_t> in_order_of_limit(const std::vector<double>& limit) {
-  std::vector<std::size_t> out(limit.size());
-  for (std::size_t i = 0; i < out.size(); ++i) out[i] = i;
-  if (std::is_sorted(limit.begin(), limit.end())) return out;  // (often all equal)
-  std::vector<double> values;
-  for (const double v : limit) {
-    if (std::find(values.begin(), values.end(), v) != values.end()) continue;
-    if (values.size() == 16) {  // many values: sort
-      std::stable_sort(out.begin(), out.end(), [&](std::size_t a, std::size_t b) { return limit[a] < limit[b]; });
-      return out;
-    }
-    values.push_back(v);
-  }
-  std::sort(values.begin(), values.end());
-  std::vector<std::size_t> fill(values.size() + 1, 0);  // bucket b's next place, after counting
-  std::vector<std::uint8_t> bucket(limit.size());
-  for (std::size_t i = 0; i < limit.size(); ++i) {
-    bucket[i] = static_cast<std::uint8_t>(std::lower_bound(values.begin(), values.end(), limit[i]) - values.begin());
-    ++fill[bucket[i] + 1u];
-  }
-  for (std::size_t b = 1; b < fill.size(); ++b) fill[b] += fill[b - 1];
-  for (std::size_t i = 0; i < limit.size(); ++i) out[fill[bucket[i]]++] = i;
-  return out;
-}
-
 // Channels by level (room / load), least on top, ties by channel: a
 // binary heap whose entries move in place when a level changes, so that
 // it holds each loaded channel once. (Levels are never negative zero or
@@ -152,11 +124,8 @@ class LevelHeap {
     place(at, last);
     down(up(at));
   }
+  // A new level for a channel in the heap.
   void move(std::size_t channel, double level) {
-    if (at_[channel] == kOut) {
-      push(channel, level);
-      return;
-    }
     level_[channel] = level;
     down(up(at_[channel]));
   }
@@ -230,7 +199,11 @@ std::vector<double> fill_progressively(const DenseFlows& in, const std::vector<d
       for (std::size_t j = in.first[i]; j < in.first[i + 1]; ++j) crossing[fill[static_cast<std::size_t>(in.slot[j])]++] = i;
     }
   }
-  const std::vector<std::size_t> by_limit = in_order_of_limit(limit);
+  std::vector<std::size_t> by_limit(flows);
+  for (std::size_t i = 0; i < flows; ++i) by_limit[i] = i;
+  if (!std::is_sorted(limit.begin(), limit.end())) {  // (often all equal: then already in order)
+    std::stable_sort(by_limit.begin(), by_limit.end(), [&](std::size_t a, std::size_t b) { return limit[a] < limit[b]; });
+  }
   LevelHeap heap(slots);
   for (std::size_t k = 0; k < slots; ++k) {
     if (unfrozen[k] > 0) heap.push(k, room[k] / load[k]);
@@ -291,7 +264,7 @@ std::vector<double> fill_progressively(const DenseFlows& in, const std::vector<d
       }
     }
     for (const std::size_t k : changed) {
-      if (unfrozen[k] > 0) {
+      if (unfrozen[k] > 0) {  // still in the heap: only a channel left with no unfrozen flow was popped
         heap.move(k, room[k] / load[k]);
       } else {
         heap.remove(k);  // (if not popped above)
@@ -301,14 +274,14 @@ std::vector<double> fill_progressively(const DenseFlows& in, const std::vector<d
   return out;
 }
 
-// progressive_filling's rounds scan every loaded channel, but most channels
-// of a step never fill: a flow never runs faster than its bound (its limit,
-// and capacity / weight of each channel it crosses), and a channel whose
-// flows all at their bounds still fit in it cannot hold any of them back.
-// Such a channel is dropped from the solve, its own cap on each flow kept
-// as a limit: the constraints left imply the dropped ones, so the shares
-// are the same (a pairwise AlltoAll step on 1024 A2 NPUs keeps its 256
-// spine channels of 2,300; the NICs, loaded once each, go).
+// fill_progressively, on the channels that can fill. Most channels of a
+// step never do: a flow never runs faster than its bound (its limit, and
+// capacity / weight of each channel it crosses), and a channel whose flows
+// all at their bounds still fit in it cannot hold any of them back. Such a
+// channel is dropped from the solve, its own cap on each flow kept as a
+// limit: the constraints left imply the dropped ones, so the shares are the
+// same (a pairwise AlltoAll step on 1024 A2 NPUs keeps about 100 spine
+// channels of 2,300; the NICs, loaded once each, go).
 std::vector<double> progressive_filling(const DenseFlows& in, const std::vector<double>& limit,
                                         const std::vector<double>& weight) {
   auto weight_of = [&weight](std::size_t i) { return weight.empty() ? 1.0 : weight[i]; };
@@ -390,7 +363,14 @@ const std::vector<double>& EstimateFabric::flow_rates(const std::string& key,
   if (found != rates_.end()) return found->second;
   std::vector<FlowPair> list;
   flows(list);
-  return rates_.emplace(memo, solve_rates(list, cap, write)).first->second;
+  RoutedFlows routed;
+  route_flows(list, routed);
+  std::vector<double> weight;  // empty while every flow counts fully
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    if (list[i].weight != 1 && weight.empty()) weight.assign(list.size(), 1.0);
+    if (!weight.empty()) weight[i] = list[i].weight;
+  }
+  return rates_.emplace(memo, solve_routed(routed, weight, cap, write)).first->second;
 }
 
 void RoutedFlows::append(const RoutedFlows& more) {
@@ -411,17 +391,6 @@ void EstimateFabric::route_flows(const std::vector<FlowPair>& list, RoutedFlows&
     }
     out.first.push_back(out.channel.size());
   }
-}
-
-std::vector<double> EstimateFabric::solve_rates(const std::vector<FlowPair>& list, double cap, bool write) const {
-  RoutedFlows routed;
-  route_flows(list, routed);
-  std::vector<double> weight;  // empty while every flow counts fully
-  for (std::size_t i = 0; i < list.size(); ++i) {
-    if (list[i].weight != 1 && weight.empty()) weight.assign(list.size(), 1.0);
-    if (!weight.empty()) weight[i] = list[i].weight;
-  }
-  return solve_routed(routed, weight, cap, write);
 }
 
 std::vector<double> EstimateFabric::solve_routed(const RoutedFlows& flows, const std::vector<double>& weight, double cap,

@@ -125,12 +125,10 @@ class EstimateFabric {
   const std::vector<double>& flow_rates(const std::string& key,
                                         const std::function<void(std::vector<FlowPair>&)>& flows, double cap,
                                         bool write) const;
-  // The same solve, not memoized: for a caller that keeps only part of
-  // the result (a step's own flows of a list with its neighbours').
-  std::vector<double> solve_rates(const std::vector<FlowPair>& flows, double cap, bool write) const;
-  // solve_rates in two parts, for a caller that solves lists sharing
-  // flows (a step with each neighbour): routing (appended to `out`), and
-  // the solve with each flow's weight (empty: every flow counts fully).
+  // The same solve in two parts and not memoized, for a caller that solves
+  // lists sharing flows and keeps only part of each result (a step with
+  // its neighbours'): routing (appended to `out`), and the solve with each
+  // flow's weight (empty: every flow counts fully).
   void route_flows(const std::vector<FlowPair>& flows, RoutedFlows& out) const;
   std::vector<double> solve_routed(const RoutedFlows& flows, const std::vector<double>& weight, double cap,
                                    bool write) const;

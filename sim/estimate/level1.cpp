@@ -494,7 +494,7 @@ class PerRankSteps {
       rdma = &mixed;
       // A pairwise exchange asks for the shifts in order: a shift below
       // this one's lower neighbour is not asked for again.
-      const int lowest = std::min(shift, alongside.empty() ? shift : *std::min_element(alongside.begin(), alongside.end()));
+      const int lowest = std::min(shift, *std::min_element(alongside.begin(), alongside.end()));
       routed_by_shift_.erase(routed_by_shift_.begin(), routed_by_shift_.lower_bound(lowest));
     }
     // Rank x's flow is the x-th listed; ranks beyond the counted flows take
