@@ -112,6 +112,20 @@ class EstimateFabric {
   std::uint64_t slices_added_at_once() const { return slices_added_at_once_; }
   void count_slices_added_at_once(std::uint64_t slices) const { slices_added_at_once_ += slices; }
 
+  // A pairwise exchange's steps whose shares only ECMP decides take, beyond
+  // a few dozen of them, the shares of a few solved ones (level1.cpp,
+  // kDrawnSteps); with `every` each one is solved (the tests compare the two).
+  void solve_every_step(bool every) { solve_every_step_ = every; }
+  bool solves_every_step() const { return solve_every_step_; }
+  // How many steps took a solved step's shares so far.
+  std::uint64_t steps_drawn() const { return steps_drawn_; }
+  void count_steps_drawn(std::uint64_t steps) const { steps_drawn_ += steps; }
+  // Per-rank steps whose pairs all take one RDMA path run in loops of their
+  // own, which the compiler vectorizes; with `general` they run in the loops
+  // every step takes (the tests compare the two: the same times to the bit).
+  void general_step_loops(bool general) { general_step_loops_ = general; }
+  bool uses_general_step_loops() const { return general_step_loops_; }
+
   // Assumes the regular topologies hcclsim builds: two pairs in the same
   // relation (same chip, server, SDMA domain, leaf of each fabric) take
   // paths of the same cost.
@@ -185,6 +199,9 @@ class EstimateFabric {
   mutable std::vector<int> crossed_;
   bool follow_every_slice_ = false;
   mutable std::uint64_t slices_added_at_once_ = 0;
+  bool solve_every_step_ = false;
+  mutable std::uint64_t steps_drawn_ = 0;
+  bool general_step_loops_ = false;
 };
 
 // Max-min fair shares of flows over channels by progressive filling (the

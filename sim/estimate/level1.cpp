@@ -448,6 +448,15 @@ class PerRankSteps {
     step(t, found->second, shift, bytes, pieces, reduce, before_wait, after_done);
   }
 
+  // Rank x's path to x + shift, by pair from a table built once per shift
+  // (a pairwise exchange visits p - 1 of them).
+  const EstimateFabric::PairTable& pairs(int shift) const {
+    return f_.pair_table(
+        "perrank/" + std::to_string(p_) + "/" + std::to_string(g_.stride) + "/" + std::to_string(g_.group_step) + "/" +
+            std::to_string(mod(shift, p_)),
+        1, p_, [&](int, int x) { return FlowPair{g_.npu(0, x), g_.npu(0, mod(x + shift, p_))}; });
+  }
+
   // The paths and shares of the step in which every rank x sends to
   // x + shift; `alongside`: the shifts of the steps whose RDMA writes are
   // in flight with this one's.
@@ -456,11 +465,7 @@ class PerRankSteps {
     st.shift = shift;
     const int ahead = mod(shift, p_);
     EstimateFabric::RankStep out;
-    // Paths by pair from a table built once per shift (a pairwise exchange visits p - 1 of them).
-    out.paths = &f_.pair_table(
-        "perrank/" + std::to_string(p_) + "/" + std::to_string(g_.stride) + "/" + std::to_string(g_.group_step) + "/" +
-            std::to_string(ahead),
-        1, p_, [&](int, int x) { return FlowPair{g_.npu(0, x), g_.npu(0, mod(x + shift, p_))}; });
+    out.paths = &pairs(shift);
     const std::string key = step_key(g_, st, p_);
     auto flows = [&](std::vector<FlowPair>& list) {
       for (int grp = 0; grp < g_.groups; ++grp) {
@@ -541,6 +546,19 @@ class PerRankSteps {
     double* time = t.data();
     double* ready = ready_.data();
     double* done = done_.data();
+    if (kinds_.size() == 1 && kinds_.front().rdma && !reduce && !f_.uses_general_step_loops()) {
+      // Every pair alike over RDMA (most steps of a pairwise exchange
+      // across servers): the same rules in loops the compiler vectorizes.
+      const Kind& k = kinds_.front();
+      const RdmaStepCosts rc{d, fixed, wait, post, posts, copy_in, copy_out, k.notify, k.latency, bytes,
+                             before_wait > 0, after_done > 0};
+      rdma_records(rc, 0, p_ - ahead, ahead, time, ready);
+      rdma_records(rc, p_ - ahead, p_, ahead - p_, time, ready);
+      rdma_writes(rc, 0, p_ - ahead, ahead, time, ready, done, rate);
+      rdma_writes(rc, p_ - ahead, p_, ahead - p_, time, ready, done, rate);
+      rdma_receivers(rc, p_, time, done);
+      return;
+    }
     // Receiver x of `sender` records "ready" to it, [copies in].
     auto record_ready = [&](int sender, int x) {
       const Kind& k = kinds[kind_of[sender]];
@@ -585,6 +603,57 @@ class PerRankSteps {
       }
       if (after_done > 0) u = u + d + fixed + copy_out;
       time[x] = u;
+    }
+  }
+
+  // step()'s constants for steps whose pairs all take one RDMA path.
+  struct RdmaStepCosts {
+    double d, fixed, wait, post, posts, copy_in, copy_out, notify, latency, bytes;
+    bool copy_before, copy_after;
+  };
+  // step()'s loops for senders [from, to), each sending to x + offset: per
+  // element the same operations in the same order, so the times are the
+  // same to the bit. The receiver x + offset records "ready" to x, [copies in].
+  static void rdma_records(const RdmaStepCosts& c, int from, int to, int offset, double* __restrict time,
+                           double* __restrict ready) {
+    for (int x = from; x < to; ++x) {
+      double& receiver = time[x + offset];
+      const double at = receiver + c.d + c.post;
+      ready[x] = at + c.notify + c.latency;
+      receiver = c.copy_before ? at + c.d + c.fixed + c.copy_in : at;
+    }
+  }
+  // Sender x waits for "ready", posts its write and "done".
+  static void rdma_writes(const RdmaStepCosts& c, int from, int to, int offset, double* __restrict time,
+                          const double* __restrict ready, double* __restrict done, const double* __restrict rate) {
+    for (int x = from; x < to; ++x) {
+      const double reach = time[x] + c.d;
+      const double landed = ready[x];
+      const double waited = reach + c.wait;
+      const double u = (landed > reach ? landed : waited) + c.posts;
+      const double arrived = u + c.bytes / rate[x] + c.latency;
+      const double posted = u + c.d + c.post;
+      const double noticed = posted + c.notify + c.latency;
+      time[x] = posted;
+      done[x + offset] = noticed < arrived ? arrived : noticed;  // std::max(noticed, arrived)
+    }
+  }
+  // Then every receiver waits for "done" [, copies out].
+  static void rdma_receivers(const RdmaStepCosts& c, int ranks, double* __restrict time, const double* __restrict done) {
+    if (c.copy_after) {
+      receivers_then(ranks, time, done, c.d, c.wait, [&c](double u) { return u + c.d + c.fixed + c.copy_out; });
+    } else {
+      receivers_then(ranks, time, done, c.d, c.wait, [](double u) { return u; });
+    }
+  }
+  template <class Then>
+  static void receivers_then(int ranks, double* __restrict time, const double* __restrict done, double d, double wait,
+                             const Then& then) {
+    for (int x = 0; x < ranks; ++x) {
+      const double reach = time[x] + d;
+      const double landed = done[x];
+      const double waited = reach + wait;
+      time[x] = then(landed > reach ? landed : waited);
     }
   }
 
@@ -1216,6 +1285,56 @@ double rooted_run(const EstimateFabric& fabric, const CollectiveSpec& spec, Leve
   return end;
 }
 
+// A pairwise step whose pairs, and its neighbours', all take one kind of
+// path through the spines has shares that only ECMP decides: which pairs'
+// hashes land on the same spine. The hash is a fixed mix of (src, dst), so
+// such a step's collisions are a draw like any other's. Beyond
+// 2 * kDrawnSteps of them, kDrawnSteps evenly spread are solved and each
+// of the others takes the shares of the solved one before it, rotated over
+// the ranks by an amount scattered with the shift (drawn_turn), so that
+// the slow ranks differ from use to use: a thousand max-min solves of
+// 3,000 flows become about 160 on 1024 A2 NPUs. The steps near the ends
+// (pairs inside a server or under one leaf) are solved each. Rotating by
+// the shifts' difference instead moved a slow share by one rank per step,
+// in step with the ranks' waits on x - s and x + s, and made the exchange
+// 6-13% slower than solving every step (1024 A2 NPUs, 64M..4G); scattered,
+// it is within 0.6% (README "The estimate mode").
+constexpr int kDrawnSteps = 32;
+
+// How far step `shift` rotates the shares it takes: a multiplicative hash.
+std::size_t drawn_turn(int shift, std::size_t ranks) {
+  return static_cast<std::size_t>((static_cast<std::uint64_t>(shift) * 0x9E3779B97F4A7C15ull) >> 40) % ranks;
+}
+
+// Per shift s (1..p-1), the shift whose solved shares step s takes (s itself when solved).
+std::vector<int> drawn_stand_ins(const EstimateFabric& fabric, const PerRankSteps& steps, int p) {
+  std::vector<int> out(static_cast<std::size_t>(std::max(p, 1)));
+  for (int s = 0; s < p; ++s) out[static_cast<std::size_t>(s)] = s;
+  if (fabric.solves_every_step()) return out;
+  auto through_spines = [&](int s) {
+    const EstimateFabric::PairTable& t = steps.pairs(s);
+    return t.kinds.size() == 1 && t.kinds.front().rdma;
+  };
+  std::vector<char> one_kind(static_cast<std::size_t>(std::max(p, 1)), 0);
+  for (int s = 1; s < p; ++s) one_kind[static_cast<std::size_t>(s)] = through_spines(s) ? 1 : 0;
+  std::vector<int> alike;  // shifts that, with both neighbours, take one kind of path
+  for (int s = 2; s + 1 < p; ++s) {
+    if (one_kind[static_cast<std::size_t>(s - 1)] && one_kind[static_cast<std::size_t>(s)] &&
+        one_kind[static_cast<std::size_t>(s + 1)]) {
+      alike.push_back(s);
+    }
+  }
+  const std::size_t n = alike.size();
+  if (n <= 2 * static_cast<std::size_t>(kDrawnSteps)) return out;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t block = i * kDrawnSteps / n;  // the solved one: the block's first
+    const std::size_t first = (block * n + kDrawnSteps - 1) / kDrawnSteps;
+    out[static_cast<std::size_t>(alike[i])] = alike[first];
+  }
+  fabric.count_steps_drawn(n - kDrawnSteps);
+  return out;
+}
+
 double pairwise_per_rank(const EstimateFabric& fabric, const CollectiveSpec& spec, const GroupLayout& g, double free) {
   const StepCosts& c = fabric.costs();
   const double d = c.dispatch;
@@ -1231,7 +1350,19 @@ double pairwise_per_rank(const EstimateFabric& fabric, const CollectiveSpec& spe
           std::to_string(g.group_step),
       [&] {
         std::vector<EstimateFabric::RankStep> out(static_cast<std::size_t>(p));
+        const std::vector<int> stand_in = drawn_stand_ins(fabric, steps, p);
         for (int s = 1; s < p; ++s) {
+          const int drawn = stand_in[static_cast<std::size_t>(s)];
+          if (drawn != s) {  // a solved step's shares, rotated onto this step's ranks
+            EstimateFabric::RankStep& step = out[static_cast<std::size_t>(s)];
+            const std::vector<double>& solved = out[static_cast<std::size_t>(drawn)].rate;
+            step.paths = &steps.pairs(s);
+            step.rate.resize(solved.size());
+            const std::size_t turn = drawn_turn(s, solved.size());
+            std::rotate_copy(solved.begin(), solved.begin() + static_cast<std::ptrdiff_t>(turn), solved.end(),
+                             step.rate.begin());
+            continue;
+          }
           // A rank posts its write and goes on once its sender's write has
           // landed, not its own: its write of step s is still in flight in
           // step s + 1, as its sender's of step s - 1 was in step s. So a
