@@ -38,19 +38,26 @@ double StepCosts::local_copy(double bytes, bool reduce) const {
 
 EstimateFabric::EstimateFabric(const TopologySpec& spec) : spec_(spec), costs_(spec_.npu), routes_(spec_) {}
 
+std::uint64_t EstimateFabric::relation(int from, int to) const {
+  const auto a = static_cast<std::size_t>(from);
+  const auto b = static_cast<std::size_t>(to);
+  std::uint64_t out = from == to ? 1 : 0;
+  out = out << 1 | (from / spec_.npus_per_chip == to / spec_.npus_per_chip ? 1 : 0);
+  out = out << 1 | (server_of(spec_, from) == server_of(spec_, to) ? 1 : 0);
+  const std::vector<int>& domain = spec_.sdma_domain_of;  // routes_.rdma_between's rule, without its checks
+  out = out << 1 | (!domain.empty() && domain[a] != domain[b] ? 1 : 0);
+  for (const FabricSpec& f : spec_.fabrics) out = out << 1 | (f.leaf_of[a] == f.leaf_of[b] ? 1 : 0);
+  return out;
+}
+
 PathCost EstimateFabric::path(int from, int to) const {
   // Paths of the same relation (same chip, server, SDMA domain, leaf of
   // each fabric) cost the same in the regular topologies hcclsim builds:
   // look each relation up once.
-  std::uint64_t relation = from == to ? 1 : 0;
-  relation = relation << 1 | (from / spec_.npus_per_chip == to / spec_.npus_per_chip ? 1 : 0);
-  relation = relation << 1 | (server_of(spec_, from) == server_of(spec_, to) ? 1 : 0);
-  relation = relation << 1 | (routes_.rdma_between(from, to) ? 1 : 0);
-  for (const FabricSpec& f : spec_.fabrics) {
-    relation = relation << 1 | (f.leaf_of[static_cast<std::size_t>(from)] == f.leaf_of[static_cast<std::size_t>(to)] ? 1 : 0);
+  const std::uint64_t relation = this->relation(from, to);
+  for (const auto& [known, cost] : paths_) {  // a handful of relations: a scan beats a tree
+    if (known == relation) return cost;
   }
-  const auto found = paths_.find(relation);
-  if (found != paths_.end()) return found->second;
   PathCost out;
   out.same_chip = from / spec_.npus_per_chip == to / spec_.npus_per_chip;
   if (from == to) {
@@ -66,7 +73,7 @@ PathCost EstimateFabric::path(int from, int to) const {
       out.latency += ps(p.latency);
     }
   }
-  paths_.emplace(relation, out);
+  paths_.emplace_back(relation, out);
   return out;
 }
 
@@ -463,9 +470,18 @@ const EstimateFabric::PairTable& EstimateFabric::pair_table(const std::string& k
   if (found != tables_.end()) return found->second;
   PairTable table;
   table.kind_of.resize(static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols));
+  std::vector<std::pair<std::uint64_t, std::uint8_t>> kind_of_relation;  // a pair's kind follows its relation
   for (int r = 0; r < rows; ++r) {
     for (int col = 0; col < cols; ++col) {
       const FlowPair f = pair(r, col);
+      const std::uint64_t rel = relation(f.from, f.to);
+      const auto seen = std::find_if(kind_of_relation.begin(), kind_of_relation.end(),
+                                     [rel](const auto& known) { return known.first == rel; });
+      if (seen != kind_of_relation.end()) {
+        table.kind_of[static_cast<std::size_t>(r) * static_cast<std::size_t>(cols) + static_cast<std::size_t>(col)] =
+            seen->second;
+        continue;
+      }
       const PathCost p = path(f.from, f.to);
       std::size_t k = 0;
       while (k < table.kinds.size() &&
@@ -475,8 +491,9 @@ const EstimateFabric::PairTable& EstimateFabric::pair_table(const std::string& k
         ++k;
       }
       if (k == table.kinds.size()) table.kinds.push_back(p);
-      table.kind_of[static_cast<std::size_t>(r) * static_cast<std::size_t>(cols) + static_cast<std::size_t>(col)] =
-          static_cast<std::uint8_t>(std::min<std::size_t>(k, 255));
+      const auto kind = static_cast<std::uint8_t>(std::min<std::size_t>(k, 255));
+      table.kind_of[static_cast<std::size_t>(r) * static_cast<std::size_t>(cols) + static_cast<std::size_t>(col)] = kind;
+      kind_of_relation.emplace_back(rel, kind);
     }
   }
   return tables_.emplace(key, std::move(table)).first->second;

@@ -130,6 +130,9 @@ class EstimateFabric {
   // relation (same chip, server, SDMA domain, leaf of each fabric) take
   // paths of the same cost.
   PathCost path(int from, int to) const;
+  // The relation path() keys its costs by: same NPU, chip, server, SDMA
+  // domain, leaf of each fabric, one bit each.
+  std::uint64_t relation(int from, int to) const;
   // Each flow's rate (bytes per ps) when `flows` run at once: max-min fair
   // shares of the channels they cross (progressive filling, as the detailed
   // flow model), each flow capped by `cap` (and by the write caps of its
@@ -189,7 +192,7 @@ class EstimateFabric {
   RouteFinder routes_;
   mutable std::map<std::string, std::vector<double>> rates_;  // key + cap + write -> each flow's rate
   mutable std::map<std::string, std::vector<PathCost>> kinds_;
-  mutable std::map<std::uint64_t, PathCost> paths_;
+  mutable std::vector<std::pair<std::uint64_t, PathCost>> paths_;  // path(), by the pair's relation
   mutable std::map<std::uint64_t, std::vector<int>> routed_;  // route(), by (from, to)
   mutable std::map<std::string, PairTable> tables_;  // by relation of the two NPUs (path())
   mutable std::map<std::string, std::vector<RankStep>> rank_steps_;
