@@ -380,6 +380,14 @@ const std::vector<double>& EstimateFabric::flow_rates(const std::string& key,
   return rates_.emplace(memo, solve_routed(routed, weight, cap, write)).first->second;
 }
 
+const std::vector<double>& EstimateFabric::kept_rates(const std::string& key,
+                                                     const std::function<std::vector<double>()>& solve) const {
+  const std::string memo = "solved/" + key;
+  auto found = rates_.find(memo);
+  if (found == rates_.end()) found = rates_.emplace(memo, solve()).first;
+  return found->second;
+}
+
 void RoutedFlows::append(const RoutedFlows& more) {
   const std::size_t base = channel.size();
   channel.insert(channel.end(), more.channel.begin(), more.channel.end());

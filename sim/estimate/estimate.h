@@ -149,6 +149,11 @@ class EstimateFabric {
   void route_flows(const std::vector<FlowPair>& flows, RoutedFlows& out) const;
   std::vector<double> solve_routed(const RoutedFlows& flows, const std::vector<double>& weight, double cap,
                                    bool write) const;
+  // A solve's rates kept under `key` ("solved/" + key in flow_rates'
+  // memo), computed by `solve` the first time: for a form that routes its
+  // flows itself (to reuse the routes of flows that several solves share)
+  // and still solves each pattern once per sweep.
+  const std::vector<double>& kept_rates(const std::string& key, const std::function<std::vector<double>()>& solve) const;
   // The channels a transfer from `from` to `to` crosses (as the detailed
   // model routes it), and a channel's rate in bytes per ps (channels past
   // the links' are the NPUs' memory), for forms that follow flows starting

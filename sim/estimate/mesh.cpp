@@ -305,6 +305,20 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
     std::size_t own = 0;                         // the round's own flows, first in rates
   };
   std::vector<SampleShares> sample_shares(rounds.size());
+  // Per round, its flows' routes: the first 8192 of (r - x, r), rank-major, x its distances.
+  std::map<std::size_t, RoutedFlows> routed;
+  auto routed_round = [&](std::size_t q) -> const RoutedFlows& {
+    auto found = routed.find(q);
+    if (found == routed.end()) {
+      std::vector<FlowPair> list;
+      for (int r = 0; r < p && list.size() < 8192; ++r) {
+        for (int x : rounds[q]) list.push_back(FlowPair{(r + p - x) % p, r});
+      }
+      found = routed.emplace(q, RoutedFlows{}).first;
+      f.route_flows(list, found->second);
+    }
+    return found->second;
+  };
   int use = 0;
   for (std::uint64_t step = 0; step < steps; ++step) {
     const double piece = static_cast<double>(std::min(block, s.count - std::min(s.count, step * block)) * esz);
@@ -332,16 +346,16 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
         }
         std::string key = "a2a/" + std::to_string(p);
         for (const std::size_t q : in_flight) key += "/" + std::to_string(q);
-        auto flows = [&](std::vector<FlowPair>& out) {
+        // The round's flows, listed rank-major, one per distance (then those
+        // of the rounds alongside), each round routed once for the three
+        // solves it takes part in.
+        shares.rates = &f.kept_rates(key, [&] {
+          RoutedFlows all;
+          for (const std::size_t q : in_flight) all.append(routed_round(q));
           const double share = 1.0 / static_cast<double>(in_flight.size());
-          for (const std::size_t q : in_flight) {
-            const std::size_t first = out.size();
-            for (int r = 0; r < p && out.size() - first < 8192; ++r)
-              for (int x : rounds[q]) out.push_back(FlowPair{(r + p - x) % p, r, share});
-          }
-        };
-        // The round's flows, listed rank-major, one per distance (then those of the rounds alongside).
-        shares.rates = &f.flow_rates(key, flows, c.copy_rate, false);
+          const std::vector<double> weight = share == 1.0 ? std::vector<double>{} : std::vector<double>(all.size(), share);
+          return f.solve_routed(all, weight, c.copy_rate, false);
+        });
         for (int r = 0; r < p && shares.own < 8192; ++r) shares.own += dist.size();
       }
       const std::vector<double>& rates = *shares.rates;
