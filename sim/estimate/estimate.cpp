@@ -461,7 +461,11 @@ const std::vector<PathCost>& EstimateFabric::path_kinds(const std::string& key,
   std::vector<FlowPair> list;
   flows(list);
   std::vector<PathCost> kinds;
+  std::vector<std::uint64_t> relations;  // seen: pairs of one relation are of one kind
   for (const FlowPair& f : list) {
+    const std::uint64_t rel = relation(f.from, f.to);
+    if (std::find(relations.begin(), relations.end(), rel) != relations.end()) continue;
+    relations.push_back(rel);
     const PathCost p = path(f.from, f.to);
     const bool known = std::any_of(kinds.begin(), kinds.end(), [&](const PathCost& k) {
       return k.rdma == p.rdma && k.same_chip == p.same_chip && k.latency == p.latency && k.rate == p.rate &&
