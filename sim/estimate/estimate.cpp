@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <mutex>
 
 namespace hcclsim {
@@ -106,7 +107,12 @@ struct DenseFlows {
 // NaN, so the least is the same value whatever the order.)
 class LevelHeap {
  public:
-  explicit LevelHeap(std::size_t channels) : level_(channels, 0.0), at_(channels, kOut) {}
+  // Empty, for channels 0..channels-1 (its arrays reused from the last solve).
+  void reset(std::size_t channels) {
+    level_.assign(channels, 0.0);
+    at_.assign(channels, kOut);
+    order_.clear();
+  }
   bool empty() const { return order_.empty(); }
   double top_level() const { return level_[order_.front()]; }
   void push(std::size_t channel, double level) {
@@ -172,6 +178,27 @@ class LevelHeap {
   std::vector<std::size_t> order_;  // the heap
 };
 
+}  // namespace
+
+// The solver's working memory: every array of a solve, kept for the next.
+struct MaxMinShares::Work {
+  DenseFlows dense;        // solve(): the flows over the channels they cross
+  std::vector<int> slot_of;  // solve(): a channel's dense slot (-1: none), reset after each solve
+  std::vector<int> crossed;
+  std::vector<double> bound, demand, reduced_limit;  // progressive_filling
+  std::vector<int> kept_as;
+  DenseFlows reduced;
+  std::vector<int> unfrozen;  // fill_progressively
+  std::vector<double> load, room;
+  std::vector<std::size_t> first, crossing, fill, by_limit, freezing, changed;
+  std::vector<char> frozen, freezes;
+  std::vector<std::uint32_t> changed_in;
+  LevelHeap heap;
+  std::vector<double> out;  // the shares
+};
+
+namespace {
+
 // max_min_shares on dense flows. Progressive filling, as the detailed flow
 // model solves the shares: raise every unfrozen flow's rate together; a
 // flow freezes at its own limit or when a channel it crosses is full. A
@@ -181,14 +208,18 @@ class LevelHeap {
 // channels and by limit) and their channels, so that a round costs what
 // it changes: a CloudMatrix384 AlltoAll round of 18,000 flows takes over
 // a thousand rounds, each freezing a few flows.
-std::vector<double> fill_progressively(const DenseFlows& in, const std::vector<double>& limit,
-                                       const std::vector<double>& weight) {
+// The shares go to w.out; every array is w's, reused from solve to solve.
+void fill_progressively(MaxMinShares::Work& w, const DenseFlows& in, const std::vector<double>& limit,
+                        const std::vector<double>& weight) {
   auto weight_of = [&weight](std::size_t i) { return weight.empty() ? 1.0 : weight[i]; };
   const std::size_t flows = in.first.size() - 1;
   const std::size_t slots = in.capacity.size();
-  std::vector<int> unfrozen(slots, 0);   // per channel: flows not yet frozen
-  std::vector<double> load(slots, 0.0);  // their summed weights
-  std::vector<double> room(in.capacity);  // capacity left
+  std::vector<int>& unfrozen = w.unfrozen;  // per channel: flows not yet frozen
+  unfrozen.assign(slots, 0);
+  std::vector<double>& load = w.load;  // their summed weights
+  load.assign(slots, 0.0);
+  std::vector<double>& room = w.room;  // capacity left
+  room.assign(in.capacity.begin(), in.capacity.end());
   for (std::size_t i = 0; i < flows; ++i) {
     for (std::size_t j = in.first[i]; j < in.first[i + 1]; ++j) {
       const auto k = static_cast<std::size_t>(in.slot[j]);
@@ -197,32 +228,43 @@ std::vector<double> fill_progressively(const DenseFlows& in, const std::vector<d
     }
   }
   // The flows crossing each channel, in flow order (compressed rows).
-  std::vector<std::size_t> first(slots + 1, 0);
+  std::vector<std::size_t>& first = w.first;
+  first.assign(slots + 1, 0);
   for (std::size_t k = 0; k < slots; ++k) first[k + 1] = first[k] + static_cast<std::size_t>(unfrozen[k]);
-  std::vector<std::size_t> crossing(first[slots]);
+  std::vector<std::size_t>& crossing = w.crossing;
+  crossing.assign(first[slots], 0);
   {
-    std::vector<std::size_t> fill(first.begin(), first.end() - 1);
+    std::vector<std::size_t>& fill = w.fill;
+    fill.assign(first.begin(), first.end() - 1);
     for (std::size_t i = 0; i < flows; ++i) {
       for (std::size_t j = in.first[i]; j < in.first[i + 1]; ++j) crossing[fill[static_cast<std::size_t>(in.slot[j])]++] = i;
     }
   }
-  std::vector<std::size_t> by_limit(flows);
+  std::vector<std::size_t>& by_limit = w.by_limit;
+  by_limit.resize(flows);
   for (std::size_t i = 0; i < flows; ++i) by_limit[i] = i;
   if (!std::is_sorted(limit.begin(), limit.end())) {  // (often all equal: then already in order)
     std::stable_sort(by_limit.begin(), by_limit.end(), [&](std::size_t a, std::size_t b) { return limit[a] < limit[b]; });
   }
-  LevelHeap heap(slots);
+  LevelHeap& heap = w.heap;
+  heap.reset(slots);
   for (std::size_t k = 0; k < slots; ++k) {
     if (unfrozen[k] > 0) heap.push(k, room[k] / load[k]);
   }
   std::size_t next_limit = 0;  // by_limit[next_limit..] may still be unfrozen
-  std::vector<double> out(flows, 0.0);
-  std::vector<char> frozen(flows, 0);
-  std::vector<char> freezes(flows, 0);  // listed in `freezing` this round
+  std::vector<double>& out = w.out;
+  out.assign(flows, 0.0);
+  std::vector<char>& frozen = w.frozen;
+  frozen.assign(flows, 0);
+  std::vector<char>& freezes = w.freezes;  // listed in `freezing` this round
+  freezes.assign(flows, 0);
   std::size_t remaining = flows;
-  std::vector<std::size_t> freezing;  // this round's, taken in flow order
-  std::vector<std::size_t> changed;
-  std::vector<std::uint32_t> changed_in(slots, 0);  // the round a channel was last listed in `changed` (1-based)
+  std::vector<std::size_t>& freezing = w.freezing;  // this round's, taken in flow order
+  freezing.clear();
+  std::vector<std::size_t>& changed = w.changed;
+  changed.clear();
+  std::vector<std::uint32_t>& changed_in = w.changed_in;  // the round a channel was last listed in `changed` (1-based)
+  changed_in.assign(slots, 0);
   std::uint32_t round = 0;
   const auto freeze_later = [&](std::size_t i) {
     if (frozen[i] == 0 && freezes[i] == 0) {
@@ -278,7 +320,6 @@ std::vector<double> fill_progressively(const DenseFlows& in, const std::vector<d
       }
     }
   }
-  return out;
 }
 
 // fill_progressively, on the channels that can fill. Most channels of a
@@ -289,12 +330,13 @@ std::vector<double> fill_progressively(const DenseFlows& in, const std::vector<d
 // limit: the constraints left imply the dropped ones, so the shares are the
 // same (a pairwise AlltoAll step on 1024 A2 NPUs keeps about 100 spine
 // channels of 2,300; the NICs, loaded once each, go).
-std::vector<double> progressive_filling(const DenseFlows& in, const std::vector<double>& limit,
-                                        const std::vector<double>& weight) {
+void progressive_filling(MaxMinShares::Work& w, const DenseFlows& in, const std::vector<double>& limit,
+                         const std::vector<double>& weight) {
   auto weight_of = [&weight](std::size_t i) { return weight.empty() ? 1.0 : weight[i]; };
   const std::size_t flows = in.first.size() - 1;
   const std::size_t slots = in.capacity.size();
-  std::vector<double> bound(limit);
+  std::vector<double>& bound = w.bound;
+  bound.assign(limit.begin(), limit.end());
   for (std::size_t i = 0; i < flows; ++i) {
     if (in.first[i] == in.first[i + 1]) continue;
     double narrowest = in.capacity[static_cast<std::size_t>(in.slot[in.first[i]])];
@@ -303,7 +345,8 @@ std::vector<double> progressive_filling(const DenseFlows& in, const std::vector<
     }
     bound[i] = std::min(bound[i], narrowest / weight_of(i));
   }
-  std::vector<double> demand(slots, 0.0);
+  std::vector<double>& demand = w.demand;
+  demand.assign(slots, 0.0);
   for (std::size_t i = 0; i < flows; ++i) {
     for (std::size_t j = in.first[i]; j < in.first[i + 1]; ++j) demand[static_cast<std::size_t>(in.slot[j])] += weight_of(i) * bound[i];
   }
@@ -311,16 +354,21 @@ std::vector<double> progressive_filling(const DenseFlows& in, const std::vector<
   // rounding and far below any share that matters (a tie, demand equal to
   // capacity, fills only when its flows reach their bounds anyway).
   constexpr double kFits = 1 + 1e-9;
-  std::vector<int> kept_as(slots, -1);
-  DenseFlows reduced;
+  std::vector<int>& kept_as = w.kept_as;
+  kept_as.assign(slots, -1);
+  DenseFlows& reduced = w.reduced;
+  reduced.first.assign(1, 0);
+  reduced.slot.clear();
+  reduced.capacity.clear();
   for (std::size_t k = 0; k < slots; ++k) {
     if (demand[k] > in.capacity[k] * kFits) {
       kept_as[k] = static_cast<int>(reduced.capacity.size());
       reduced.capacity.push_back(in.capacity[k]);
     }
   }
-  if (reduced.capacity.size() == slots) return fill_progressively(in, limit, weight);
-  std::vector<double> reduced_limit(limit);
+  if (reduced.capacity.size() == slots) return fill_progressively(w, in, limit, weight);
+  std::vector<double>& reduced_limit = w.reduced_limit;
+  reduced_limit.assign(limit.begin(), limit.end());
   reduced.slot.reserve(in.slot.size());
   for (std::size_t i = 0; i < flows; ++i) {
     double narrowest_dropped = 0;
@@ -337,29 +385,49 @@ std::vector<double> progressive_filling(const DenseFlows& in, const std::vector<
     if (dropped) reduced_limit[i] = std::min(reduced_limit[i], narrowest_dropped / weight_of(i));
     reduced.first.push_back(reduced.slot.size());
   }
-  return fill_progressively(reduced, reduced_limit, weight);
+  fill_progressively(w, reduced, reduced_limit, weight);
 }
 
 }  // namespace
 
-std::vector<double> max_min_shares(const std::vector<const std::vector<int>*>& paths, const std::vector<double>& limit,
-                                   const std::vector<double>& capacity, const std::vector<double>& weight) {
+MaxMinShares::MaxMinShares() : work_(std::make_unique<Work>()) {}
+MaxMinShares::~MaxMinShares() = default;
+MaxMinShares::MaxMinShares(MaxMinShares&&) noexcept = default;
+MaxMinShares& MaxMinShares::operator=(MaxMinShares&&) noexcept = default;
+
+const std::vector<double>& MaxMinShares::solve(const std::vector<const std::vector<int>*>& paths,
+                                               const std::vector<double>& limit, const std::vector<double>& capacity,
+                                               const std::vector<double>& weight) {
   // Channel state is kept only for the channels some flow crosses, in the
   // order first crossed (`slot_of` maps a channel to its slot).
-  DenseFlows dense;
-  std::vector<int> slot_of(capacity.size(), -1);
+  Work& w = *work_;
+  DenseFlows& dense = w.dense;
+  dense.first.assign(1, 0);
+  dense.slot.clear();
+  dense.capacity.clear();
+  if (w.slot_of.size() < capacity.size()) w.slot_of.resize(capacity.size(), -1);
   for (const std::vector<int>* path : paths) {
     for (const int c : *path) {
-      int& slot = slot_of[static_cast<std::size_t>(c)];
+      int& slot = w.slot_of[static_cast<std::size_t>(c)];
       if (slot < 0) {
         slot = static_cast<int>(dense.capacity.size());
         dense.capacity.push_back(capacity[static_cast<std::size_t>(c)]);
+        w.crossed.push_back(c);
       }
       dense.slot.push_back(slot);
     }
     dense.first.push_back(dense.slot.size());
   }
-  return progressive_filling(dense, limit, weight);
+  for (const int c : w.crossed) w.slot_of[static_cast<std::size_t>(c)] = -1;
+  w.crossed.clear();
+  progressive_filling(w, dense, limit, weight);
+  return w.out;
+}
+
+std::vector<double> max_min_shares(const std::vector<const std::vector<int>*>& paths, const std::vector<double>& limit,
+                                   const std::vector<double>& capacity, const std::vector<double>& weight) {
+  MaxMinShares solver;
+  return solver.solve(paths, limit, capacity, weight);
 }
 
 const std::vector<double>& EstimateFabric::flow_rates(const std::string& key,
@@ -417,8 +485,10 @@ std::vector<double> EstimateFabric::solve_routed(const RoutedFlows& flows, const
   const std::size_t links = 2 * spec_.links.size();
   if (slot_of_.empty()) slot_of_.assign(links + static_cast<std::size_t>(spec_.npus), -1);
   const std::size_t count = flows.size();
-  DenseFlows dense;
-  dense.first = flows.first;
+  MaxMinShares::Work& w = solver_.work();
+  DenseFlows& dense = w.dense;
+  dense.first.assign(flows.first.begin(), flows.first.end());
+  dense.capacity.clear();
   dense.slot.resize(flows.channel.size());
   std::vector<double> limit(count, cap);
   for (std::size_t i = 0; i < count; ++i) {
@@ -445,7 +515,8 @@ std::vector<double> EstimateFabric::solve_routed(const RoutedFlows& flows, const
       limit[i] = std::min(limit[i], dense.capacity[static_cast<std::size_t>(dense.slot[j])]);
     }
   }
-  return progressive_filling(dense, limit, weight);
+  progressive_filling(w, dense, limit, weight);
+  return w.out;
 }
 
 double EstimateFabric::shared_rate(const std::string& key, const std::function<void(std::vector<FlowPair>&)>& flows,

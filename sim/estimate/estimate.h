@@ -92,6 +92,25 @@ struct RoutedFlows {
   void append(const RoutedFlows& more);
 };
 
+// max_min_shares with its working memory kept from solve to solve: a form
+// that solves thousands of small groups (RdmaRun, level1.cpp) otherwise
+// spends more on allocating it than on the solves. The shares returned
+// stay valid until the next solve.
+class MaxMinShares {
+ public:
+  MaxMinShares();
+  ~MaxMinShares();
+  MaxMinShares(MaxMinShares&&) noexcept;
+  MaxMinShares& operator=(MaxMinShares&&) noexcept;
+  const std::vector<double>& solve(const std::vector<const std::vector<int>*>& paths, const std::vector<double>& limit,
+                                   const std::vector<double>& capacity, const std::vector<double>& weight = {});
+  struct Work;  // estimate.cpp's
+  Work& work() { return *work_; }
+
+ private:
+  std::unique_ptr<Work> work_;
+};
+
 class EstimateFabric {
  public:
   // `spec` must outlive the fabric.
@@ -205,6 +224,7 @@ class EstimateFabric {
   // through the channels it crossed.
   mutable std::vector<int> slot_of_;
   mutable std::vector<int> crossed_;
+  mutable MaxMinShares solver_;  // solve_routed's working memory
   bool follow_every_slice_ = false;
   mutable std::uint64_t slices_added_at_once_ = 0;
   bool solve_every_step_ = false;

@@ -148,16 +148,20 @@ double tree_step(const StepCosts& c, double free, double bytes, double rate, con
 // Pieces NHR's bit-reversed layout splits `blocks` (indices) into.
 int nhr_pieces(const std::vector<int>& blocks, int p) {
   const int k = ceil_log2(p);
-  std::vector<int> order(static_cast<std::size_t>(p));
-  for (int b = 0; b < p; ++b) order[static_cast<std::size_t>(b)] = b;
   auto rev = [k](int v) {
     int out = 0;
     for (int i = 0; i < k; ++i) out |= ((v >> i) & 1) << (k - 1 - i);
     return out;
   };
-  std::sort(order.begin(), order.end(), [&](int a, int b) { return rev(a) < rev(b); });
+  // pos[b]: b's place when the blocks are ordered by their bit-reversed
+  // index. Reversal is its own inverse, so that order is rev(0), rev(1),
+  // ... over k bits, keeping the blocks below p.
   std::vector<int> pos(static_cast<std::size_t>(p));
-  for (int q = 0; q < p; ++q) pos[static_cast<std::size_t>(order[static_cast<std::size_t>(q)])] = q;
+  int place = 0;
+  for (int v = 0; v < (1 << k); ++v) {
+    const int b = rev(v);
+    if (b < p) pos[static_cast<std::size_t>(b)] = place++;
+  }
   std::vector<int> q;
   for (int b : blocks) q.push_back(pos[static_cast<std::size_t>(b)]);
   std::sort(q.begin(), q.end());
@@ -958,7 +962,7 @@ class RdmaRun {
       flows_[static_cast<std::size_t>(group_[0])].rate = limits_[0];
       return;
     }
-    const std::vector<double> rates = max_min_shares(paths_, limits_, capacity_);
+    const std::vector<double>& rates = solver_.solve(paths_, limits_, capacity_);
     for (std::size_t k = 0; k < group_.size(); ++k) flows_[static_cast<std::size_t>(group_[k])].rate = rates[k];
   }
 
@@ -1137,6 +1141,7 @@ class RdmaRun {
   std::vector<char> seen_;
   std::vector<int> group_, visited_, still_;
   std::vector<const std::vector<int>*> paths_;
+  MaxMinShares solver_;  // share()'s, kept from solve to solve
   std::vector<double> limits_;
   std::vector<double> landed_;
   std::vector<double> marks_;
