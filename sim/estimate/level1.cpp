@@ -1050,7 +1050,8 @@ class RdmaRun {
 
   // Runs rank r's stream from `t` until it ends or waits for a record not yet landed.
   void advance(int r, double t) {
-    std::vector<std::pair<int, double>> work{{r, t}};
+    std::vector<std::pair<int, double>>& work = advancing_;  // (advance never runs inside another)
+    work.assign(1, {r, t});
     while (!work.empty()) {
       const auto [x, at] = work.back();
       work.pop_back();
@@ -1114,8 +1115,10 @@ class RdmaRun {
     for (; q.known < q.arrival.size() && q.arrival[q.known] >= 0; ++q.known) {
       q.latest.push_back(std::max(q.latest.empty() ? 0.0 : q.latest.back(), q.arrival[q.known]));
     }
-    std::vector<std::pair<int, double>> work;
-    std::vector<std::pair<std::size_t, std::pair<double, int>>> wait;
+    std::vector<std::pair<int, double>>& work = released_;
+    work.clear();
+    std::vector<std::pair<std::size_t, std::pair<double, int>>>& wait = still_deferred_;
+    wait.clear();
     for (const auto& [before, rec] : q.deferred) {
       if (before <= q.known) {
         land(q.to, rec.second, std::max(rec.first, before == 0 ? 0.0 : q.latest[before - 1]), work);
@@ -1137,6 +1140,9 @@ class RdmaRun {
   std::vector<Pair> pairs_;
   std::vector<double> capacity_;
   std::vector<std::vector<int>> on_channel_;  // writes in flight over each channel
+  // advance()'s streams to run on, arrived()'s streams released and records still deferred.
+  std::vector<std::pair<int, double>> advancing_, released_;
+  std::vector<std::pair<std::size_t, std::pair<double, int>>> still_deferred_;
   // share()'s and run()'s working space, kept between calls.
   std::vector<char> seen_;
   std::vector<int> group_, visited_, still_;
