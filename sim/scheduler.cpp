@@ -198,13 +198,26 @@ void Scheduler::execute(const TaskGraph& graph) {
     platform_.engine(n).load(&exec_, streams[static_cast<std::size_t>(n)], this,
                              registers_used_[static_cast<std::size_t>(n)], flags_used_[static_cast<std::size_t>(n)]);
   }
-  sc_core::sc_start();
+  if (tracker_) {
+    replayer_ = std::make_unique<SerialWorker<std::vector<CopyEvent>>>(
+        [this](std::vector<CopyEvent>& log) { replay_copies(log); }, kQueuedLogs);
+  }
+  try {
+    sc_core::sc_start();
+  } catch (...) {
+    replayer_.reset();  // done with the tracker before the caller's unwinding destroys it
+    throw;
+  }
 
   result_.activations = platform_.activations() - activations_before;
   in_flight_ = {};  // what landed no longer needs its place
   free_slots_ = {};
   slot_copy_ = {};
-  if (tracker_) replay_copies();
+  if (tracker_) {
+    replayer_->finish();  // (a replay's error is thrown here)
+    replayer_.reset();
+    replay_copies(copy_log_);
+  }
   copy_log_ = {};
   slot_spans_ = {};
   copy_ends_ = {};
@@ -238,6 +251,7 @@ void Scheduler::report_failure(const TaskGraph& graph) {
 }
 
 void Scheduler::mark_copies(const TaskGraph& graph) {
+  replayer_.reset();  // a run that ended by an exception may have left one going
   copy_log_.clear();
   copy_log_.reserve(copy_batch_);
   slot_spans_.clear();
@@ -281,9 +295,8 @@ void Scheduler::task_started(std::uint32_t id, Time at) {
   }
   std::uint32_t slot;
   if (free_slots_.empty()) {
-    if (slot_spans_.size() == kMaxSlots) throw std::length_error("data check: too many copies in flight");
-    slot = static_cast<std::uint32_t>(slot_spans_.size());
-    slot_spans_.emplace_back();
+    if (slot_copy_.size() == kMaxSlots) throw std::length_error("data check: too many copies in flight");
+    slot = static_cast<std::uint32_t>(slot_copy_.size());
     slot_copy_.push_back(0);
   } else {
     slot = free_slots_.back();
@@ -307,11 +320,14 @@ void Scheduler::data_landed(std::uint32_t id, Time at) {
 
 void Scheduler::log_copy(const CopyEvent& e) {
   copy_log_.push_back(e);
-  if (copy_log_.size() >= copy_batch_) replay_copies();
+  if (copy_log_.size() < copy_batch_) return;
+  replayer_->hand_over(std::move(copy_log_));
+  copy_log_ = {};
+  copy_log_.reserve(copy_batch_);
 }
 
-void Scheduler::replay_copies() {
-  const std::size_t n = copy_log_.size();
+void Scheduler::replay_copies(std::vector<CopyEvent>& log) {
+  const std::size_t n = log.size();
   // The copies and buffers an event touches are independent of the next
   // events', so their first cache lines are fetched a few events ahead, in
   // stages: the copy's ends and compiled task, its buffer, the buffer's
@@ -324,15 +340,16 @@ void Scheduler::replay_copies() {
   };
   for (std::size_t i = 0; i < n; ++i) {
     if (i + 4 * kAhead < n) {
-      const CopyEvent& ahead = copy_log_[i + 4 * kAhead];
+      const CopyEvent& ahead = log[i + 4 * kAhead];
       __builtin_prefetch(&copy_ends_[ahead.copy]);
       __builtin_prefetch(&exec_[ahead.task]);
     }
-    if (i + 3 * kAhead < n) tracker_->prefetch(ref_of(copy_log_[i + 3 * kAhead]), 0);
-    if (i + 2 * kAhead < n) tracker_->prefetch(ref_of(copy_log_[i + 2 * kAhead]), 1);
-    if (i + kAhead < n) tracker_->prefetch(ref_of(copy_log_[i + kAhead]), 2);
-    const CopyEvent& e = copy_log_[i];
-    const ExecTask& t = exec_[e.task];
+    if (i + 3 * kAhead < n) tracker_->prefetch(ref_of(log[i + 3 * kAhead]), 0);
+    if (i + 2 * kAhead < n) tracker_->prefetch(ref_of(log[i + 2 * kAhead]), 1);
+    if (i + kAhead < n) tracker_->prefetch(ref_of(log[i + kAhead]), 2);
+    const CopyEvent& e = log[i];
+    const ExecTask& t = exec_[e.task];  // (its bytes and reduce flag: the run writes only unmet_deps)
+    if (e.slot >= slot_spans_.size()) slot_spans_.resize(static_cast<std::size_t>(e.slot) + 1);
     std::vector<DataSpan>& spans = slot_spans_[e.slot];
     if (e.step == CopyStep::Read) {
       tracker_->read(copy_ends_[e.copy].source(), t.bytes, spans);
@@ -346,7 +363,7 @@ void Scheduler::replay_copies() {
     spans.clear();
     if (spans.capacity() > 64) std::vector<DataSpan>().swap(spans);  // a long read keeps no memory
   }
-  copy_log_.clear();
+  log.clear();
 }
 
 void Scheduler::task_finished(std::uint32_t id, Time at) {

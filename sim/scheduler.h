@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -14,6 +15,7 @@
 
 #include "models/npu/exec_task.h"
 #include "sim/data_check.h"
+#include "sim/serial_worker.h"
 #include "sim/task_graph.h"
 #include "topologies/platform.h"
 
@@ -118,7 +120,12 @@ class Scheduler : private TaskObserver {
   // its ends kept (a sequential pass); the run then only logs, in order,
   // each copy's start and landing, naming a slot per copy in flight, and
   // the tracker replays the log in batches of copy_batch_ events
-  // (replay_copies) and at the end. Applied as they happened, the
+  // (replay_copies) and at the end. A full log is handed to a thread of
+  // its own (replayer_) while the run logs into a new one, so that the
+  // check's work runs on the second core beside the simulation; the
+  // replay keeps log order, as one thread would (the same verdicts), and
+  // the run waits only while kQueuedLogs logs are waiting. Applied as
+  // they happened, the
   // tracker's pieces of thousands of buffers, the tasks and the model's own
   // state evicted each other from the caches (a 1024-NPU AllGather: 2.2x
   // the unchecked time, a third of it misses in the model). The replay
@@ -146,14 +153,18 @@ class Scheduler : private TaskObserver {
       return BufferRef{rank, static_cast<BufferKind>(packed >> 62), packed & ~(std::uint64_t{3} << 62)};
     }
   };
-  std::size_t copy_batch_ = std::size_t{1} << 18;
+  std::size_t copy_batch_ = std::size_t{1} << 16;  // 1 MiB of events
+  static constexpr std::size_t kQueuedLogs = 8;  // (8 MiB of events at most waiting)
   void mark_copies(const TaskGraph& graph);
   std::string copy_bounds_error(const Task& t) const;  // "" when the copy stays inside both buffers
   void log_copy(const CopyEvent& e);
-  void replay_copies();
+  // Applies `log` to the tracker, in order, and empties it.
+  void replay_copies(std::vector<CopyEvent>& log);
   std::vector<CopyEvent> copy_log_;
   std::vector<CopyEnds> copy_ends_;               // the copies within their buffers, in task order
-  std::vector<std::vector<DataSpan>> slot_spans_;  // by slot: what its copy read, until its landing is replayed
+  // By slot: what its copy read, until its landing is replayed (the
+  // replay's own: it grows it as slots appear in the log).
+  std::vector<std::vector<DataSpan>> slot_spans_;
   std::vector<std::uint32_t> slot_copy_;           // by slot: its copy
   // By task: kNotCopy, kBadCopy, a copy not started (its index into
   // copy_ends_, below kInFlight), or a copy in flight (kInFlight + its slot).
@@ -167,6 +178,9 @@ class Scheduler : private TaskObserver {
   RunResult result_;
   bool keep_timings_ = true;
   std::vector<bool> finished_;   // by task, for the deadlock report whether timings are kept or not
+  // The replay thread of a checked run (null otherwise). Declared last, so
+  // that it stops before what it reads is destroyed.
+  std::unique_ptr<SerialWorker<std::vector<CopyEvent>>> replayer_;
 };
 
 }  // namespace hcclsim
