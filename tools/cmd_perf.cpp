@@ -84,9 +84,10 @@ class PerfCommand : public Command {
                    "executor's task order in closed form (ranks of one server each followed, else one "
                    "representative rank; each step's flows at max-min shares), no SystemC, no data check, trace or "
                    "link usage, milliseconds a point at 100,000 NPUs. Leaves out flows of different steps "
-                   "overlapping in time (AlltoAll counts neighbouring steps' flows as a share instead); mean 0.5%, "
-                   "at most 4.8% from detailed on the tested grid (README: the estimate mode); the AIV executors "
-                   "(one server) within 0.1%")
+                   "overlapping in time (AlltoAll counts neighbouring steps' flows as a share instead; beyond 64 "
+                   "pairwise steps whose pairs all cross the spines, 32 are solved and the others take their shares, "
+                   "rotated); mean 0.5%, at most 4.8% from detailed on the tested grid (README: the estimate mode); "
+                   "the AIV executors (one server) within 0.1%")
         ->type_name("M");
     app.add_flag("--no-check", no_check_, "skip the data check (check_result shows \"skipped\")");
     app.add_option("--links", links_file_,
