@@ -260,6 +260,19 @@ void Scheduler::mark_copies(const TaskGraph& graph) {
   std::size_t copies = 0;
   for (const Task& t : graph.tasks()) copies += t.kind == TaskKind::Memcpy || t.kind == TaskKind::ReduceInline;
   if (copies >= kInFlight) throw std::length_error("data check: more than 2^31 copies");
+  // A copy within its buffers (the bounds check below) then packs into CopyEnds.
+  const int ranks = tracker_->sets().ranks();
+  std::uint64_t largest = 0;
+  for (int r = 0; r < ranks; ++r) {
+    for (const BufferKind kind : {BufferKind::Input, BufferKind::Output, BufferKind::Scratch}) {
+      largest = std::max(largest, tracker_->buffer(r, kind).size());
+    }
+  }
+  if (static_cast<std::uint64_t>(ranks) > kMaxCheckedRanks || largest > kMaxCheckedOffset) {
+    throw std::length_error("data check: at most " + std::to_string(kMaxCheckedRanks) +
+                            " ranks and buffers of at most 32 TiB (this run: " + std::to_string(ranks) + " ranks, " +
+                            std::to_string(largest) + " bytes); use --no-check");
+  }
   copy_ends_.clear();
   copy_ends_.reserve(copies);
   in_flight_.assign(graph.tasks().size(), kNotCopy);
@@ -271,7 +284,7 @@ void Scheduler::mark_copies(const TaskGraph& graph) {
       continue;
     }
     in_flight_[id] = static_cast<std::uint32_t>(copy_ends_.size());
-    copy_ends_.push_back(CopyEnds{CopyEnds::pack(t.src), CopyEnds::pack(t.dst), t.src.rank, t.dst.rank});
+    copy_ends_.push_back(CopyEnds{CopyEnds::pack(t.src), CopyEnds::pack(t.dst)});
   }
 }
 

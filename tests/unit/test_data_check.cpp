@@ -792,3 +792,23 @@ TEST_CASE("a checked run that frees its graph while compiling finds what a run k
   CHECK(tracker.compare(0, BufferKind::Output, 0, {Piece::value(4096, 0, RankSet::single(0)),
                                                   Piece{size - 4096, Piece::State::Uninitialized, 0, {}}}) == "");
 }
+
+// A checked run keeps each copy's ends in 16 bytes (Scheduler::CopyEnds):
+// ranks below 2^17 and offsets below 32 TiB. A run with larger buffers is
+// refused before it starts, naming the limit and --no-check; one whose
+// buffers are exactly 32 TiB runs (the buffers are symbolic: no memory).
+TEST_CASE("a checked run with buffers beyond 32 TiB is refused by name and one of 32 TiB runs", "[data_check]") {
+  const int ranks = 2;
+  Platform platform(one_npu_cluster(ranks));
+  Scheduler sched(platform);
+  const CollectiveSpec spec = spec_of(CollOp::AllGather, ranks, 4096);
+  const TaskGraph graph = build_level1(spec, Level1Algo::Ring);
+  const std::uint64_t limit = std::uint64_t{1} << 45;
+  DataTracker fits(ranks, limit, limit, limit, false);
+  const RunResult r = sched.run(graph, &fits);
+  CHECK(r.failure.empty());
+  CHECK(r.check_error.empty());
+  DataTracker beyond(ranks, limit, limit + 1, limit, false);
+  CHECK_THROWS_WITH(sched.run(graph, &beyond), Catch::Matchers::Contains("buffers of at most 32 TiB") &&
+                                                   Catch::Matchers::Contains("use --no-check"));
+}

@@ -49,6 +49,16 @@ std::string topology(const std::string& name) { return std::string(HCCLSIM_SOURC
 const std::vector<CollOp> kAllOps{CollOp::AllReduce, CollOp::AllGather, CollOp::ReduceScatter,
                                   CollOp::AlltoAll,  CollOp::Broadcast, CollOp::Reduce};
 
+// `op` over every NPU of `spec`, with its HCCL buffer, at `sizes`.
+PerfRequest request_on(const TopologySpec& spec, CollOp op, const std::vector<std::uint64_t>& sizes) {
+  PerfRequest request;
+  request.op = op;
+  request.ranks = spec.npus;
+  request.buffer_bytes = spec.npu.hccl_buffer_bytes;
+  request.sizes = sizes;
+  return request;
+}
+
 struct Bound {
   double tolerance = 0.05;
   double exact = 1.0;  // a tighter bound where the form is exact (1 = none)
@@ -216,11 +226,7 @@ TEST_CASE("estimate: an executor without a closed form is refused by name", "[es
 
 TEST_CASE("estimate: the same inputs give the same times, bit for bit", "[estimate]") {
   const TopologySpec spec = load_topology(topology("a2-cluster.json"), {}, 4);
-  PerfRequest request;
-  request.op = CollOp::AllReduce;
-  request.ranks = spec.npus;
-  request.buffer_bytes = spec.npu.hccl_buffer_bytes;
-  request.sizes = {8 * KiB, 64 * MiB, 1 * GiB};
+  const PerfRequest request = request_on(spec, CollOp::AllReduce, {8 * KiB, 64 * MiB, 1 * GiB});
   const std::vector<PerfRow> a = estimate_perf(spec, request);
   const std::vector<PerfRow> b = estimate_perf(spec, request);
   REQUIRE(a.size() == b.size());
@@ -235,11 +241,7 @@ TEST_CASE("estimate: the same inputs give the same times, bit for bit", "[estima
 // bit. No Platform: the forms need only the topology.
 TEST_CASE("estimate: pairwise steps drawn from a few solved ones against solving each (512 A2 NPUs)", "[estimate]") {
   const TopologySpec spec = load_topology(topology("a2-cluster.json"), {}, 64);
-  PerfRequest request;
-  request.op = CollOp::AlltoAll;
-  request.ranks = spec.npus;
-  request.buffer_bytes = spec.npu.hccl_buffer_bytes;
-  request.sizes = {64 * MiB, 1 * GiB};
+  const PerfRequest request = request_on(spec, CollOp::AlltoAll, {64 * MiB, 1 * GiB});
   const std::vector<PerfRow> rows = estimate_perf(spec, request);  // HCCL's choice, through `perf`'s path
   REQUIRE(rows.size() == 2);
   const ExecContext ctx = exec_context(spec, request);
