@@ -93,6 +93,12 @@ const std::vector<int>& EstimateFabric::route(int from, int to) const {
 
 namespace {
 
+// Two paths that cost the same to every form (one kind of a PairTable or path_kinds).
+bool same_cost(const PathCost& a, const PathCost& b) {
+  return a.rdma == b.rdma && a.same_chip == b.same_chip && a.latency == b.latency && a.rate == b.rate &&
+         a.write_rate == b.write_rate;
+}
+
 // Flows over channels in dense form: flow i crosses the channels
 // slot[first[i]] .. slot[first[i + 1] - 1], each an index into `capacity`.
 struct DenseFlows {
@@ -483,9 +489,12 @@ std::vector<double> EstimateFabric::solve_routed(const RoutedFlows& flows, const
   // thousand); a flow's own limit is `cap` and, for a write, the write
   // caps of its links.
   const std::size_t links = 2 * spec_.links.size();
-  if (slot_of_.empty()) slot_of_.assign(links + static_cast<std::size_t>(spec_.npus), -1);
   const std::size_t count = flows.size();
   MaxMinShares::Work& w = solver_.work();
+  std::vector<int>& slot_of = w.slot_of;  // (MaxMinShares::solve's: -1 between solves)
+  if (slot_of.size() < links + static_cast<std::size_t>(spec_.npus)) {
+    slot_of.resize(links + static_cast<std::size_t>(spec_.npus), -1);
+  }
   DenseFlows& dense = w.dense;
   dense.first.assign(flows.first.begin(), flows.first.end());
   dense.capacity.clear();
@@ -494,11 +503,11 @@ std::vector<double> EstimateFabric::solve_routed(const RoutedFlows& flows, const
   for (std::size_t i = 0; i < count; ++i) {
     for (std::size_t j = flows.first[i]; j < flows.first[i + 1]; ++j) {
       const int c = flows.channel[j];
-      int& slot = slot_of_[static_cast<std::size_t>(c)];
+      int& slot = slot_of[static_cast<std::size_t>(c)];
       if (slot < 0) {
         slot = static_cast<int>(dense.capacity.size());
         dense.capacity.push_back(channel_rate(c));
-        crossed_.push_back(c);
+        w.crossed.push_back(c);
       }
       dense.slot[j] = slot;
       if (write && static_cast<std::size_t>(c) < links) {
@@ -506,8 +515,8 @@ std::vector<double> EstimateFabric::solve_routed(const RoutedFlows& flows, const
       }
     }
   }
-  for (const int c : crossed_) slot_of_[static_cast<std::size_t>(c)] = -1;
-  crossed_.clear();
+  for (const int c : w.crossed) slot_of[static_cast<std::size_t>(c)] = -1;
+  w.crossed.clear();
   // A flow that counts for part of the time still moves no faster than its
   // narrowest channel.
   for (std::size_t i = 0; i < count && !weight.empty(); ++i) {
@@ -538,10 +547,7 @@ const std::vector<PathCost>& EstimateFabric::path_kinds(const std::string& key,
     if (std::find(relations.begin(), relations.end(), rel) != relations.end()) continue;
     relations.push_back(rel);
     const PathCost p = path(f.from, f.to);
-    const bool known = std::any_of(kinds.begin(), kinds.end(), [&](const PathCost& k) {
-      return k.rdma == p.rdma && k.same_chip == p.same_chip && k.latency == p.latency && k.rate == p.rate &&
-             k.write_rate == p.write_rate;
-    });
+    const bool known = std::any_of(kinds.begin(), kinds.end(), [&](const PathCost& k) { return same_cost(k, p); });
     if (!known) kinds.push_back(p);
   }
   return kinds_.emplace(key, std::move(kinds)).first->second;
@@ -567,12 +573,7 @@ const EstimateFabric::PairTable& EstimateFabric::pair_table(const std::string& k
       }
       const PathCost p = path(f.from, f.to);
       std::size_t k = 0;
-      while (k < table.kinds.size() &&
-             !(table.kinds[k].rdma == p.rdma && table.kinds[k].same_chip == p.same_chip &&
-               table.kinds[k].latency == p.latency && table.kinds[k].rate == p.rate &&
-               table.kinds[k].write_rate == p.write_rate)) {
-        ++k;
-      }
+      while (k < table.kinds.size() && !same_cost(table.kinds[k], p)) ++k;
       if (k == table.kinds.size()) table.kinds.push_back(p);
       const auto kind = static_cast<std::uint8_t>(std::min<std::size_t>(k, 255));
       table.kind_of[static_cast<std::size_t>(r) * static_cast<std::size_t>(cols) + static_cast<std::size_t>(col)] = kind;

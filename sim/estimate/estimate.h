@@ -220,10 +220,6 @@ class EstimateFabric {
   mutable std::map<std::uint64_t, std::vector<int>> routed_;  // route(), by (from, to)
   mutable std::map<std::string, PairTable> tables_;  // by relation of the two NPUs (path())
   mutable std::map<std::string, std::vector<RankStep>> rank_steps_;
-  // flow_rates' dense slot per channel (-1: none), reset after each solve
-  // through the channels it crossed.
-  mutable std::vector<int> slot_of_;
-  mutable std::vector<int> crossed_;
   mutable MaxMinShares solver_;  // solve_routed's working memory
   bool follow_every_slice_ = false;
   mutable std::uint64_t slices_added_at_once_ = 0;

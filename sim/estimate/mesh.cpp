@@ -305,13 +305,15 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
     std::size_t own = 0;                         // the round's own flows, first in rates
   };
   std::vector<SampleShares> sample_shares(rounds.size());
-  // Per round, its flows' routes: the first 8192 of (r - x, r), rank-major, x its distances.
+  // Per round, its flows' routes: (r - x, r) rank-major, x its distances,
+  // for the first ranks up to kListedReads reads (a sample at 99,840 dies).
+  constexpr std::size_t kListedReads = 8192;
   std::map<std::size_t, RoutedFlows> routed;
   auto routed_round = [&](std::size_t q) -> const RoutedFlows& {
     auto found = routed.find(q);
     if (found == routed.end()) {
       std::vector<FlowPair> list;
-      for (int r = 0; r < p && list.size() < 8192; ++r) {
+      for (int r = 0; r < p && list.size() < kListedReads; ++r) {
         for (int x : rounds[q]) list.push_back(FlowPair{(r + p - x) % p, r});
       }
       found = routed.emplace(q, RoutedFlows{}).first;
@@ -356,7 +358,7 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
           const std::vector<double> weight = share == 1.0 ? std::vector<double>{} : std::vector<double>(all.size(), share);
           return f.solve_routed(all, weight, c.copy_rate, false);
         });
-        for (int r = 0; r < p && shares.own < 8192; ++r) shares.own += dist.size();
+        shares.own = routed_round(sample).size();
       }
       const std::vector<double>& rates = *shares.rates;
       const std::size_t own = shares.own;  // this round's flows, first in `rates`
@@ -371,7 +373,7 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
           for (std::size_t j = 0; j < dist.size(); ++j) {
             const int x = dist[j];
             auto pairs = [&](std::vector<FlowPair>& out) {
-              for (int r = 0; r < p && static_cast<int>(out.size()) < 8192; ++r) out.push_back(FlowPair{(r + p - x) % p, r});
+              for (int r = 0; r < p && out.size() < kListedReads; ++r) out.push_back(FlowPair{(r + p - x) % p, r});
             };
             for (const PathCost& k : f.path_kinds("a2a-d/" + std::to_string(p) + "/" + std::to_string(x), pairs)) {
               if (k.latency >= rs.path[j].latency) rs.path[j] = k;
