@@ -472,6 +472,7 @@ void EstimateFabric::route_flows(const std::vector<FlowPair>& list, RoutedFlows&
   // A flow from an NPU to itself crosses its memory channel, numbered
   // after the links' channels.
   const auto links = static_cast<int>(2 * spec_.links.size());
+  flows_routed_ += list.size();
   for (const FlowPair& f : list) {
     if (f.from == f.to) {
       out.channel.push_back(links + f.from);

@@ -166,6 +166,10 @@ class EstimateFabric {
   // its neighbours'): routing (appended to `out`), and the solve with each
   // flow's weight (empty: every flow counts fully).
   void route_flows(const std::vector<FlowPair>& flows, RoutedFlows& out) const;
+  // How many flows route_flows (and so flow_rates) routed so far: a sweep
+  // that keeps its solves routes its flows at the first point only (a test
+  // holds the forms to that).
+  std::uint64_t flows_routed() const { return flows_routed_; }
   std::vector<double> solve_routed(const RoutedFlows& flows, const std::vector<double>& weight, double cap,
                                    bool write) const;
   // A solve's rates kept under `key` ("solved/" + key in flow_rates'
@@ -226,6 +230,7 @@ class EstimateFabric {
   bool solve_every_step_ = false;
   mutable std::uint64_t steps_drawn_ = 0;
   bool general_step_loops_ = false;
+  mutable std::uint64_t flows_routed_ = 0;
 };
 
 // Max-min fair shares of flows over channels by progressive filling (the

@@ -308,13 +308,17 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
   // Per round, its flows' routes: (r - x, r) rank-major, x its distances,
   // for the first ranks up to kListedReads reads (a sample at 99,840 dies).
   constexpr std::size_t kListedReads = 8192;
+  auto listed_ranks = [p](std::size_t distances) {  // the ranks whose reads a round lists
+    const std::size_t wanted = (kListedReads + distances - 1) / distances;
+    return std::min(static_cast<std::size_t>(p), wanted);
+  };
   std::map<std::size_t, RoutedFlows> routed;
   auto routed_round = [&](std::size_t q) -> const RoutedFlows& {
     auto found = routed.find(q);
     if (found == routed.end()) {
       std::vector<FlowPair> list;
-      for (int r = 0; r < p && list.size() < kListedReads; ++r) {
-        for (int x : rounds[q]) list.push_back(FlowPair{(r + p - x) % p, r});
+      for (std::size_t r = 0; r < listed_ranks(rounds[q].size()); ++r) {
+        for (int x : rounds[q]) list.push_back(FlowPair{(static_cast<int>(r) + p - x) % p, static_cast<int>(r)});
       }
       found = routed.emplace(q, RoutedFlows{}).first;
       f.route_flows(list, found->second);
@@ -358,7 +362,8 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
           const std::vector<double> weight = share == 1.0 ? std::vector<double>{} : std::vector<double>(all.size(), share);
           return f.solve_routed(all, weight, c.copy_rate, false);
         });
-        shares.own = routed_round(sample).size();
+        // (Counted, not routed: the rates are kept across the sweep's points, the routes are not.)
+        shares.own = listed_ranks(dist.size()) * dist.size();
       }
       const std::vector<double>& rates = *shares.rates;
       const std::size_t own = shares.own;  // this round's flows, first in `rates`

@@ -59,6 +59,17 @@ PerfRequest request_on(const TopologySpec& spec, CollOp op, const std::vector<st
   return request;
 }
 
+// The fp16 collective `request` asks for at `size`, as estimate_perf builds it.
+CollectiveSpec collective_of(const PerfRequest& request, std::uint64_t size) {
+  CollectiveSpec collective;
+  collective.op = request.op;
+  collective.ranks = request.ranks;
+  collective.dtype = DataType::Fp16;
+  collective.buffer_bytes = request.buffer_bytes;
+  collective.count = count_for_size(request.op, collective.ranks, collective.dtype, size);
+  return collective;
+}
+
 struct Bound {
   double tolerance = 0.05;
   double exact = 1.0;  // a tighter bound where the form is exact (1 = none)
@@ -251,12 +262,7 @@ TEST_CASE("estimate: pairwise steps drawn from a few solved ones against solving
   EstimateFabric general(spec);
   general.general_step_loops(true);
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    CollectiveSpec collective;
-    collective.op = CollOp::AlltoAll;
-    collective.ranks = request.ranks;
-    collective.dtype = DataType::Fp16;
-    collective.buffer_bytes = request.buffer_bytes;
-    collective.count = count_for_size(CollOp::AlltoAll, collective.ranks, collective.dtype, request.sizes[i]);
+    const CollectiveSpec collective = collective_of(request, request.sizes[i]);
     const ExecutorChoice choice{rows[i].executor, default_levels(collective, ctx), "requested"};
     const EstimateFn* estimate = find_estimate(choice.executor);
     REQUIRE(estimate != nullptr);
@@ -272,6 +278,36 @@ TEST_CASE("estimate: pairwise steps drawn from a few solved ones against solving
   // Most of the 511 steps were drawn (the rank steps are built at the first size).
   CHECK(drawn.steps_drawn() > 300);
   CHECK(every.steps_drawn() == 0);
+}
+
+// A sweep's later points reuse what its first solved and routed: on a
+// CloudMatrix384 (768 dies) DirectFullmesh solves 32 sampled rounds of
+// thousands of reads once. Routing them again at every point (to count a
+// round's reads) made each later point 10-20x slower (0.65 -> 9-13 ms).
+TEST_CASE("estimate: a DirectFullmesh sweep routes its reads at the first point only (CloudMatrix384)", "[estimate]") {
+  const TopologySpec spec = load_topology(topology("cloudmatrix384.json"), {}, 48);
+  const PerfRequest request = request_on(spec, CollOp::AlltoAll, {64 * MiB, 128 * MiB, 1 * GiB});
+  const std::vector<PerfRow> rows = estimate_perf(spec, request);
+  REQUIRE(rows.size() == 3);
+  const ExecContext ctx = exec_context(spec, request);
+  EstimateFabric fabric(spec);
+  std::uint64_t routed_before = 0;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const CollectiveSpec collective = collective_of(request, request.sizes[i]);
+    REQUIRE(rows[i].executor == "RunAlltoAllDirectFullmesh");
+    const ExecutorChoice choice{rows[i].executor, default_levels(collective, ctx), "requested"};
+    const EstimateFn* estimate = find_estimate(choice.executor);
+    REQUIRE(estimate != nullptr);
+    const double time = (*estimate)(collective, ctx, choice.plan, fabric);
+    CHECK(static_cast<std::uint64_t>(std::llround(time)) == rows[i].time.ps);  // the same form as perf's row
+    INFO(request.sizes[i] << " bytes: " << fabric.flows_routed() - routed_before << " flows routed");
+    if (i == 0) {
+      CHECK(fabric.flows_routed() > 10000);  // 32 sampled rounds, up to 8,192 reads each
+    } else {
+      CHECK(fabric.flows_routed() == routed_before);
+    }
+    routed_before = fabric.flows_routed();
+  }
 }
 
 namespace {
