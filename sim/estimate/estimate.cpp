@@ -199,11 +199,47 @@ struct MaxMinShares::Work {
   std::vector<std::size_t> first, crossing, fill, by_limit, freezing, changed;
   std::vector<char> frozen, freezes;
   std::vector<std::uint32_t> changed_in;
+  std::vector<char> group_frozen;  // SlowestOfGroups: a flow of the group has frozen
+  std::vector<double> limit_values;  // order_by_limit's distinct limits
   LevelHeap heap;
   std::vector<double> out;  // the shares
 };
 
 namespace {
+
+// w.by_limit: the flows by limit, ties in flow order. The limits are
+// often all equal (then already in order) or a few values (a flow's cap
+// or its narrowest channel, weighted): then a counting pass per value,
+// which on tens of thousands of flows costs a tenth of a stable sort.
+void order_by_limit(MaxMinShares::Work& w, const std::vector<double>& limit) {
+  const std::size_t flows = limit.size();
+  std::vector<std::size_t>& by_limit = w.by_limit;
+  by_limit.resize(flows);
+  if (std::is_sorted(limit.begin(), limit.end())) {
+    for (std::size_t i = 0; i < flows; ++i) by_limit[i] = i;
+    return;
+  }
+  constexpr std::size_t kFewValues = 8;
+  std::vector<double>& values = w.limit_values;
+  values.clear();
+  for (const double l : limit) {
+    if (std::find(values.begin(), values.end(), l) != values.end()) continue;
+    if (values.size() == kFewValues) break;
+    values.push_back(l);
+  }
+  if (values.size() < kFewValues) {
+    std::sort(values.begin(), values.end());
+    std::size_t at = 0;
+    for (const double v : values) {
+      for (std::size_t i = 0; i < flows; ++i) {
+        if (limit[i] == v) by_limit[at++] = i;
+      }
+    }
+    return;
+  }
+  for (std::size_t i = 0; i < flows; ++i) by_limit[i] = i;
+  std::stable_sort(by_limit.begin(), by_limit.end(), [&](std::size_t a, std::size_t b) { return limit[a] < limit[b]; });
+}
 
 // max_min_shares on dense flows. Progressive filling, as the detailed flow
 // model solves the shares: raise every unfrozen flow's rate together; a
@@ -216,7 +252,7 @@ namespace {
 // a thousand rounds, each freezing a few flows.
 // The shares go to w.out; every array is w's, reused from solve to solve.
 void fill_progressively(MaxMinShares::Work& w, const DenseFlows& in, const std::vector<double>& limit,
-                        const std::vector<double>& weight) {
+                        const std::vector<double>& weight, SlowestOfGroups only) {
   auto weight_of = [&weight](std::size_t i) { return weight.empty() ? 1.0 : weight[i]; };
   const std::size_t flows = in.first.size() - 1;
   const std::size_t slots = in.capacity.size();
@@ -246,12 +282,8 @@ void fill_progressively(MaxMinShares::Work& w, const DenseFlows& in, const std::
       for (std::size_t j = in.first[i]; j < in.first[i + 1]; ++j) crossing[fill[static_cast<std::size_t>(in.slot[j])]++] = i;
     }
   }
-  std::vector<std::size_t>& by_limit = w.by_limit;
-  by_limit.resize(flows);
-  for (std::size_t i = 0; i < flows; ++i) by_limit[i] = i;
-  if (!std::is_sorted(limit.begin(), limit.end())) {  // (often all equal: then already in order)
-    std::stable_sort(by_limit.begin(), by_limit.end(), [&](std::size_t a, std::size_t b) { return limit[a] < limit[b]; });
-  }
+  order_by_limit(w, limit);
+  const std::vector<std::size_t>& by_limit = w.by_limit;
   LevelHeap& heap = w.heap;
   heap.reset(slots);
   for (std::size_t k = 0; k < slots; ++k) {
@@ -272,6 +304,9 @@ void fill_progressively(MaxMinShares::Work& w, const DenseFlows& in, const std::
   std::vector<std::uint32_t>& changed_in = w.changed_in;  // the round a channel was last listed in `changed` (1-based)
   changed_in.assign(slots, 0);
   std::uint32_t round = 0;
+  std::vector<char>& group_frozen = w.group_frozen;
+  group_frozen.assign(only.groups, 0);
+  std::size_t groups_left = only.groups;
   const auto freeze_later = [&](std::size_t i) {
     if (frozen[i] == 0 && freezes[i] == 0) {
       freezes[i] = 1;
@@ -308,6 +343,10 @@ void fill_progressively(MaxMinShares::Work& w, const DenseFlows& in, const std::
       freezes[i] = 0;
       out[i] = level;
       --remaining;
+      if (i < only.flows && group_frozen[i % only.groups] == 0) {
+        group_frozen[i % only.groups] = 1;
+        --groups_left;
+      }
       for (std::size_t j = in.first[i]; j < in.first[i + 1]; ++j) {
         const auto k = static_cast<std::size_t>(in.slot[j]);
         room[k] = std::max(0.0, room[k] - weight_of(i) * level);
@@ -325,6 +364,12 @@ void fill_progressively(MaxMinShares::Work& w, const DenseFlows& in, const std::
         heap.remove(k);  // (if not popped above)
       }
     }
+    if (only.groups > 0 && groups_left == 0) {  // every group's slowest share known
+      for (std::size_t i = 0; i < flows; ++i) {
+        if (frozen[i] == 0) out[i] = level;
+      }
+      return;
+    }
   }
 }
 
@@ -337,7 +382,7 @@ void fill_progressively(MaxMinShares::Work& w, const DenseFlows& in, const std::
 // same (a pairwise AlltoAll step on 1024 A2 NPUs keeps about 100 spine
 // channels of 2,300; the NICs, loaded once each, go).
 void progressive_filling(MaxMinShares::Work& w, const DenseFlows& in, const std::vector<double>& limit,
-                         const std::vector<double>& weight) {
+                         const std::vector<double>& weight, SlowestOfGroups only = {}) {
   auto weight_of = [&weight](std::size_t i) { return weight.empty() ? 1.0 : weight[i]; };
   const std::size_t flows = in.first.size() - 1;
   const std::size_t slots = in.capacity.size();
@@ -372,7 +417,7 @@ void progressive_filling(MaxMinShares::Work& w, const DenseFlows& in, const std:
       reduced.capacity.push_back(in.capacity[k]);
     }
   }
-  if (reduced.capacity.size() == slots) return fill_progressively(w, in, limit, weight);
+  if (reduced.capacity.size() == slots) return fill_progressively(w, in, limit, weight, only);
   std::vector<double>& reduced_limit = w.reduced_limit;
   reduced_limit.assign(limit.begin(), limit.end());
   reduced.slot.reserve(in.slot.size());
@@ -391,7 +436,7 @@ void progressive_filling(MaxMinShares::Work& w, const DenseFlows& in, const std:
     if (dropped) reduced_limit[i] = std::min(reduced_limit[i], narrowest_dropped / weight_of(i));
     reduced.first.push_back(reduced.slot.size());
   }
-  fill_progressively(w, reduced, reduced_limit, weight);
+  fill_progressively(w, reduced, reduced_limit, weight, only);
 }
 
 }  // namespace
@@ -484,7 +529,7 @@ void EstimateFabric::route_flows(const std::vector<FlowPair>& list, RoutedFlows&
 }
 
 std::vector<double> EstimateFabric::solve_routed(const RoutedFlows& flows, const std::vector<double>& weight, double cap,
-                                                 bool write) const {
+                                                 bool write, SlowestOfGroups only) const {
   // Each channel crossed is given a dense slot when first crossed (a
   // supernode fabric has millions of channels and a solve touches a few
   // thousand); a flow's own limit is `cap` and, for a write, the write
@@ -525,7 +570,7 @@ std::vector<double> EstimateFabric::solve_routed(const RoutedFlows& flows, const
       limit[i] = std::min(limit[i], dense.capacity[static_cast<std::size_t>(dense.slot[j])]);
     }
   }
-  progressive_filling(w, dense, limit, weight);
+  progressive_filling(w, dense, limit, weight, only);
   return w.out;
 }
 

@@ -92,6 +92,18 @@ struct RoutedFlows {
   void append(const RoutedFlows& more);
 };
 
+// A solve of which only the slowest share of each group is wanted: flow
+// i < `flows` is in group i % `groups` (a form that follows one
+// representative per slot takes each slot's slowest read). Progressive
+// filling freezes flows slowest first, so once every group has a frozen
+// flow its slowest share is known: the filling stops there, and the flows
+// still rising are given that level (a bound below their shares). groups
+// 0: every share is wanted.
+struct SlowestOfGroups {
+  std::size_t flows = 0;
+  std::size_t groups = 0;
+};
+
 // max_min_shares with its working memory kept from solve to solve: a form
 // that solves thousands of small groups (RdmaRun, level1.cpp) otherwise
 // spends more on allocating it than on the solves. The shares returned
@@ -171,7 +183,7 @@ class EstimateFabric {
   // holds the forms to that).
   std::uint64_t flows_routed() const { return flows_routed_; }
   std::vector<double> solve_routed(const RoutedFlows& flows, const std::vector<double>& weight, double cap,
-                                   bool write) const;
+                                   bool write, SlowestOfGroups only = {}) const;
   // A solve's rates kept under `key` ("solved/" + key in flow_rates'
   // memo), computed by `solve` the first time: for a form that routes its
   // flows itself (to reuse the routes of flows that several solves share)

@@ -355,15 +355,18 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
         // The round's flows, listed rank-major, one per distance (then those
         // of the rounds alongside), each round routed once for the three
         // solves it takes part in.
+        // (Counted, not routed: the rates are kept across the sweep's points, the routes are not.)
+        shares.own = listed_ranks(dist.size()) * dist.size();
+        // Followed by one representative, a slot takes its slowest read's
+        // share alone: the solve stops once each slot's is known.
+        const SlowestOfGroups only = table == nullptr ? SlowestOfGroups{shares.own, dist.size()} : SlowestOfGroups{};
         shares.rates = &f.kept_rates(key, [&] {
           RoutedFlows all;
           for (const std::size_t q : in_flight) all.append(routed_round(q));
           const double share = 1.0 / static_cast<double>(in_flight.size());
           const std::vector<double> weight = share == 1.0 ? std::vector<double>{} : std::vector<double>(all.size(), share);
-          return f.solve_routed(all, weight, c.copy_rate, false);
+          return f.solve_routed(all, weight, c.copy_rate, false, only);
         });
-        // (Counted, not routed: the rates are kept across the sweep's points, the routes are not.)
-        shares.own = listed_ranks(dist.size()) * dist.size();
       }
       const std::vector<double>& rates = *shares.rates;
       const std::size_t own = shares.own;  // this round's flows, first in `rates`
