@@ -135,11 +135,18 @@ Hierarchy hierarchy_of(const TopologySpec& spec, int ranks) {
 
 namespace {
 // The rate one NPU has towards other servers: its NIC, else its UB or HCCS port.
+// One pass over the links (100,000 NPUs have millions), stopping at the first NIC.
 Bandwidth inter_server_bandwidth(const TopologySpec& spec) {
-  for (const char* kind : {"roce", "ub", "hccs"}) {
-    for (const LinkSpec& l : spec.links) {
-      if (l.kind == kind) return l.params.bandwidth;
+  const std::string kinds[] = {"roce", "ub", "hccs"};  // by preference
+  const LinkSpec* first[3] = {nullptr, nullptr, nullptr};
+  for (const LinkSpec& l : spec.links) {
+    for (std::size_t k = 0; k < 3; ++k) {
+      if (first[k] == nullptr && l.kind == kinds[k]) first[k] = &l;
     }
+    if (first[0] != nullptr) break;
+  }
+  for (const LinkSpec* l : first) {
+    if (l != nullptr) return l->params.bandwidth;
   }
   return Bandwidth{};
 }

@@ -48,10 +48,12 @@ RouteFinder::RouteFinder(const TopologySpec& spec)
     neighbours_[fill[static_cast<std::size_t>(link.a)]++] = {link.b, forward};
     neighbours_[fill[static_cast<std::size_t>(link.b)]++] = {link.a, forward + 1};
   }
+  // (Builders list links in node order, so most rows are in order already.)
+  const auto by_neighbour = [](const auto& x, const auto& y) { return x.first < y.first; };
   for (std::size_t n = 0; n < nodes; ++n) {
-    std::sort(neighbours_.begin() + static_cast<std::ptrdiff_t>(first_neighbour_[n]),
-              neighbours_.begin() + static_cast<std::ptrdiff_t>(first_neighbour_[n + 1]),
-              [](const auto& x, const auto& y) { return x.first < y.first; });
+    const auto begin = neighbours_.begin() + static_cast<std::ptrdiff_t>(first_neighbour_[n]);
+    const auto end = neighbours_.begin() + static_cast<std::ptrdiff_t>(first_neighbour_[n + 1]);
+    if (!std::is_sorted(begin, end, by_neighbour)) std::sort(begin, end, by_neighbour);
   }
 }
 
