@@ -507,12 +507,6 @@ const std::vector<double>& EstimateFabric::kept_rates(const std::string& key,
   return found->second;
 }
 
-void RoutedFlows::append(const RoutedFlows& more) {
-  const std::size_t base = channel.size();
-  channel.insert(channel.end(), more.channel.begin(), more.channel.end());
-  for (std::size_t i = 1; i < more.first.size(); ++i) first.push_back(base + more.first[i]);
-}
-
 void EstimateFabric::route_flows(const std::vector<FlowPair>& list, RoutedFlows& out) const {
   // A flow from an NPU to itself crosses its memory channel, numbered
   // after the links' channels.
@@ -530,35 +524,54 @@ void EstimateFabric::route_flows(const std::vector<FlowPair>& list, RoutedFlows&
 
 std::vector<double> EstimateFabric::solve_routed(const RoutedFlows& flows, const std::vector<double>& weight, double cap,
                                                  bool write, SlowestOfGroups only) const {
+  return solve_routed(std::vector<const RoutedFlows*>{&flows}, weight, cap, write, only);
+}
+
+std::vector<double> EstimateFabric::solve_routed(const std::vector<const RoutedFlows*>& parts,
+                                                 const std::vector<double>& weight, double cap, bool write,
+                                                 SlowestOfGroups only) const {
   // Each channel crossed is given a dense slot when first crossed (a
   // supernode fabric has millions of channels and a solve touches a few
   // thousand); a flow's own limit is `cap` and, for a write, the write
-  // caps of its links.
+  // caps of its links. The parts are read in place, not joined (copying
+  // three rounds' routes for each solve cost what routing them did).
   const std::size_t links = 2 * spec_.links.size();
-  const std::size_t count = flows.size();
+  std::size_t count = 0;
+  std::size_t hops = 0;
+  for (const RoutedFlows* part : parts) {
+    count += part->size();
+    hops += part->channel.size();
+  }
   MaxMinShares::Work& w = solver_.work();
   std::vector<int>& slot_of = w.slot_of;  // (MaxMinShares::solve's: -1 between solves)
   if (slot_of.size() < links + static_cast<std::size_t>(spec_.npus)) {
     slot_of.resize(links + static_cast<std::size_t>(spec_.npus), -1);
   }
   DenseFlows& dense = w.dense;
-  dense.first.assign(flows.first.begin(), flows.first.end());
+  dense.first.assign(1, 0);
+  dense.first.reserve(count + 1);
   dense.capacity.clear();
-  dense.slot.resize(flows.channel.size());
+  dense.slot.resize(hops);
   std::vector<double> limit(count, cap);
-  for (std::size_t i = 0; i < count; ++i) {
-    for (std::size_t j = flows.first[i]; j < flows.first[i + 1]; ++j) {
-      const int c = flows.channel[j];
-      int& slot = slot_of[static_cast<std::size_t>(c)];
-      if (slot < 0) {
-        slot = static_cast<int>(dense.capacity.size());
-        dense.capacity.push_back(channel_rate(c));
-        w.crossed.push_back(c);
+  std::size_t i = 0;  // the flow, counted over the parts
+  std::size_t at = 0;  // its first hop in dense.slot
+  for (const RoutedFlows* part : parts) {
+    const RoutedFlows& flows = *part;
+    for (std::size_t k = 0; k < flows.size(); ++k, ++i) {
+      for (std::size_t j = flows.first[k]; j < flows.first[k + 1]; ++j) {
+        const int c = flows.channel[j];
+        int& slot = slot_of[static_cast<std::size_t>(c)];
+        if (slot < 0) {
+          slot = static_cast<int>(dense.capacity.size());
+          dense.capacity.push_back(channel_rate(c));
+          w.crossed.push_back(c);
+        }
+        dense.slot[at++] = slot;
+        if (write && static_cast<std::size_t>(c) < links) {
+          limit[i] = std::min(limit[i], rate(spec_.links[static_cast<std::size_t>(c) / 2].params.write_bandwidth));
+        }
       }
-      dense.slot[j] = slot;
-      if (write && static_cast<std::size_t>(c) < links) {
-        limit[i] = std::min(limit[i], rate(spec_.links[static_cast<std::size_t>(c) / 2].params.write_bandwidth));
-      }
+      dense.first.push_back(at);
     }
   }
   for (const int c : w.crossed) slot_of[static_cast<std::size_t>(c)] = -1;

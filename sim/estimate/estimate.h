@@ -89,7 +89,6 @@ struct RoutedFlows {
   std::vector<std::size_t> first{0};
   std::vector<int> channel;
   std::size_t size() const { return first.size() - 1; }
-  void append(const RoutedFlows& more);
 };
 
 // A solve of which only the slowest share of each group is wanted: flow
@@ -184,6 +183,9 @@ class EstimateFabric {
   std::uint64_t flows_routed() const { return flows_routed_; }
   std::vector<double> solve_routed(const RoutedFlows& flows, const std::vector<double>& weight, double cap,
                                    bool write, SlowestOfGroups only = {}) const;
+  // The same over the flows of several parts, listed in order.
+  std::vector<double> solve_routed(const std::vector<const RoutedFlows*>& parts, const std::vector<double>& weight,
+                                   double cap, bool write, SlowestOfGroups only = {}) const;
   // A solve's rates kept under `key` ("solved/" + key in flow_rates'
   // memo), computed by `solve` the first time: for a form that routes its
   // flows itself (to reuse the routes of flows that several solves share)

@@ -497,9 +497,13 @@ class PerRankSteps {
       // Solved here, not memoized: the step is kept by its caller, and
       // the neighbours' rates are read only for the slowest.
       const double share = 1.0 / static_cast<double>(1 + alongside.size());
-      RoutedFlows all = routed_shift(shift);
-      for (const int q : alongside) all.append(routed_shift(q));
-      mixed = f_.solve_routed(all, std::vector<double>(all.size(), share), kNoCap, false);
+      std::vector<const RoutedFlows*> all{&routed_shift(shift)};
+      std::size_t flows = all.back()->size();
+      for (const int q : alongside) {
+        all.push_back(&routed_shift(q));
+        flows += all.back()->size();
+      }
+      mixed = f_.solve_routed(all, std::vector<double>(flows, share), kNoCap, false);
       rdma = &mixed;
       // A pairwise exchange asks for the shifts in order: a shift below
       // this one's lower neighbour is not asked for again.

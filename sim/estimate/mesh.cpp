@@ -361,10 +361,14 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
         // share alone: the solve stops once each slot's is known.
         const SlowestOfGroups only = table == nullptr ? SlowestOfGroups{shares.own, dist.size()} : SlowestOfGroups{};
         shares.rates = &f.kept_rates(key, [&] {
-          RoutedFlows all;
-          for (const std::size_t q : in_flight) all.append(routed_round(q));
+          std::vector<const RoutedFlows*> all;
+          std::size_t flows = 0;
+          for (const std::size_t q : in_flight) {
+            all.push_back(&routed_round(q));
+            flows += all.back()->size();
+          }
           const double share = 1.0 / static_cast<double>(in_flight.size());
-          const std::vector<double> weight = share == 1.0 ? std::vector<double>{} : std::vector<double>(all.size(), share);
+          const std::vector<double> weight = share == 1.0 ? std::vector<double>{} : std::vector<double>(flows, share);
           return f.solve_routed(all, weight, c.copy_rate, false, only);
         });
       }
