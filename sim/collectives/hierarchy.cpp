@@ -143,6 +143,14 @@ class HierarchyBuilder {
     return s;
   }
   TaskGraph level0(const CollectiveSpec& s) const { return build_collective(s, plan_.level0); }
+  // A level-0 stage on every server, in pod then server order: its
+  // graph does not depend on the server, so it is built once (on a
+  // CloudMatrix384 building it per server was a fifth of a 1 GiB run).
+  void each_server(const TaskGraph& part, const std::string& prefix) {
+    for (int p = 0; p < h_.pods; ++p) {
+      for (int s = 0; s < h_.servers_per_pod; ++s) composer_.stage(part, server_group(p, s), 0, prefix);
+    }
+  }
   // Level-1 regions 0 and 1 alternate; region 2 is for the one two-level
   // remainder of a three-level all-reduce, which follows a region-1 stage
   // among a subset of its ranks with no all-rank stage in between.
@@ -167,15 +175,11 @@ class HierarchyBuilder {
     for (std::uint64_t first = 0; first < spec_.count || first == 0; first += per_slice, ++slice) {
       const std::uint64_t n = std::min(per_slice, spec_.count - first);
       // L0: reduce-scatter in each server; rank i keeps chunk(n, i) of the slice in its buffer.
-      for (int p = 0; p < h_.pods; ++p) {
-        for (int s = 0; s < h_.servers_per_pod; ++s) {
-          CollectiveSpec rs = stage_spec(CollOp::ReduceScatter, h_.per_server, n, ref(spec_.input_buffer, first),
-                                         ref(BufferKind::Scratch, 0), 0, spec_.buffer_bytes);
-          rs.input_offset = spec_.input_offset + first * esz_;
-          rs.chunked = true;
-          composer_.stage(level0(rs), server_group(p, s), 0, "L0/");
-        }
-      }
+      CollectiveSpec rs0 = stage_spec(CollOp::ReduceScatter, h_.per_server, n, ref(spec_.input_buffer, first),
+                                      ref(BufferKind::Scratch, 0), 0, spec_.buffer_bytes);
+      rs0.input_offset = spec_.input_offset + first * esz_;
+      rs0.chunked = true;
+      each_server(level0(rs0), "L0/");
       for (int i = 0; i < h_.per_server; ++i) {
         const Span c = chunk_span(n, h_.per_server, i);
         if (c.count == 0) continue;
@@ -209,15 +213,11 @@ class HierarchyBuilder {
         }
       }
       // L0: all-gather in each server from the buffer into the output.
-      for (int p = 0; p < h_.pods; ++p) {
-        for (int s = 0; s < h_.servers_per_pod; ++s) {
-          CollectiveSpec ag = stage_spec(CollOp::AllGather, h_.per_server, n, ref(BufferKind::Scratch, 0),
-                                         ref(spec_.output_buffer, 0), 0, spec_.buffer_bytes);
-          ag.output_offset = spec_.output_offset + first * esz_;
-          ag.chunked = true;
-          composer_.stage(level0(ag), server_group(p, s), 0, "L0/");
-        }
-      }
+      CollectiveSpec ag0 = stage_spec(CollOp::AllGather, h_.per_server, n, ref(BufferKind::Scratch, 0),
+                                      ref(spec_.output_buffer, 0), 0, spec_.buffer_bytes);
+      ag0.output_offset = spec_.output_offset + first * esz_;
+      ag0.chunked = true;
+      each_server(level0(ag0), "L0/");
       if (spec_.count == 0) break;
     }
   }
@@ -245,8 +245,9 @@ class HierarchyBuilder {
       std::vector<std::vector<Composer::Ends>> stages;  // per lane, the groups' stages
       auto level0_stage = [&](CollectiveSpec s, int lane) {
         std::vector<Composer::Ends> group;
+        const TaskGraph part = level0(s);  // the same on every server
         for (int srv = 0; srv < h_.servers_per_pod; ++srv) {
-          group.push_back(composer_.append(level0(s), server_group(0, srv), lane == 0 ? 0 : level0_size_,
+          group.push_back(composer_.append(part, server_group(0, srv), lane == 0 ? 0 : level0_size_,
                                            "P" + std::to_string(lane) + "/"));
         }
         stages.push_back(std::move(group));
@@ -349,16 +350,12 @@ class HierarchyBuilder {
     std::uint64_t slice = 0;
     for (std::uint64_t first = 0; first < c || first == 0; first += per_slice, ++slice) {
       const std::uint64_t n = std::min(per_slice, c - first);
-      for (int p = 0; p < h_.pods; ++p) {
-        for (int s = 0; s < h_.servers_per_pod; ++s) {
-          CollectiveSpec rs = stage_spec(CollOp::ReduceScatter, h_.per_server, n, ref(spec_.input_buffer, first),
-                                         ref(BufferKind::Scratch, 0), 0, spec_.buffer_bytes);
-          rs.input_offset = spec_.input_offset + first * esz_;
-          rs.segments = h_.servers();
-          rs.block_stride = c;
-          composer_.stage(level0(rs), server_group(p, s), 0, "L0/");
-        }
-      }
+      CollectiveSpec rs0 = stage_spec(CollOp::ReduceScatter, h_.per_server, n, ref(spec_.input_buffer, first),
+                                      ref(BufferKind::Scratch, 0), 0, spec_.buffer_bytes);
+      rs0.input_offset = spec_.input_offset + first * esz_;
+      rs0.segments = h_.servers();
+      rs0.block_stride = c;
+      each_server(level0(rs0), "L0/");
       for (int i = 0; i < h_.per_server; ++i) {
         CollectiveSpec rs = stage_spec(CollOp::ReduceScatter, h_.servers(), n, ref(BufferKind::Scratch, 0),
                                        ref(spec_.output_buffer, first), half(), half() / 2);
@@ -385,16 +382,12 @@ class HierarchyBuilder {
         ag.input_offset = spec_.input_offset + first * esz_;
         composer_.stage(build_level1(ag, plan_.level1), rail(0, i, true), level1_base(slice % 2), "L1/");
       }
-      for (int p = 0; p < h_.pods; ++p) {
-        for (int s = 0; s < h_.servers_per_pod; ++s) {
-          CollectiveSpec ag = stage_spec(CollOp::AllGather, h_.per_server, n, ref(BufferKind::Scratch, 0),
-                                         ref(spec_.output_buffer, first), 0, spec_.buffer_bytes);
-          ag.output_offset = spec_.output_offset + first * esz_;
-          ag.segments = h_.servers();
-          ag.block_stride = c;
-          composer_.stage(level0(ag), server_group(p, s), 0, "L0/");
-        }
-      }
+      CollectiveSpec ag0 = stage_spec(CollOp::AllGather, h_.per_server, n, ref(BufferKind::Scratch, 0),
+                                      ref(spec_.output_buffer, first), 0, spec_.buffer_bytes);
+      ag0.output_offset = spec_.output_offset + first * esz_;
+      ag0.segments = h_.servers();
+      ag0.block_stride = c;
+      each_server(level0(ag0), "L0/");
       if (c == 0) break;
     }
   }
@@ -407,30 +400,22 @@ class HierarchyBuilder {
     b1.ranks = h_.servers();
     b1.root = root_server;
     composer_.stage(build_level1(b1, plan_.level1), rail(0, root_index, true), level1_base(0), "L1/");
-    for (int p = 0; p < h_.pods; ++p) {
-      for (int s = 0; s < h_.servers_per_pod; ++s) {
-        CollectiveSpec b0 = spec_;
-        b0.ranks = h_.per_server;
-        b0.root = root_index;
-        b0.input_buffer = spec_.output_buffer;  // the rail member received it into its output
-        b0.input_offset = spec_.output_offset;
-        composer_.stage(level0(b0), server_group(p, s), 0, "L0/");
-      }
-    }
+    CollectiveSpec b0 = spec_;
+    b0.ranks = h_.per_server;
+    b0.root = root_index;
+    b0.input_buffer = spec_.output_buffer;  // the rail member received it into its output
+    b0.input_offset = spec_.output_offset;
+    each_server(level0(b0), "L0/");
   }
 
   // Every server to its member on the root's rail, then that rail to the root.
   void reduce() {
     const int root_index = spec_.root % h_.per_server;
     const int root_server = spec_.root / h_.per_server;
-    for (int p = 0; p < h_.pods; ++p) {
-      for (int s = 0; s < h_.servers_per_pod; ++s) {
-        CollectiveSpec r0 = spec_;
-        r0.ranks = h_.per_server;
-        r0.root = root_index;
-        composer_.stage(level0(r0), server_group(p, s), 0, "L0/");
-      }
-    }
+    CollectiveSpec r0 = spec_;
+    r0.ranks = h_.per_server;
+    r0.root = root_index;
+    each_server(level0(r0), "L0/");
     CollectiveSpec r1 = spec_;
     r1.ranks = h_.servers();
     r1.root = root_server;
