@@ -443,3 +443,36 @@ TEST_CASE("estimate: a solve for each group's slowest share stops early with the
   }
   CHECK(below > 0);  // it did stop before the end
 }
+
+// A hierarchical Broadcast's or Reduce's loops over the buffer inside the
+// servers are added at once once two full loops moved every stream by the
+// same amount: against following each loop, the same time but for
+// rounding (1e-11), and loops were added at once.
+TEST_CASE("estimate: server loops of a Broadcast and a Reduce added at once match loops followed one by one",
+          "[estimate]") {
+  const TopologySpec spec = load_topology(topology("a2-cluster.json"), {}, 16);
+  EstimateFabric at_once(spec);
+  EstimateFabric one_by_one(spec);
+  one_by_one.follow_every_slice(true);
+  for (const CollOp op : {CollOp::Broadcast, CollOp::Reduce}) {
+    const PerfRequest request = request_on(spec, op, {8 * GiB, 32 * GiB + 3 * MiB});
+    const std::vector<PerfRow> rows = estimate_perf(spec, request);
+    REQUIRE(rows.size() == 2);
+    const ExecContext ctx = exec_context(spec, request);
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const CollectiveSpec collective = collective_of(request, request.sizes[i]);
+      const ExecutorChoice choice{rows[i].executor, default_levels(collective, ctx), "requested"};
+      const EstimateFn* estimate = find_estimate(choice.executor);
+      REQUIRE(estimate != nullptr);
+      const std::uint64_t before = at_once.slices_added_at_once();
+      const double fast = (*estimate)(collective, ctx, choice.plan, at_once);
+      const double followed = (*estimate)(collective, ctx, choice.plan, one_by_one);
+      INFO(choice.executor << ", " << request.sizes[i] << " bytes: added at once " << fast / 1e6 << " us, followed "
+                           << followed / 1e6 << " us");
+      CHECK(static_cast<std::uint64_t>(std::llround(fast)) == rows[i].time.ps);  // perf's row is this form's
+      CHECK(std::abs(fast / followed - 1) <= 1e-11);
+      CHECK(at_once.slices_added_at_once() > before);
+    }
+  }
+  CHECK(one_by_one.slices_added_at_once() == 0);
+}
