@@ -386,6 +386,11 @@ void progressive_filling(MaxMinShares::Work& w, const DenseFlows& in, const std:
   auto weight_of = [&weight](std::size_t i) { return weight.empty() ? 1.0 : weight[i]; };
   const std::size_t flows = in.first.size() - 1;
   const std::size_t slots = in.capacity.size();
+  // A solve that stops once each group's slowest share is known visits
+  // few flows past its setup: leaving channels out would cost two more
+  // passes over every flow's channels than it saves (a CloudMatrix384
+  // AlltoAll point: 397 M -> 333 M instructions, the same shares).
+  if (only.groups > 0) return fill_progressively(w, in, limit, weight, only);
   std::vector<double>& bound = w.bound;
   bound.assign(limit.begin(), limit.end());
   for (std::size_t i = 0; i < flows; ++i) {
