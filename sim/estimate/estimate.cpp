@@ -343,7 +343,7 @@ void fill_progressively(MaxMinShares::Work& w, const DenseFlows& in, const std::
       freezes[i] = 0;
       out[i] = level;
       --remaining;
-      if (i < only.flows && group_frozen[i % only.groups] == 0) {
+      if (only.groups > 0 && i < only.flows && group_frozen[i % only.groups] == 0) {
         group_frozen[i % only.groups] = 1;
         --groups_left;
       }
@@ -558,11 +558,11 @@ std::vector<double> EstimateFabric::solve_routed(const std::vector<const RoutedF
   dense.capacity.clear();
   dense.slot.resize(hops);
   std::vector<double> limit(count, cap);
-  std::size_t i = 0;  // the flow, counted over the parts
-  std::size_t at = 0;  // its first hop in dense.slot
+  std::size_t flow = 0;  // counted over the parts
+  std::size_t at = 0;    // its first hop in dense.slot
   for (const RoutedFlows* part : parts) {
     const RoutedFlows& flows = *part;
-    for (std::size_t k = 0; k < flows.size(); ++k, ++i) {
+    for (std::size_t k = 0; k < flows.size(); ++k, ++flow) {
       for (std::size_t j = flows.first[k]; j < flows.first[k + 1]; ++j) {
         const int c = flows.channel[j];
         int& slot = slot_of[static_cast<std::size_t>(c)];
@@ -573,7 +573,7 @@ std::vector<double> EstimateFabric::solve_routed(const std::vector<const RoutedF
         }
         dense.slot[at++] = slot;
         if (write && static_cast<std::size_t>(c) < links) {
-          limit[i] = std::min(limit[i], rate(spec_.links[static_cast<std::size_t>(c) / 2].params.write_bandwidth));
+          limit[flow] = std::min(limit[flow], rate(spec_.links[static_cast<std::size_t>(c) / 2].params.write_bandwidth));
         }
       }
       dense.first.push_back(at);

@@ -11,8 +11,8 @@
 #include <array>
 #include <deque>
 #include <functional>
-#include <optional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -90,21 +90,6 @@ Times atomic_phase(const EstimateFabric& f, const Times& free, double bytes, boo
 }
 
 bool every_pair(int, int) { return true; }
-
-// What each of the latest two loops added to every time, if they added
-// the same amount to all of them, bit for bit (`times`: three states,
-// oldest first).
-std::optional<double> uniform_step(const std::deque<Times>& times) {
-  const Times& old = times[0];
-  const Times& mid = times[1];
-  const Times& now = times[2];
-  if (now.empty()) return std::nullopt;
-  const double moved = now[0] - mid[0];
-  for (std::size_t i = 0; i < now.size(); ++i) {
-    if (now[i] - mid[i] != moved || mid[i] - old[i] != moved) return std::nullopt;
-  }
-  return moved;
-}
 
 Times copies(const StepCosts& c, Times free, int count, double bytes, int only = -1) {
   for (std::size_t r = 0; r < free.size(); ++r) {
@@ -439,7 +424,7 @@ double rooted(const CollectiveSpec& s, const ExecContext& ctx, const AlgoPlan& p
       after_full.push_back(free);
       if (after_full.size() > 3) after_full.pop_front();
       const std::uint64_t full_after = (s.count - std::min(s.count, first)) / per_loop;
-      const std::optional<double> step = after_full.size() == 3 ? uniform_step(after_full) : std::nullopt;
+      const std::optional<double> step = steady_step(after_full, 1);
       if (step && full_after >= 2) {
         const std::uint64_t skipped = full_after - 1;
         for (double& t : free) t += static_cast<double>(skipped) * *step;

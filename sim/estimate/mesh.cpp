@@ -352,14 +352,14 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
         }
         std::string key = "a2a/" + std::to_string(p);
         for (const std::size_t q : in_flight) key += "/" + std::to_string(q);
-        // The round's flows, listed rank-major, one per distance (then those
-        // of the rounds alongside), each round routed once for the three
-        // solves it takes part in.
         // (Counted, not routed: the rates are kept across the sweep's points, the routes are not.)
         shares.own = listed_ranks(dist.size()) * dist.size();
         // Followed by one representative, a slot takes its slowest read's
         // share alone: the solve stops once each slot's is known.
         const SlowestOfGroups only = table == nullptr ? SlowestOfGroups{shares.own, dist.size()} : SlowestOfGroups{};
+        // The round's flows, listed rank-major, one per distance (then those
+        // of the rounds alongside), each round routed once for the three
+        // solves it takes part in.
         shares.rates = &f.kept_rates(key, [&] {
           std::vector<const RoutedFlows*> all;
           std::size_t flows = 0;

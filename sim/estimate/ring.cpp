@@ -545,20 +545,6 @@ class Hierarchical {
       }
     }
   }
-  // What `period` slices add to every time, if the latest two runs of
-  // `period` slices each added the same amount to all of them.
-  static std::optional<double> steady_step(const std::deque<std::vector<double>>& history, std::size_t period) {
-    if (history.size() < 2 * period + 1) return std::nullopt;
-    const std::vector<double>& now = history[history.size() - 1];
-    const std::vector<double>& mid = history[history.size() - 1 - period];
-    const std::vector<double>& old = history[history.size() - 1 - 2 * period];
-    if (now.empty()) return std::nullopt;
-    const double moved = now[0] - mid[0];
-    for (std::size_t i = 0; i < now.size(); ++i) {
-      if (now[i] - mid[i] != moved || mid[i] - old[i] != moved) return std::nullopt;
-    }
-    return moved;
-  }
   std::vector<double> state(bool ended_moves) const {
     std::vector<double> out;
     if (ended_moves) out.assign(ended_.begin(), ended_.end());

@@ -6,12 +6,32 @@
 #pragma once
 
 #include <algorithm>
+#include <deque>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "sim/estimate/estimate.h"
 
 namespace hcclsim {
+
+// What `period` repeats of a max-plus map (a ring's slice, a loop over the
+// buffer: sums and maxima of the streams' free times) add to every time,
+// if the latest two runs of `period` each added the same amount to all of
+// them, bit for bit; `history` holds the states after each repeat, newest
+// last. Then every further repeat would add it too.
+inline std::optional<double> steady_step(const std::deque<std::vector<double>>& history, std::size_t period) {
+  if (history.size() < 2 * period + 1) return std::nullopt;
+  const std::vector<double>& now = history[history.size() - 1];
+  const std::vector<double>& mid = history[history.size() - 1 - period];
+  const std::vector<double>& old = history[history.size() - 1 - 2 * period];
+  if (now.empty()) return std::nullopt;
+  const double moved = now[0] - mid[0];
+  for (std::size_t i = 0; i < now.size(); ++i) {
+    if (now[i] - mid[i] != moved || mid[i] - old[i] != moved) return std::nullopt;
+  }
+  return moved;
+}
 
 // One transfer task on a stream free at `free` (SDMA; `rate` the flow's
 // rate in its step, already capped): dispatch, set-up, bytes, latency.
