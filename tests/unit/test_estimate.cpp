@@ -36,7 +36,11 @@
 #include "topologies/config.h"
 #include "topologies/platform.h"
 
+#include "estimate_requests.h"
+
 using namespace hcclsim;
+using hcclsim::testing::collective_of;
+using hcclsim::testing::request_on;
 
 namespace {
 
@@ -48,27 +52,6 @@ std::string topology(const std::string& name) { return std::string(HCCLSIM_SOURC
 
 const std::vector<CollOp> kAllOps{CollOp::AllReduce, CollOp::AllGather, CollOp::ReduceScatter,
                                   CollOp::AlltoAll,  CollOp::Broadcast, CollOp::Reduce};
-
-// `op` over every NPU of `spec`, with its HCCL buffer, at `sizes`.
-PerfRequest request_on(const TopologySpec& spec, CollOp op, const std::vector<std::uint64_t>& sizes) {
-  PerfRequest request;
-  request.op = op;
-  request.ranks = spec.npus;
-  request.buffer_bytes = spec.npu.hccl_buffer_bytes;
-  request.sizes = sizes;
-  return request;
-}
-
-// The fp16 collective `request` asks for at `size`, as estimate_perf builds it.
-CollectiveSpec collective_of(const PerfRequest& request, std::uint64_t size) {
-  CollectiveSpec collective;
-  collective.op = request.op;
-  collective.ranks = request.ranks;
-  collective.dtype = DataType::Fp16;
-  collective.buffer_bytes = request.buffer_bytes;
-  collective.count = count_for_size(request.op, collective.ranks, collective.dtype, size);
-  return collective;
-}
 
 struct Bound {
   double tolerance = 0.05;

@@ -26,7 +26,11 @@
 #include "topologies/config.h"
 #include "topologies/platform.h"
 
+#include "estimate_requests.h"
+
 using namespace hcclsim;
+using hcclsim::testing::collective_of;
+using hcclsim::testing::request_on;
 
 namespace {
 
@@ -57,24 +61,7 @@ const Case kRootedRing[] = {
 };
 
 // Case `c` over every NPU of `topo`, with its HCCL buffer.
-PerfRequest request_for(const TopologySpec& topo, const Case& c) {
-  PerfRequest request;
-  request.op = c.op;
-  request.ranks = topo.npus;
-  request.buffer_bytes = topo.npu.hccl_buffer_bytes;
-  return request;
-}
-
-// The collective of `request` at `size` bytes (hccl_test's data_size), fp16.
-CollectiveSpec spec_for(const PerfRequest& request, const Case& c, std::uint64_t size) {
-  CollectiveSpec spec;
-  spec.op = c.op;
-  spec.ranks = request.ranks;
-  spec.dtype = DataType::Fp16;
-  spec.buffer_bytes = request.buffer_bytes;
-  spec.count = count_for_size(c.op, spec.ranks, spec.dtype, size);
-  return spec;
-}
+PerfRequest request_for(const TopologySpec& topo, const Case& c) { return request_on(topo, c.op, {}); }
 
 // Every case at every size on `platform`, detailed against estimated.
 template <std::size_t N>
@@ -87,7 +74,7 @@ void compare(Platform& platform, const Case (&cases)[N]) {
     for (const std::uint64_t size : {8 * KiB, 1 * MiB, 64 * MiB, 1 * GiB}) {
       const PerfRequest request = request_for(platform.spec(), c);
       const ExecContext ctx = exec_context(platform, request);
-      const CollectiveSpec spec = spec_for(request, c, size);
+      const CollectiveSpec spec = collective_of(request, size);
       const ExecutorChoice choice{c.executor, default_levels(spec, ctx), "requested"};
 
       const RunResult result = scheduler.run(build_executor(spec, ctx, choice));
@@ -163,7 +150,7 @@ TEST_CASE("ring estimate: slices added at once match slices followed one by one"
   auto estimate_of = [&](const Case& c, std::uint64_t size, const EstimateFabric& fabric) {
     const PerfRequest request = request_for(topo, c);
     const ExecContext ctx = exec_context(topo, request);
-    const CollectiveSpec spec = spec_for(request, c, size);
+    const CollectiveSpec spec = collective_of(request, size);
     const ExecutorChoice choice{c.executor, default_levels(spec, ctx), "requested"};
     const EstimateFn* estimate = find_estimate(c.executor);
     REQUIRE(estimate != nullptr);
