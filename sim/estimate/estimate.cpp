@@ -558,6 +558,7 @@ std::vector<double> EstimateFabric::solve_routed(const std::vector<const RoutedF
   dense.capacity.clear();
   dense.slot.resize(hops);
   std::vector<double> limit(count, cap);
+  const bool partly = !weight.empty();
   std::size_t flow = 0;  // counted over the parts
   std::size_t at = 0;    // its first hop in dense.slot
   for (const RoutedFlows* part : parts) {
@@ -572,6 +573,9 @@ std::vector<double> EstimateFabric::solve_routed(const std::vector<const RoutedF
           w.crossed.push_back(c);
         }
         dense.slot[at++] = slot;
+        // A flow that counts for part of the time still moves no faster
+        // than its narrowest channel.
+        if (partly) limit[flow] = std::min(limit[flow], dense.capacity[static_cast<std::size_t>(slot)]);
         if (write && static_cast<std::size_t>(c) < links) {
           limit[flow] = std::min(limit[flow], rate(spec_.links[static_cast<std::size_t>(c) / 2].params.write_bandwidth));
         }
@@ -581,13 +585,6 @@ std::vector<double> EstimateFabric::solve_routed(const std::vector<const RoutedF
   }
   for (const int c : w.crossed) slot_of[static_cast<std::size_t>(c)] = -1;
   w.crossed.clear();
-  // A flow that counts for part of the time still moves no faster than its
-  // narrowest channel.
-  for (std::size_t i = 0; i < count && !weight.empty(); ++i) {
-    for (std::size_t j = dense.first[i]; j < dense.first[i + 1]; ++j) {
-      limit[i] = std::min(limit[i], dense.capacity[static_cast<std::size_t>(dense.slot[j])]);
-    }
-  }
   progressive_filling(w, dense, limit, weight, only);
   return w.out;
 }
