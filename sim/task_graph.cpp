@@ -59,7 +59,7 @@ TaskId TaskGraph::add(Task task) {
   return id;
 }
 
-LabelId TaskGraph::intern(std::string key) {
+LabelId TaskGraph::intern(const std::string& key) {
   if (key.empty()) return 0;
   // Builders give runs of tasks one label (a step's records, waits and
   // copies): the last one is compared before anything is hashed.
@@ -68,29 +68,29 @@ LabelId TaskGraph::intern(std::string key) {
   if (found != label_ids_.end()) return last_label_ = found->second;
   const auto id = static_cast<LabelId>(labels_.size());
   labels_.push_back(key);
-  label_ids_.emplace(std::move(key), id);
+  label_ids_.emplace(key, id);
   return last_label_ = id;
 }
 
 void TaskGraph::add_dependency(TaskId before, TaskId after) { dependencies_.emplace_back(before, after); }
 
-TaskId TaskGraph::record(ThreadId thread, int peer, int notify, std::string label) {
+TaskId TaskGraph::record(ThreadId thread, int peer, int notify, const std::string& label) {
   Task t;
   t.kind = TaskKind::NotifyRecord;
   t.thread = thread;
   t.peer = peer;
   t.notify = notify;
-  t.label = intern(std::move(label));
+  t.label = intern(label);
   return add(std::move(t));
 }
 
-TaskId TaskGraph::wait(ThreadId thread, int notify, std::string label, Time timeout) {
+TaskId TaskGraph::wait(ThreadId thread, int notify, const std::string& label, Time timeout) {
   Task t;
   t.kind = TaskKind::NotifyWait;
   t.thread = thread;
   t.notify = notify;
   t.duration = timeout;
-  t.label = intern(std::move(label));
+  t.label = intern(label);
   return add(std::move(t));
 }
 
@@ -111,41 +111,41 @@ static Task data_task(TaskKind kind, ThreadId thread, BufferRef src, BufferRef d
   return t;
 }
 
-TaskId TaskGraph::copy(ThreadId thread, BufferRef src, BufferRef dst, std::uint64_t bytes, std::string label) {
-  return add(data_task(TaskKind::Memcpy, thread, src, dst, bytes, intern(std::move(label))));
+TaskId TaskGraph::copy(ThreadId thread, BufferRef src, BufferRef dst, std::uint64_t bytes, const std::string& label) {
+  return add(data_task(TaskKind::Memcpy, thread, src, dst, bytes, intern(label)));
 }
 
 TaskId TaskGraph::reduce(ThreadId thread, BufferRef src, BufferRef dst, std::uint64_t bytes,
-                         std::string label) {
-  return add(data_task(TaskKind::ReduceInline, thread, src, dst, bytes, intern(std::move(label))));
+                         const std::string& label) {
+  return add(data_task(TaskKind::ReduceInline, thread, src, dst, bytes, intern(label)));
 }
 
 TaskId TaskGraph::aiv_move(ThreadId thread, BufferRef src, BufferRef dst, std::uint64_t bytes, bool reduce,
-                           std::string label, int cores) {
-  Task t = data_task(reduce ? TaskKind::ReduceInline : TaskKind::Memcpy, thread, src, dst, bytes, intern(std::move(label)));
+                           const std::string& label, int cores) {
+  Task t = data_task(reduce ? TaskKind::ReduceInline : TaskKind::Memcpy, thread, src, dst, bytes, intern(label));
   t.mover = Mover::Aiv;
   t.cores = cores;
   return add(std::move(t));
 }
 
-TaskId TaskGraph::flag_set(ThreadId thread, int peer, int flag, std::string label) {
+TaskId TaskGraph::flag_set(ThreadId thread, int peer, int flag, const std::string& label) {
   Task t;
   t.kind = TaskKind::FlagSet;
   t.thread = thread;
   t.peer = peer;
   t.notify = flag;
-  t.label = intern(std::move(label));
+  t.label = intern(label);
   return add(std::move(t));
 }
 
-TaskId TaskGraph::flag_wait(ThreadId thread, int owner, int flag, std::uint32_t value, std::string label) {
+TaskId TaskGraph::flag_wait(ThreadId thread, int owner, int flag, std::uint32_t value, const std::string& label) {
   Task t;
   t.kind = TaskKind::FlagWait;
   t.thread = thread;
   t.peer = owner;
   t.notify = flag;
   t.count = value;
-  t.label = intern(std::move(label));
+  t.label = intern(label);
   return add(std::move(t));
 }
 

@@ -127,23 +127,23 @@ class TaskGraph {
   // Appends to the task's thread (in-order edge from the previous task).
   TaskId add(Task task);
   // The id of `text` as a label of this graph's tasks, and back.
-  LabelId intern(std::string text);
+  LabelId intern(const std::string& text);
   const std::string& label(const Task& task) const { return labels_[task.label]; }
   // `after` starts only once `before` has finished.
   void add_dependency(TaskId before, TaskId after);
 
   // Convenience builders.
-  TaskId record(ThreadId thread, int peer, int notify, std::string label = {});
-  TaskId wait(ThreadId thread, int notify, std::string label = {}, Time timeout = {});
-  TaskId copy(ThreadId thread, BufferRef src, BufferRef dst, std::uint64_t bytes, std::string label = {});
-  TaskId reduce(ThreadId thread, BufferRef src, BufferRef dst, std::uint64_t bytes, std::string label = {});
+  TaskId record(ThreadId thread, int peer, int notify, const std::string& label = {});
+  TaskId wait(ThreadId thread, int notify, const std::string& label = {}, Time timeout = {});
+  TaskId copy(ThreadId thread, BufferRef src, BufferRef dst, std::uint64_t bytes, const std::string& label = {});
+  TaskId reduce(ThreadId thread, BufferRef src, BufferRef dst, std::uint64_t bytes, const std::string& label = {});
   // AIV: a copy, or an atomic-add store, by `cores` vector cores working
   // together (one by default), or with 0 by the write pipe (MTE3) of a core
   // its kernel already holds (no core taken, one core's rate); flags.
   TaskId aiv_move(ThreadId thread, BufferRef src, BufferRef dst, std::uint64_t bytes, bool reduce,
-                  std::string label = {}, int cores = 1);
-  TaskId flag_set(ThreadId thread, int peer, int flag, std::string label = {});
-  TaskId flag_wait(ThreadId thread, int owner, int flag, std::uint32_t value, std::string label = {});
+                  const std::string& label = {}, int cores = 1);
+  TaskId flag_set(ThreadId thread, int peer, int flag, const std::string& label = {});
+  TaskId flag_wait(ThreadId thread, int owner, int flag, std::uint32_t value, const std::string& label = {});
 
   // Copies `part` into this graph: its rank r becomes rank_map[r], its notify
   // (and flag) n becomes notify_base + n, its thread names get `thread_prefix`. With

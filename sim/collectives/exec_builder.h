@@ -55,16 +55,16 @@ class ExecBuilder : public PlanBuilder {
 
   Handshake new_handshake() { return Handshake{notifies_.take(p_), notifies_.take(p_)}; }
   void tx_ack(ThreadId t, int me, int peer, const Handshake& h, const std::string& label) {
-    graph_.record(t, peer, h.ack + me, label + " TxAck");
+    graph_.record(t, peer, h.ack + me, handshake_labels(label).tx_ack);
   }
   void rx_ack(ThreadId t, int peer, const Handshake& h, const std::string& label) {
-    graph_.wait(t, h.ack + peer, label + " RxAck");
+    graph_.wait(t, h.ack + peer, handshake_labels(label).rx_ack);
   }
   void tx_data(ThreadId t, int me, int peer, const Handshake& h, const std::string& label) {
-    graph_.record(t, peer, h.data + me, label + " TxDataSignal");
+    graph_.record(t, peer, h.data + me, handshake_labels(label).tx_data);
   }
   void rx_data(ThreadId t, int peer, const Handshake& h, const std::string& label) {
-    graph_.wait(t, h.data + peer, label + " RxDataSignal");
+    graph_.wait(t, h.data + peer, handshake_labels(label).rx_data);
   }
   // Both sides ready / both sides done, on the stream `t` of `me` towards `peer`.
   void ack_pair(ThreadId t, int me, int peer, const Handshake& h, const std::string& label) {
@@ -75,6 +75,20 @@ class ExecBuilder : public PlanBuilder {
     tx_data(t, me, peer, h, label);
     rx_data(t, peer, h, label);
   }
+
+  // A handshake's four labels for `label`, kept for the label last asked
+  // for: builders run thousands of handshakes under one label, and
+  // composing each label per task was a tenth of building a ring.
+  struct HandshakeLabels {
+    std::string base, tx_ack, rx_ack, tx_data, rx_data;
+  };
+  const HandshakeLabels& handshake_labels(const std::string& label) {
+    if (!handshake_labels_.tx_ack.empty() && handshake_labels_.base == label) return handshake_labels_;
+    handshake_labels_ = HandshakeLabels{label, label + " TxAck", label + " RxAck", label + " TxDataSignal",
+                                        label + " RxDataSignal"};
+    return handshake_labels_;
+  }
+  HandshakeLabels handshake_labels_;
 
   // The main stream releases the first `n` slave streams / waits for them.
   void fork(int r, int n) {

@@ -196,26 +196,29 @@ class Level1Builder : public PlanBuilder {
       out[static_cast<std::size_t>(x.from)] = static_cast<int>(i);
       in[static_cast<std::size_t>(x.to)] = static_cast<int>(i);
     }
+    // The step's labels, built once (per rank they were a fifth of building a level-1 stage).
     const std::string name = title() + " " + step.name;
+    const std::string ready_label = name + " ready";
+    const std::string done_label = name + " done";
     for (int r = 0; r < p_; ++r) {
       if (in[static_cast<std::size_t>(r)] < 0) continue;
       graph_.record(stream_[r], step.xfers[static_cast<std::size_t>(in[static_cast<std::size_t>(r)])].from, ready,
-                    name + " ready");
+                    ready_label);
     }
     for (int r = 0; r < p_; ++r) {
       if (out[static_cast<std::size_t>(r)] < 0) continue;
       const Xfer& x = step.xfers[static_cast<std::size_t>(out[static_cast<std::size_t>(r)])];
-      graph_.wait(stream_[r], ready, name + " ready");
+      graph_.wait(stream_[r], ready, ready_label);
       for (const Span& s : x.spans) {
         move(stream_[r], ccl_in(r, s.first), x.reduce ? ccl_out(x.to, s.first) : ccl_in(x.to, s.first), s.count, false,
              name);
       }
-      graph_.record(stream_[r], x.to, done, name + " done");
+      graph_.record(stream_[r], x.to, done, done_label);
     }
     for (int r = 0; r < p_; ++r) {
       if (in[static_cast<std::size_t>(r)] < 0) continue;
       const Xfer& x = step.xfers[static_cast<std::size_t>(in[static_cast<std::size_t>(r)])];
-      graph_.wait(stream_[r], done, name + " done");
+      graph_.wait(stream_[r], done, done_label);
       if (!x.reduce) continue;
       for (const Span& s : x.spans) move(stream_[r], ccl_out(r, s.first), ccl_in(r, s.first), s.count, true, name);
     }

@@ -73,14 +73,14 @@ class PlanBuilder {
     return {rank, BufferKind::Scratch, spec_.scratch_offset + spec_.buffer_bytes + elem * esz_};
   }
   // Copies or reduces `elems` elements; nothing for zero elements.
-  void move(ThreadId thread, BufferRef src, BufferRef dst, std::uint64_t elems, bool reduce, std::string label) {
+  void move(ThreadId thread, BufferRef src, BufferRef dst, std::uint64_t elems, bool reduce, const std::string& label) {
     if (elems == 0) return;
     // A stage whose data already sits in the HCCL buffer copies nothing.
     if (!reduce && src.rank == dst.rank && src.buffer == dst.buffer && src.offset() == dst.offset()) return;
     if (reduce) {
-      graph_.reduce(thread, src, dst, elems * esz_, std::move(label));
+      graph_.reduce(thread, src, dst, elems * esz_, label);
     } else {
-      graph_.copy(thread, src, dst, elems * esz_, std::move(label));
+      graph_.copy(thread, src, dst, elems * esz_, label);
     }
   }
 

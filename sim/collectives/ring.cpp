@@ -107,7 +107,15 @@ class RingExec : public ExecBuilder {
   // Reduce-scatter: afterwards rank r's buffer holds slice r fully reduced.
   // At step s the rank at ring position i reads slice order[i - s - 2] of
   // its previous rank, reduced into its own copy.
+  // "<what> step s" for s in 0..p-2, built once per phase, not per rank.
+  std::vector<std::string> step_labels(const std::string& what) const {
+    std::vector<std::string> out;
+    for (int s = 0; s + 1 < p_; ++s) out.push_back(what + " step " + std::to_string(s));
+    return out;
+  }
+
   void reduce_scatter_rings(const std::vector<Slice>& slices) {
+    const std::vector<std::string> step_label = step_labels("ReduceScatter");
     for (int k = 0; k < rings_; ++k) {
       for (int r = 0; r < p_; ++r) {
         const int i = pos(k, r);
@@ -125,7 +133,7 @@ class RingExec : public ExecBuilder {
           tx_ack(t, r, next(k, r), h, "ReduceScatter");
           rx_ack(t, prev(k, r), h, "ReduceScatter");
           move_slice(t, mine, prev(k, r), s == 0 ? BufferKind::Input : BufferKind::Scratch, r, BufferKind::Scratch, true,
-                     "ReduceScatter step " + std::to_string(s));
+                     step_label[static_cast<std::size_t>(s)]);
           // Done reading the previous rank; wait until the next one read mine.
           tx_data(t, r, prev(k, r), h, "ReduceScatter");
           rx_data(t, next(k, r), h, "ReduceScatter");
@@ -137,6 +145,7 @@ class RingExec : public ExecBuilder {
   // All-gather: rank r's buffer holds slice r; afterwards every slice, each
   // also copied to the output by the local-copy stream.
   void all_gather_rings(const std::vector<Slice>& slices, bool own_to_output) {
+    const std::vector<std::string> step_label = step_labels("AllGather");
     for (int k = 0; k < rings_; ++k) {
       for (int r = 0; r < p_; ++r) {
         const int i = pos(k, r);
@@ -155,7 +164,7 @@ class RingExec : public ExecBuilder {
           tx_ack(t, r, next(k, r), h, "AllGather");
           rx_ack(t, prev(k, r), h, "AllGather");
           move_slice(t, got, prev(k, r), BufferKind::Scratch, r, BufferKind::Scratch, false,
-                     "AllGather step " + std::to_string(s));
+                     step_label[static_cast<std::size_t>(s)]);
           tx_data(t, r, prev(k, r), h, "AllGather");
           rx_data(t, next(k, r), h, "AllGather");
           graph_.record(t, r, got_[static_cast<std::size_t>(k)] + s, "got");
