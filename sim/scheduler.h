@@ -125,8 +125,8 @@ class Scheduler : private TaskObserver {
   // check's work runs on the second core beside the simulation; the
   // replay keeps log order, as one thread would (the same verdicts), and
   // the run waits only while kQueuedLogs logs are waiting. Applied as
-  // they happened, the
-  // tracker's pieces of thousands of buffers, the tasks and the model's own
+  // they happened, the tracker's pieces of thousands of buffers, the
+  // tasks and the model's own
   // state evicted each other from the caches (a 1024-NPU AllGather: 2.2x
   // the unchecked time, a third of it misses in the model). The replay
   // reads a copy's ends here and its length in the compiled task, never

@@ -76,20 +76,6 @@ class ExecBuilder : public PlanBuilder {
     rx_data(t, peer, h, label);
   }
 
-  // A handshake's four labels for `label`, kept for the label last asked
-  // for: builders run thousands of handshakes under one label, and
-  // composing each label per task was a tenth of building a ring.
-  struct HandshakeLabels {
-    std::string base, tx_ack, rx_ack, tx_data, rx_data;
-  };
-  const HandshakeLabels& handshake_labels(const std::string& label) {
-    if (!handshake_labels_.tx_ack.empty() && handshake_labels_.base == label) return handshake_labels_;
-    handshake_labels_ = HandshakeLabels{label, label + " TxAck", label + " RxAck", label + " TxDataSignal",
-                                        label + " RxDataSignal"};
-    return handshake_labels_;
-  }
-  HandshakeLabels handshake_labels_;
-
   // The main stream releases the first `n` slave streams / waits for them.
   void fork(int r, int n) {
     for (int i = 0; i < n; ++i) {
@@ -110,6 +96,21 @@ class ExecBuilder : public PlanBuilder {
   std::vector<std::vector<ThreadId>> slave_;
   int fork_ = 0;
   int join_ = 0;
+
+ private:
+  // A handshake's four labels for `label`, kept for the label last asked
+  // for: builders run thousands of handshakes under one label, and
+  // composing the label per task allocated a string per task.
+  struct HandshakeLabels {
+    std::string base, tx_ack, rx_ack, tx_data, rx_data;
+  };
+  const HandshakeLabels& handshake_labels(const std::string& label) {
+    if (!handshake_labels_.tx_ack.empty() && handshake_labels_.base == label) return handshake_labels_;
+    handshake_labels_ = HandshakeLabels{label, label + " TxAck", label + " RxAck", label + " TxDataSignal",
+                                        label + " RxDataSignal"};
+    return handshake_labels_;
+  }
+  HandshakeLabels handshake_labels_;
 };
 
 // Slice j of n elements over `parts`, each slice ceil(n / parts) rounded up

@@ -317,7 +317,8 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
     auto found = routed.find(q);
     if (found == routed.end()) {
       std::vector<FlowPair> list;
-      for (std::size_t r = 0; r < listed_ranks(rounds[q].size()); ++r) {
+      const std::size_t listed = listed_ranks(rounds[q].size());
+      for (std::size_t r = 0; r < listed; ++r) {
         for (int x : rounds[q]) list.push_back(FlowPair{(static_cast<int>(r) + p - x) % p, static_cast<int>(r)});
       }
       found = routed.emplace(q, RoutedFlows{}).first;
