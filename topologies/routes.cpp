@@ -22,7 +22,11 @@ std::uint64_t pair_hash(int src, int dst) {
 }  // namespace
 
 RouteFinder::RouteFinder(const TopologySpec& spec)
-    : spec_(&spec), leaf_links_(spec.fabrics.size()), spines_between_(spec.fabrics.size()) {
+    : spec_(&spec),
+      leaf_links_(spec.fabrics.size()),
+      leaf_spines_at_(spec.fabrics.size()),
+      spine_lists_(spec.fabrics.size()),
+      spines_between_(spec.fabrics.size()) {
   for (const FabricSpec& fabric : spec.fabrics) roce_.push_back(fabric.kind == "roce" ? 1 : 0);
   // Compressed rows: count each node's links, then place them, in link
   // order, and sort each row by neighbour (one array, not a vector per node:
@@ -78,6 +82,31 @@ const RouteFinder::LeafLinks& RouteFinder::leaf_links(std::size_t fabric, int np
   return out;
 }
 
+RouteFinder::LeafSpines RouteFinder::leaf_spines(std::size_t fabric, int leaf) const {
+  std::vector<int>& at = leaf_spines_at_[fabric];
+  const std::vector<std::vector<int>>& spines_of = spec_->fabrics[fabric].spines_of;
+  if (at.empty()) at.assign(spines_of.size(), -1);
+  int& index = at[static_cast<std::size_t>(leaf)];
+  if (index >= 0) return leaf_spines_[static_cast<std::size_t>(index)];
+  const std::vector<int>& spines = spines_of[static_cast<std::size_t>(leaf)];
+  LeafSpines out;
+  out.first = leaf_spine_hops_.size();
+  out.count = spines.size();
+  bool linked = true;
+  for (const int sw : spines) {
+    leaf_spine_hops_.emplace_back(channel(leaf, sw), channel(sw, leaf));
+    linked = linked && leaf_spine_hops_.back().first >= 0 && leaf_spine_hops_.back().second >= 0;
+  }
+  if (linked) {
+    std::map<std::vector<int>, int>& lists = spine_lists_[fabric];
+    const auto found = lists.find(spines);
+    out.list = found != lists.end() ? found->second : lists.emplace(spines, static_cast<int>(lists.size())).first->second;
+  }
+  index = static_cast<int>(leaf_spines_.size());
+  leaf_spines_.push_back(out);
+  return leaf_spines_.back();
+}
+
 const RouteFinder::SpineHops& RouteFinder::spines_between(std::size_t fabric, int leaf_src, int leaf_dst) const {
   auto& memo = spines_between_[fabric];
   const std::uint64_t key = static_cast<std::uint64_t>(static_cast<std::uint32_t>(leaf_src)) << 32 |
@@ -111,6 +140,17 @@ bool RouteFinder::fabric_path(std::size_t fabric_index, int src, int dst, std::v
   }
   if (static_cast<std::size_t>(leaf_src) >= fabric.spines_of.size()) return false;
   // The hash picks one of the spines both leaves reach.
+  const LeafSpines from = leaf_spines(fabric_index, leaf_src);
+  const LeafSpines to = leaf_spines(fabric_index, leaf_dst);
+  if (from.list >= 0 && from.list == to.list) {  // the same spines, all linked: spines_between's k-th is spine k
+    if (from.count == 0) return false;
+    const std::size_t k = static_cast<std::size_t>(pair_hash(src, dst) % from.count);
+    path.push_back(up);
+    path.push_back(leaf_spine_hops_[from.first + k].first);
+    path.push_back(leaf_spine_hops_[to.first + k].second);
+    path.push_back(down);
+    return true;
+  }
   const SpineHops& shared = spines_between(fabric_index, leaf_src, leaf_dst);
   if (shared.count == 0) return false;
   const SpineHop& hop = spine_hops_[shared.first + static_cast<std::size_t>(pair_hash(src, dst) % shared.count)];

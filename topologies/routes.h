@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -45,7 +46,15 @@ class RouteFinder {
     int down = -2;
   };
   bool fabric_path(std::size_t fabric, int src, int dst, std::vector<int>& path) const;
+  // A leaf's channels to and from each of its spines, in spines_of order:
+  // leaf_spine_hops_[first .. first + count), each (leaf -> spine, spine -> leaf).
+  struct LeafSpines {
+    int list = -1;  // -1: some spine not linked both ways; else the id of its list of spines
+    std::size_t first = 0;
+    std::size_t count = 0;
+  };
   const LeafLinks& leaf_links(std::size_t fabric, int npu, int leaf) const;
+  LeafSpines leaf_spines(std::size_t fabric, int leaf) const;  // (a copy: a lookup may add to leaf_spines_)
   const SpineHops& spines_between(std::size_t fabric, int leaf_src, int leaf_dst) const;
   std::vector<int> shortest_path(int src, int dst) const;
 
@@ -57,9 +66,17 @@ class RouteFinder {
   std::vector<char> roce_;  // per fabric: its kind is "roce" (carries the RDMA traffic)
   // Per fabric, per NPU, looked up when the NPU is first routed over it.
   mutable std::vector<std::vector<LeafLinks>> leaf_links_;
-  // Memo of spines_between, per fabric by (source leaf, destination leaf):
-  // every pair of NPUs under the same two leaves picks among the same
-  // spines, and a collective routes up to millions of pairs.
+  // Per fabric, per leaf, looked up when the leaf is first routed through;
+  // two leaves with the same list of spines, each linked both ways to all
+  // of them, reach spine k through their k-th channels (every leaf/spine
+  // fabric hcclsim builds), with no lookup per pair of leaves.
+  mutable std::vector<std::vector<int>> leaf_spines_at_;  // per fabric, per node: its index in leaf_spines_ (-1: none yet)
+  mutable std::vector<LeafSpines> leaf_spines_;
+  mutable std::vector<SpineHop> leaf_spine_hops_;
+  mutable std::vector<std::map<std::vector<int>, int>> spine_lists_;  // per fabric: the distinct lists, numbered
+  // Memo of spines_between, per fabric by (source leaf, destination leaf),
+  // for the leaves that differ in their spines: every pair of NPUs under
+  // the same two leaves picks among the same spines.
   mutable std::vector<std::unordered_map<std::uint64_t, SpineHops>> spines_between_;
   mutable std::vector<SpineHop> spine_hops_;
 };

@@ -24,6 +24,7 @@
 #include "topologies/cluster.h"
 #include "topologies/config.h"
 #include "topologies/platform.h"
+#include "topologies/routes.h"
 
 using namespace hcclsim;
 
@@ -163,6 +164,35 @@ TEST_CASE("ECMP spreads pairs over the spines and keeps each pair on one spine",
   CHECK(platform.route(0, 9)[1]->label() == "roce switch0->switch4");
   CHECK(platform.route(2, 25)[1]->label() == "roce switch0->switch5");
   CHECK(platform.route(0, 16)[1]->label() == "roce switch0->switch7");
+}
+
+TEST_CASE("leaves with the same spines route as the per-pair lookup of the spines both reach", "[cluster][a2]") {
+  // RouteFinder takes a pair of leaves with one list of spines, each linked
+  // both ways to all of them, through their k-th channels, and any other
+  // pair through the spines of the source leaf, in order, that both reach.
+  // A spine listed for every leaf but linked to none sends every pair the
+  // second way; the routes must not change.
+  const TopologySpec regular = make_cluster(a2_cluster_layout(4, RoceFabricOptions{8, 4, 1.0}), load_profile(a2_profile()));
+  TopologySpec listed = regular;
+  const int unlinked = listed.npus + listed.switches;  // a node no link reaches
+  ++listed.switches;
+  for (std::vector<int>& spines : listed.fabrics[0].spines_of) {
+    if (!spines.empty()) spines.insert(spines.begin() + 2, unlinked);
+  }
+  listed.fabrics[0].spines_of.resize(static_cast<std::size_t>(unlinked) + 1);
+  const RouteFinder fast(regular);
+  const RouteFinder looked_up(listed);
+  std::set<int> spines_taken;
+  for (int a = 0; a < regular.npus; ++a) {
+    for (int b = 0; b < regular.npus; ++b) {
+      if (a / 8 == b / 8) continue;
+      const std::vector<int> path = fast.path(a, b);
+      REQUIRE(path.size() == 4);
+      CHECK(looked_up.path(a, b) == path);
+      spines_taken.insert(regular.links[static_cast<std::size_t>(path[1]) / 2].b);
+    }
+  }
+  CHECK(spines_taken.size() == 4);
 }
 
 TEST_CASE("two servers sending through one 2:1 oversubscribed leaf uplink each get half of it", "[cluster][a2]") {
