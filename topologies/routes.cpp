@@ -27,7 +27,11 @@ RouteFinder::RouteFinder(const TopologySpec& spec)
       leaf_spines_at_(spec.fabrics.size()),
       spine_lists_(spec.fabrics.size()),
       spines_between_(spec.fabrics.size()) {
-  for (const FabricSpec& fabric : spec.fabrics) roce_.push_back(fabric.kind == "roce" ? 1 : 0);
+  for (std::size_t f = 0; f < spec.fabrics.size(); ++f) {
+    roce_.push_back(spec.fabrics[f].kind == "roce" ? 1 : 0);
+    leaf_links_[f].resize(static_cast<std::size_t>(spec.npus));
+    leaf_spines_at_[f].assign(spec.fabrics[f].spines_of.size(), -1);
+  }
   // Compressed rows: count each node's links, then place them, in link
   // order, and sort each row by neighbour (one array, not a vector per node:
   // a 99,840-die supernode has millions of links).
@@ -74,21 +78,8 @@ bool RouteFinder::rdma_between(int a, int b) const {
   return spec_->sdma_domain_of.at(static_cast<std::size_t>(a)) != spec_->sdma_domain_of.at(static_cast<std::size_t>(b));
 }
 
-const RouteFinder::LeafLinks& RouteFinder::leaf_links(std::size_t fabric, int npu, int leaf) const {
-  std::vector<LeafLinks>& links = leaf_links_[fabric];
-  if (links.empty()) links.resize(static_cast<std::size_t>(spec_->npus));
-  LeafLinks& out = links[static_cast<std::size_t>(npu)];
-  if (out.up == -2) out = LeafLinks{channel(npu, leaf), channel(leaf, npu)};
-  return out;
-}
-
-RouteFinder::LeafSpines RouteFinder::leaf_spines(std::size_t fabric, int leaf) const {
-  std::vector<int>& at = leaf_spines_at_[fabric];
-  const std::vector<std::vector<int>>& spines_of = spec_->fabrics[fabric].spines_of;
-  if (at.empty()) at.assign(spines_of.size(), -1);
-  int& index = at[static_cast<std::size_t>(leaf)];
-  if (index >= 0) return leaf_spines_[static_cast<std::size_t>(index)];
-  const std::vector<int>& spines = spines_of[static_cast<std::size_t>(leaf)];
+RouteFinder::LeafSpines RouteFinder::add_leaf_spines(std::size_t fabric, int leaf) const {
+  const std::vector<int>& spines = spec_->fabrics[fabric].spines_of[static_cast<std::size_t>(leaf)];
   LeafSpines out;
   out.first = leaf_spine_hops_.size();
   out.count = spines.size();
@@ -102,7 +93,7 @@ RouteFinder::LeafSpines RouteFinder::leaf_spines(std::size_t fabric, int leaf) c
     const auto found = lists.find(spines);
     out.list = found != lists.end() ? found->second : lists.emplace(spines, static_cast<int>(lists.size())).first->second;
   }
-  index = static_cast<int>(leaf_spines_.size());
+  leaf_spines_at_[fabric][static_cast<std::size_t>(leaf)] = static_cast<int>(leaf_spines_.size());
   leaf_spines_.push_back(out);
   return leaf_spines_.back();
 }
@@ -141,7 +132,8 @@ bool RouteFinder::fabric_path(std::size_t fabric_index, int src, int dst, std::v
   if (static_cast<std::size_t>(leaf_src) >= fabric.spines_of.size()) return false;
   // The hash picks one of the spines both leaves reach.
   const LeafSpines from = leaf_spines(fabric_index, leaf_src);
-  const LeafSpines to = leaf_spines(fabric_index, leaf_dst);
+  const LeafSpines to = static_cast<std::size_t>(leaf_dst) < fabric.spines_of.size() ? leaf_spines(fabric_index, leaf_dst)
+                                                                                     : LeafSpines{};
   if (from.list >= 0 && from.list == to.list) {  // the same spines, all linked: spines_between's k-th is spine k
     if (from.count == 0) return false;
     const std::size_t k = static_cast<std::size_t>(pair_hash(src, dst) % from.count);

@@ -53,8 +53,17 @@ class RouteFinder {
     std::size_t first = 0;
     std::size_t count = 0;
   };
-  const LeafLinks& leaf_links(std::size_t fabric, int npu, int leaf) const;
-  LeafSpines leaf_spines(std::size_t fabric, int leaf) const;  // (a copy: a lookup may add to leaf_spines_)
+  // (Inline: a route looks up both ends' leaf links and spines.)
+  const LeafLinks& leaf_links(std::size_t fabric, int npu, int leaf) const {
+    LeafLinks& out = leaf_links_[fabric][static_cast<std::size_t>(npu)];
+    if (out.up == -2) out = LeafLinks{channel(npu, leaf), channel(leaf, npu)};
+    return out;
+  }
+  LeafSpines leaf_spines(std::size_t fabric, int leaf) const {  // (a copy: a lookup may add to leaf_spines_)
+    const int at = leaf_spines_at_[fabric][static_cast<std::size_t>(leaf)];
+    return at >= 0 ? leaf_spines_[static_cast<std::size_t>(at)] : add_leaf_spines(fabric, leaf);
+  }
+  LeafSpines add_leaf_spines(std::size_t fabric, int leaf) const;
   const SpineHops& spines_between(std::size_t fabric, int leaf_src, int leaf_dst) const;
   std::vector<int> shortest_path(int src, int dst) const;
 
@@ -64,13 +73,13 @@ class RouteFinder {
   std::vector<std::size_t> first_neighbour_;
   std::vector<std::pair<int, int>> neighbours_;
   std::vector<char> roce_;  // per fabric: its kind is "roce" (carries the RDMA traffic)
-  // Per fabric, per NPU, looked up when the NPU is first routed over it.
+  // Per fabric, per NPU (sized up front), looked up when the NPU is first routed over it.
   mutable std::vector<std::vector<LeafLinks>> leaf_links_;
   // Per fabric, per leaf, looked up when the leaf is first routed through;
   // two leaves with the same list of spines, each linked both ways to all
   // of them, reach spine k through their k-th channels (every leaf/spine
   // fabric hcclsim builds), with no lookup per pair of leaves.
-  mutable std::vector<std::vector<int>> leaf_spines_at_;  // per fabric, per node: its index in leaf_spines_ (-1: none yet)
+  mutable std::vector<std::vector<int>> leaf_spines_at_;  // per fabric, per node (sized up front): its index in leaf_spines_ (-1: none yet)
   mutable std::vector<LeafSpines> leaf_spines_;
   mutable std::vector<SpineHop> leaf_spine_hops_;
   mutable std::vector<std::map<std::vector<int>, int>> spine_lists_;  // per fabric: the distinct lists, numbered
