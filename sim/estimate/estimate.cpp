@@ -39,16 +39,42 @@ double StepCosts::local_copy(double bytes, bool reduce) const {
 
 EstimateFabric::EstimateFabric(const TopologySpec& spec) : spec_(spec), costs_(spec_.npu), routes_(spec_) {}
 
-std::uint64_t EstimateFabric::relation(int from, int to) const {
-  const auto a = static_cast<std::size_t>(from);
-  const auto b = static_cast<std::size_t>(to);
-  std::uint64_t out = from == to ? 1 : 0;
-  out = out << 1 | (from / spec_.npus_per_chip == to / spec_.npus_per_chip ? 1 : 0);
-  out = out << 1 | (server_of(spec_, from) == server_of(spec_, to) ? 1 : 0);
-  const std::vector<int>& domain = spec_.sdma_domain_of;  // routes_.rdma_between's rule, without its checks
-  out = out << 1 | (!domain.empty() && domain[a] != domain[b] ? 1 : 0);
-  for (const FabricSpec& f : spec_.fabrics) out = out << 1 | (f.leaf_of[a] == f.leaf_of[b] ? 1 : 0);
+const std::vector<int>& EstimateFabric::places() const {
+  if (places_.empty()) {
+    // Per NPU: chip, server, SDMA domain (0 when there are none), leaf of
+    // each fabric; built on first use (100,000 NPUs: a few MiB).
+    const std::size_t width = 3 + spec_.fabrics.size();
+    places_.resize(static_cast<std::size_t>(spec_.npus) * width);
+    const std::vector<int>& domain = spec_.sdma_domain_of;  // routes_.rdma_between's rule, without its checks
+    for (int n = 0; n < spec_.npus; ++n) {
+      int* at = &places_[static_cast<std::size_t>(n) * width];
+      const auto i = static_cast<std::size_t>(n);
+      at[0] = n / spec_.npus_per_chip;
+      at[1] = server_of(spec_, n);
+      at[2] = domain.empty() ? 0 : domain[i];
+      for (std::size_t f = 0; f < spec_.fabrics.size(); ++f) at[3 + f] = spec_.fabrics[f].leaf_of[i];
+    }
+  }
+  return places_;
+}
+
+namespace {
+// relation()'s bits from the two NPUs' places (EstimateFabric::places()).
+inline std::uint64_t relation_of(const int* a, const int* b, bool same_npu, std::size_t fabrics) {
+  std::uint64_t out = same_npu ? 1 : 0;
+  out = out << 1 | (a[0] == b[0] ? 1 : 0);  // chip
+  out = out << 1 | (a[1] == b[1] ? 1 : 0);  // server
+  out = out << 1 | (a[2] != b[2] ? 1 : 0);  // SDMA domains differ
+  for (std::size_t f = 0; f < fabrics; ++f) out = out << 1 | (a[3 + f] == b[3 + f] ? 1 : 0);
   return out;
+}
+}  // namespace
+
+std::uint64_t EstimateFabric::relation(int from, int to) const {
+  const std::size_t width = 3 + spec_.fabrics.size();
+  const int* at = places().data();
+  return relation_of(at + static_cast<std::size_t>(from) * width, at + static_cast<std::size_t>(to) * width, from == to,
+                     spec_.fabrics.size());
 }
 
 PathCost EstimateFabric::path(int from, int to) const {
@@ -595,6 +621,45 @@ double EstimateFabric::shared_rate(const std::string& key, const std::function<v
   return rates.empty() ? cap : *std::min_element(rates.begin(), rates.end());
 }
 
+void EstimateFabric::classify(const std::vector<FlowPair>& pairs, std::vector<PathCost>& kinds,
+                              std::vector<std::uint8_t>* kind_of) const {
+  // A pair's kind follows its relation: path() once per relation seen,
+  // found by the relation's bits in a table when they are few (millions of
+  // pairs on 99,840 dies), else by a scan of those seen.
+  const std::size_t bits = 4 + spec_.fabrics.size();
+  constexpr std::size_t kTableBits = 12;
+  std::vector<std::int16_t> by_relation(bits <= kTableBits ? std::size_t{1} << bits : 0, -1);
+  std::vector<std::pair<std::uint64_t, std::uint8_t>> seen;  // beyond kTableBits
+  if (kind_of != nullptr) kind_of->resize(pairs.size());
+  const std::size_t fabrics = spec_.fabrics.size();
+  const int* at = places().data();
+  for (std::size_t i = 0; i < pairs.size(); ++i) {
+    const FlowPair& f = pairs[i];
+    const std::uint64_t rel = relation_of(at + static_cast<std::size_t>(f.from) * (3 + fabrics),
+                                          at + static_cast<std::size_t>(f.to) * (3 + fabrics), f.from == f.to, fabrics);
+    int kind = -1;
+    if (!by_relation.empty()) {
+      kind = by_relation[rel];
+    } else {
+      const auto known = std::find_if(seen.begin(), seen.end(), [rel](const auto& k) { return k.first == rel; });
+      if (known != seen.end()) kind = known->second;
+    }
+    if (kind < 0) {
+      const PathCost p = path(f.from, f.to);
+      std::size_t k = 0;
+      while (k < kinds.size() && !same_cost(kinds[k], p)) ++k;
+      if (k == kinds.size()) kinds.push_back(p);
+      kind = static_cast<int>(std::min<std::size_t>(k, 255));
+      if (!by_relation.empty()) {
+        by_relation[rel] = static_cast<std::int16_t>(kind);
+      } else {
+        seen.emplace_back(rel, static_cast<std::uint8_t>(kind));
+      }
+    }
+    if (kind_of != nullptr) (*kind_of)[i] = static_cast<std::uint8_t>(kind);
+  }
+}
+
 const std::vector<PathCost>& EstimateFabric::path_kinds(const std::string& key,
                                                         const std::function<void(std::vector<FlowPair>&)>& flows) const {
   const auto found = kinds_.find(key);
@@ -602,45 +667,18 @@ const std::vector<PathCost>& EstimateFabric::path_kinds(const std::string& key,
   std::vector<FlowPair> list;
   flows(list);
   std::vector<PathCost> kinds;
-  std::vector<std::uint64_t> relations;  // seen: pairs of one relation are of one kind
-  for (const FlowPair& f : list) {
-    const std::uint64_t rel = relation(f.from, f.to);
-    if (std::find(relations.begin(), relations.end(), rel) != relations.end()) continue;
-    relations.push_back(rel);
-    const PathCost p = path(f.from, f.to);
-    const bool known = std::any_of(kinds.begin(), kinds.end(), [&](const PathCost& k) { return same_cost(k, p); });
-    if (!known) kinds.push_back(p);
-  }
+  classify(list, kinds, nullptr);
   return kinds_.emplace(key, std::move(kinds)).first->second;
 }
 
-const EstimateFabric::PairTable& EstimateFabric::pair_table(const std::string& key, int rows, int cols,
-                                                           const std::function<FlowPair(int, int)>& pair) const {
+const EstimateFabric::PairTable& EstimateFabric::pair_table(
+    const std::string& key, const std::function<void(std::vector<FlowPair>&)>& pairs) const {
   const auto found = tables_.find(key);
   if (found != tables_.end()) return found->second;
+  std::vector<FlowPair> list;
+  pairs(list);
   PairTable table;
-  table.kind_of.resize(static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols));
-  std::vector<std::pair<std::uint64_t, std::uint8_t>> kind_of_relation;  // a pair's kind follows its relation
-  for (int r = 0; r < rows; ++r) {
-    for (int col = 0; col < cols; ++col) {
-      const FlowPair f = pair(r, col);
-      const std::uint64_t rel = relation(f.from, f.to);
-      const auto seen = std::find_if(kind_of_relation.begin(), kind_of_relation.end(),
-                                     [rel](const auto& known) { return known.first == rel; });
-      if (seen != kind_of_relation.end()) {
-        table.kind_of[static_cast<std::size_t>(r) * static_cast<std::size_t>(cols) + static_cast<std::size_t>(col)] =
-            seen->second;
-        continue;
-      }
-      const PathCost p = path(f.from, f.to);
-      std::size_t k = 0;
-      while (k < table.kinds.size() && !same_cost(table.kinds[k], p)) ++k;
-      if (k == table.kinds.size()) table.kinds.push_back(p);
-      const auto kind = static_cast<std::uint8_t>(std::min<std::size_t>(k, 255));
-      table.kind_of[static_cast<std::size_t>(r) * static_cast<std::size_t>(cols) + static_cast<std::size_t>(col)] = kind;
-      kind_of_relation.emplace_back(rel, kind);
-    }
-  }
+  classify(list, table.kinds, &table.kind_of);
   return tables_.emplace(key, std::move(table)).first->second;
 }
 

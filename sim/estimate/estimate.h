@@ -206,16 +206,14 @@ class EstimateFabric {
   // Memoized under `key` like shared_rate.
   const std::vector<PathCost>& path_kinds(const std::string& key,
                                           const std::function<void(std::vector<FlowPair>&)>& flows) const;
-  // For pairs indexed (row, col), 0 <= row < rows, 0 <= col < cols, the
-  // path of `pair(row, col)` as an index into `kinds`: built once per key,
-  // so a form that visits every pair at every size (a pairwise AlltoAll
-  // followed rank by rank) looks paths up by a byte.
+  // For the pairs `pairs` lists, the path of each as an index into
+  // `kinds`: built once per key, so a form that visits every pair at every
+  // size (a pairwise AlltoAll followed rank by rank) looks paths up by a byte.
   struct PairTable {
     std::vector<PathCost> kinds;
-    std::vector<std::uint8_t> kind_of;  // row * cols + col
+    std::vector<std::uint8_t> kind_of;  // in the order listed
   };
-  const PairTable& pair_table(const std::string& key, int rows, int cols,
-                              const std::function<FlowPair(int, int)>& pair) const;
+  const PairTable& pair_table(const std::string& key, const std::function<void(std::vector<FlowPair>&)>& pairs) const;
   // One step of a form followed rank by rank in which member x sends one
   // flow: its path, paths->kinds[paths->kind_of[x]] (a pointer into the
   // memo above), and its rate, rate[x].
@@ -229,7 +227,14 @@ class EstimateFabric {
                                           const std::function<std::vector<RankStep>()>& build) const;
 
  private:
+  // Per NPU, the ids relation() compares: 3 + fabrics ints each (places_).
+  const std::vector<int>& places() const;
+  // Each pair's kind of path (into `kinds`, appended to), into `kind_of` unless null.
+  void classify(const std::vector<FlowPair>& pairs, std::vector<PathCost>& kinds,
+                std::vector<std::uint8_t>* kind_of) const;
+
   const TopologySpec& spec_;  // the caller's: 100,000 NPUs' links are not copied
+  mutable std::vector<int> places_;  // place()'s, built on first use
   StepCosts costs_;
   RouteFinder routes_;
   mutable std::map<std::string, std::vector<double>> rates_;  // key + cap + write -> each flow's rate

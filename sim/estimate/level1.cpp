@@ -458,7 +458,11 @@ class PerRankSteps {
     return f_.pair_table(
         "perrank/" + std::to_string(p_) + "/" + std::to_string(g_.stride) + "/" + std::to_string(g_.group_step) + "/" +
             std::to_string(mod(shift, p_)),
-        1, p_, [&](int, int x) { return FlowPair{g_.npu(0, x), g_.npu(0, mod(x + shift, p_))}; });
+        [&](std::vector<FlowPair>& list) {
+          const int ahead = mod(shift, p_);
+          list.reserve(static_cast<std::size_t>(p_));
+          for (int x = 0; x < p_; ++x) list.push_back(FlowPair{g_.npu(0, x), g_.npu(0, x + ahead < p_ ? x + ahead : x + ahead - p_)});
+        });
   }
 
   // The paths and shares of the step in which every rank x sends to

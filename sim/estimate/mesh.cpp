@@ -283,8 +283,12 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
   constexpr int kPerRank = 512;
   const int ranks = p <= kPerRank ? p : 1;
   const EstimateFabric::PairTable* table =
-      p <= kPerRank ? &f.pair_table("a2a-pairs/" + std::to_string(p), p - 1, p,
-                                    [p](int row, int r) { return FlowPair{r, (r + row + 1) % p}; })
+      p <= kPerRank ? &f.pair_table("a2a-pairs/" + std::to_string(p),
+                                    [p](std::vector<FlowPair>& list) {  // row x - 1: (r, r + x)
+                                      for (int x = 1; x < p; ++x) {
+                                        for (int r = 0; r < p; ++r) list.push_back(FlowPair{r, (r + x) % p});
+                                      }
+                                    })
                     : nullptr;
   // Per rank and slot j of a round (its SDMA and local-copy streams): when
   // each is free, and when each group's block j was last freed by its reader.
