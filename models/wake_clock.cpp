@@ -10,35 +10,36 @@ void WakeQueue::push(std::uint64_t at, Clocked* model) {
     early_.push(Early{at, early_seq_++, model});
     return;
   }
-  buckets_[bucket_of(at, last_)].push_back(Request{at, model});
+  const int b = bucket_of(at, last_);
+  buckets_[b].push_back(Request{at, model});
+  if (b > 0) occupied_ |= std::uint64_t{1} << (b - 1);
 }
 
-std::uint64_t WakeQueue::next_at() {
+std::uint64_t WakeQueue::refill() {
   if (!early_.empty()) return early_.top().at;
-  if (first_ < buckets_[0].size()) return last_;
   buckets_[0].clear();
   first_ = 0;
-  int b = 1;
-  while (buckets_[b].empty()) ++b;
+  // The lowest bucket holding a request (the queue is not empty).
+  const int b = 1 + __builtin_ctzll(occupied_);
   std::vector<Request>& from = buckets_[b];
   std::uint64_t least = from.front().at;
   for (const Request& r : from) least = std::min(least, r.at);
   last_ = least;
   // Every request moves to a lower bucket, in the order it was in.
-  for (const Request& r : from) buckets_[bucket_of(r.at, last_)].push_back(r);
+  occupied_ &= ~(std::uint64_t{1} << (b - 1));
+  for (const Request& r : from) {
+    const int to = bucket_of(r.at, last_);
+    buckets_[to].push_back(r);
+    if (to > 0) occupied_ |= std::uint64_t{1} << (to - 1);
+  }
   from.clear();
   return last_;
 }
 
-WakeQueue::Request WakeQueue::pop() {
-  next_at();
-  --size_;
-  if (!early_.empty()) {
-    const Early e = early_.top();
-    early_.pop();
-    return Request{e.at, e.model};
-  }
-  return buckets_[0][first_++];
+WakeQueue::Request WakeQueue::pop_early() {
+  const Early e = early_.top();
+  early_.pop();
+  return Request{e.at, e.model};
 }
 
 WakeClock::WakeClock(sc_core::sc_module_name name) : sc_core::sc_module(name) {
