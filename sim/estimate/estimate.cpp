@@ -561,6 +561,14 @@ std::vector<double> EstimateFabric::solve_routed(const RoutedFlows& flows, const
 std::vector<double> EstimateFabric::solve_routed(const std::vector<const RoutedFlows*>& parts,
                                                  const std::vector<double>& weight, double cap, bool write,
                                                  SlowestOfGroups only) const {
+  MaxMinShares::Work& w = solver_.work();
+  const std::vector<double> limit = densify(parts, weight, cap, write);
+  progressive_filling(w, w.dense, limit, weight, only);
+  return w.out;
+}
+
+std::vector<double> EstimateFabric::densify(const std::vector<const RoutedFlows*>& parts,
+                                            const std::vector<double>& weight, double cap, bool write) const {
   // Each channel crossed is given a dense slot when first crossed (a
   // supernode fabric has millions of channels and a solve touches a few
   // thousand); a flow's own limit is `cap` and, for a write, the write
@@ -611,14 +619,51 @@ std::vector<double> EstimateFabric::solve_routed(const std::vector<const RoutedF
   }
   for (const int c : w.crossed) slot_of[static_cast<std::size_t>(c)] = -1;
   w.crossed.clear();
-  progressive_filling(w, dense, limit, weight, only);
-  return w.out;
+  return limit;
+}
+
+double EstimateFabric::slowest_routed(const RoutedFlows& flows, const std::vector<double>& weight, double cap,
+                                      bool write) const {
+  // Progressive filling raises every flow's rate together from zero, so the
+  // first flows to freeze do so at the least of the flows' limits and the
+  // channels' capacity / load, and no flow ends below that level: it is
+  // the least of solve_routed's rates (the same divisions, the loads summed
+  // in flow order as the filling sums them), found in one pass over the
+  // hops instead of a filling. (The filling's channel reduction leaves the
+  // level as it is: a channel it drops is never the first to fill.)
+  MaxMinShares::Work& w = solver_.work();
+  const std::vector<double> limit = densify({&flows}, weight, cap, write);
+  const DenseFlows& dense = w.dense;
+  std::vector<double>& load = w.load;
+  load.assign(dense.capacity.size(), 0.0);
+  double level = kUnlimited;
+  for (std::size_t i = 0; i + 1 < dense.first.size(); ++i) {
+    const double wi = weight.empty() ? 1.0 : weight[i];
+    for (std::size_t j = dense.first[i]; j < dense.first[i + 1]; ++j) load[static_cast<std::size_t>(dense.slot[j])] += wi;
+    level = std::min(level, limit[i]);
+  }
+  for (std::size_t k = 0; k < load.size(); ++k) {
+    if (load[k] > 0) level = std::min(level, dense.capacity[k] / load[k]);
+  }
+  return level;
 }
 
 double EstimateFabric::shared_rate(const std::string& key, const std::function<void(std::vector<FlowPair>&)>& flows,
                                    double cap, bool write) const {
-  const std::vector<double>& rates = flow_rates(key, flows, cap, write);
-  return rates.empty() ? cap : *std::min_element(rates.begin(), rates.end());
+  const std::string memo = key + (write ? "|w|" : "|r|") + std::to_string(cap);
+  const auto found = slowest_.find(memo);
+  if (found != slowest_.end()) return found->second;
+  std::vector<FlowPair> list;
+  flows(list);
+  if (list.empty()) return slowest_.emplace(memo, cap).first->second;
+  RoutedFlows routed;
+  route_flows(list, routed);
+  std::vector<double> weight;  // empty while every flow counts fully
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    if (list[i].weight != 1 && weight.empty()) weight.assign(list.size(), 1.0);
+    if (!weight.empty()) weight[i] = list[i].weight;
+  }
+  return slowest_.emplace(memo, slowest_routed(routed, weight, cap, write)).first->second;
 }
 
 void EstimateFabric::classify(const std::vector<FlowPair>& pairs, std::vector<PathCost>& kinds,

@@ -227,6 +227,11 @@ class EstimateFabric {
                                           const std::function<std::vector<RankStep>()>& build) const;
 
  private:
+  // Routed flows in the solver's dense form (its Work's `dense`); returns each flow's limit.
+  std::vector<double> densify(const std::vector<const RoutedFlows*>& parts, const std::vector<double>& weight,
+                              double cap, bool write) const;
+  // The least of solve_routed's rates for `flows`, without the filling.
+  double slowest_routed(const RoutedFlows& flows, const std::vector<double>& weight, double cap, bool write) const;
   // Per NPU, the ids relation() compares: 3 + fabrics ints each (places_).
   const std::vector<int>& places() const;
   // Each pair's kind of path (into `kinds`, appended to), into `kind_of` unless null.
@@ -238,6 +243,7 @@ class EstimateFabric {
   StepCosts costs_;
   RouteFinder routes_;
   mutable std::map<std::string, std::vector<double>> rates_;  // key + cap + write -> each flow's rate
+  mutable std::map<std::string, double> slowest_;  // shared_rate's, by key + cap + write
   mutable std::map<std::string, std::vector<PathCost>> kinds_;
   mutable std::vector<std::pair<std::uint64_t, PathCost>> paths_;  // path(), by the pair's relation
   mutable std::map<std::uint64_t, std::vector<int>> routed_;  // route(), by (from, to)

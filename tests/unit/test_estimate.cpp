@@ -427,6 +427,47 @@ TEST_CASE("estimate: a solve for each group's slowest share stops early with the
   CHECK(below > 0);  // it did stop before the end
 }
 
+// shared_rate finds a step's slowest share as the level at which the first
+// flow would freeze, without the filling: it must equal the least of the
+// filled rates (flow_rates) bit for bit, with every flow counting fully or
+// in part, for reads and for writes (whose links' write caps are limits),
+// on an A2 cluster (ECMP over spines) and a CloudMatrix384 (UB planes).
+TEST_CASE("estimate: a step's slowest share without filling is the least of the filled rates", "[estimate]") {
+  struct Case {
+    const char* file;
+    int servers;
+  };
+  int compared = 0;
+  for (const Case& c : {Case{"a2-cluster.json", 32}, Case{"cloudmatrix384.json", 48}}) {
+    const TopologySpec spec = load_topology(topology(c.file), {}, c.servers);
+    const EstimateFabric fabric(spec);
+    const int p = spec.npus;
+    for (const int shift : {1, 3, 8, 40, 77, p / 2}) {
+      for (const double weight : {1.0, 1.0 / 3}) {
+        for (const bool write : {false, true}) {
+          // Every rank sends to rank + shift and, from a third of the ranks, to rank + 2 * shift too.
+          auto flows = [&](std::vector<FlowPair>& list) {
+            for (int x = 0; x < p; ++x) {
+              list.push_back(FlowPair{x, (x + shift) % p, weight});
+              if (x % 3 == 0) list.push_back(FlowPair{x, (x + 2 * shift) % p, weight});
+            }
+          };
+          const std::string key = std::string(c.file) + "/" + std::to_string(shift) + "/" + std::to_string(weight);
+          for (const double cap : {fabric.costs().copy_rate, 1e30}) {
+            const std::vector<double>& rates = fabric.flow_rates("filled/" + key, flows, cap, write);
+            REQUIRE(!rates.empty());
+            const double least = *std::min_element(rates.begin(), rates.end());
+            INFO(key << (write ? " write" : " read") << ", cap " << cap);
+            CHECK(fabric.shared_rate("slowest/" + key, flows, cap, write) == least);
+            ++compared;
+          }
+        }
+      }
+    }
+  }
+  CHECK(compared == 2 * 6 * 2 * 2 * 2);
+}
+
 // A hierarchical Broadcast's or Reduce's loops over the buffer inside the
 // servers are added at once once two full loops moved every stream by the
 // same amount: against following each loop, the same time but for
