@@ -512,22 +512,35 @@ std::vector<double> max_min_shares(const std::vector<const std::vector<int>*>& p
   return solver.solve(paths, limit, capacity, weight);
 }
 
+namespace {
+// The memo key of a solve of `key`'s flows under `cap` (reads or writes).
+std::string rate_memo(const std::string& key, double cap, bool write) {
+  return key + (write ? "|w|" : "|r|") + std::to_string(cap);
+}
+}  // namespace
+
 const std::vector<double>& EstimateFabric::flow_rates(const std::string& key,
                                                      const std::function<void(std::vector<FlowPair>&)>& flows,
                                                      double cap, bool write) const {
-  const std::string memo = key + (write ? "|w|" : "|r|") + std::to_string(cap);
+  const std::string memo = rate_memo(key, cap, write);
   const auto found = rates_.find(memo);
   if (found != rates_.end()) return found->second;
+  RoutedFlows routed;
+  const std::vector<double> weight = list_and_route(flows, routed);
+  return rates_.emplace(memo, solve_routed(routed, weight, cap, write)).first->second;
+}
+
+std::vector<double> EstimateFabric::list_and_route(const std::function<void(std::vector<FlowPair>&)>& flows,
+                                                   RoutedFlows& routed) const {
   std::vector<FlowPair> list;
   flows(list);
-  RoutedFlows routed;
   route_flows(list, routed);
   std::vector<double> weight;  // empty while every flow counts fully
   for (std::size_t i = 0; i < list.size(); ++i) {
     if (list[i].weight != 1 && weight.empty()) weight.assign(list.size(), 1.0);
     if (!weight.empty()) weight[i] = list[i].weight;
   }
-  return rates_.emplace(memo, solve_routed(routed, weight, cap, write)).first->second;
+  return weight;
 }
 
 const std::vector<double>& EstimateFabric::kept_rates(const std::string& key,
@@ -650,20 +663,12 @@ double EstimateFabric::slowest_routed(const RoutedFlows& flows, const std::vecto
 
 double EstimateFabric::shared_rate(const std::string& key, const std::function<void(std::vector<FlowPair>&)>& flows,
                                    double cap, bool write) const {
-  const std::string memo = key + (write ? "|w|" : "|r|") + std::to_string(cap);
+  const std::string memo = rate_memo(key, cap, write);
   const auto found = slowest_.find(memo);
   if (found != slowest_.end()) return found->second;
-  std::vector<FlowPair> list;
-  flows(list);
-  if (list.empty()) return slowest_.emplace(memo, cap).first->second;
   RoutedFlows routed;
-  route_flows(list, routed);
-  std::vector<double> weight;  // empty while every flow counts fully
-  for (std::size_t i = 0; i < list.size(); ++i) {
-    if (list[i].weight != 1 && weight.empty()) weight.assign(list.size(), 1.0);
-    if (!weight.empty()) weight[i] = list[i].weight;
-  }
-  return slowest_.emplace(memo, slowest_routed(routed, weight, cap, write)).first->second;
+  const std::vector<double> weight = list_and_route(flows, routed);
+  return slowest_.emplace(memo, routed.size() == 0 ? cap : slowest_routed(routed, weight, cap, write)).first->second;
 }
 
 void EstimateFabric::classify(const std::vector<FlowPair>& pairs, std::vector<PathCost>& kinds,

@@ -227,6 +227,9 @@ class EstimateFabric {
                                           const std::function<std::vector<RankStep>()>& build) const;
 
  private:
+  // `flows` listed and routed into `routed`; returns their weights (empty while every flow counts fully).
+  std::vector<double> list_and_route(const std::function<void(std::vector<FlowPair>&)>& flows,
+                                     RoutedFlows& routed) const;
   // Routed flows in the solver's dense form (its Work's `dense`); returns each flow's limit.
   std::vector<double> densify(const std::vector<const RoutedFlows*>& parts, const std::vector<double>& weight,
                               double cap, bool write) const;
