@@ -430,7 +430,8 @@ void progressive_filling(MaxMinShares::Work& w, const DenseFlows& in, const std:
   std::vector<double>& demand = w.demand;
   demand.assign(slots, 0.0);
   for (std::size_t i = 0; i < flows; ++i) {
-    for (std::size_t j = in.first[i]; j < in.first[i + 1]; ++j) demand[static_cast<std::size_t>(in.slot[j])] += weight_of(i) * bound[i];
+    const double wanted = weight_of(i) * bound[i];  // (hoisted: the stores to demand might alias it)
+    for (std::size_t j = in.first[i]; j < in.first[i + 1]; ++j) demand[static_cast<std::size_t>(in.slot[j])] += wanted;
   }
   // A channel is kept unless its demand fits with a margin far above
   // rounding and far below any share that matters (a tie, demand equal to
