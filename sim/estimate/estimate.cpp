@@ -526,22 +526,27 @@ const std::vector<double>& EstimateFabric::flow_rates(const std::string& key,
   const std::string memo = rate_memo(key, cap, write);
   const auto found = rates_.find(memo);
   if (found != rates_.end()) return found->second;
-  RoutedFlows routed;
-  const std::vector<double> weight = list_and_route(flows, routed);
-  return rates_.emplace(memo, solve_routed(routed, weight, cap, write)).first->second;
+  const Listed& l = listed(flows);
+  return rates_.emplace(memo, solve_routed(l.routed, l.weight, cap, write)).first->second;
 }
 
-std::vector<double> EstimateFabric::list_and_route(const std::function<void(std::vector<FlowPair>&)>& flows,
-                                                   RoutedFlows& routed) const {
+const EstimateFabric::Listed& EstimateFabric::listed(const std::function<void(std::vector<FlowPair>&)>& flows) const {
   std::vector<FlowPair> list;
   flows(list);
-  route_flows(list, routed);
-  std::vector<double> weight;  // empty while every flow counts fully
-  for (std::size_t i = 0; i < list.size(); ++i) {
-    if (list[i].weight != 1 && weight.empty()) weight.assign(list.size(), 1.0);
-    if (!weight.empty()) weight[i] = list[i].weight;
+  const auto same = [](const FlowPair& a, const FlowPair& b) {
+    return a.from == b.from && a.to == b.to && a.weight == b.weight;
+  };
+  if (std::equal(list.begin(), list.end(), listed_.flows.begin(), listed_.flows.end(), same)) return listed_;
+  listed_.flows = std::move(list);
+  listed_.routed = RoutedFlows{};
+  route_flows(listed_.flows, listed_.routed);
+  std::vector<double>& weight = listed_.weight;  // empty while every flow counts fully
+  weight.clear();
+  for (std::size_t i = 0; i < listed_.flows.size(); ++i) {
+    if (listed_.flows[i].weight != 1 && weight.empty()) weight.assign(listed_.flows.size(), 1.0);
+    if (!weight.empty()) weight[i] = listed_.flows[i].weight;
   }
-  return weight;
+  return listed_;
 }
 
 const std::vector<double>& EstimateFabric::kept_rates(const std::string& key,
@@ -667,9 +672,9 @@ double EstimateFabric::shared_rate(const std::string& key, const std::function<v
   const std::string memo = rate_memo(key, cap, write);
   const auto found = slowest_.find(memo);
   if (found != slowest_.end()) return found->second;
-  RoutedFlows routed;
-  const std::vector<double> weight = list_and_route(flows, routed);
-  return slowest_.emplace(memo, routed.size() == 0 ? cap : slowest_routed(routed, weight, cap, write)).first->second;
+  const Listed& l = listed(flows);
+  return slowest_.emplace(memo, l.routed.size() == 0 ? cap : slowest_routed(l.routed, l.weight, cap, write))
+      .first->second;
 }
 
 void EstimateFabric::classify(const std::vector<FlowPair>& pairs, std::vector<PathCost>& kinds,

@@ -227,9 +227,16 @@ class EstimateFabric {
                                           const std::function<std::vector<RankStep>()>& build) const;
 
  private:
-  // `flows` listed and routed into `routed`; returns their weights (empty while every flow counts fully).
-  std::vector<double> list_and_route(const std::function<void(std::vector<FlowPair>&)>& flows,
-                                     RoutedFlows& routed) const;
+  // `flows` listed, routed and weighed (weight empty while every flow
+  // counts fully). The last list is kept with its routes: a step whose
+  // pairs take two kinds of path (SDMA and RDMA) is solved under two caps,
+  // one after the other, and its flows are routed once.
+  struct Listed {
+    std::vector<FlowPair> flows;
+    RoutedFlows routed;
+    std::vector<double> weight;
+  };
+  const Listed& listed(const std::function<void(std::vector<FlowPair>&)>& flows) const;
   // Routed flows in the solver's dense form (its Work's `dense`); returns each flow's limit.
   std::vector<double> densify(const std::vector<const RoutedFlows*>& parts, const std::vector<double>& weight,
                               double cap, bool write) const;
@@ -247,6 +254,7 @@ class EstimateFabric {
   RouteFinder routes_;
   mutable std::map<std::string, std::vector<double>> rates_;  // key + cap + write -> each flow's rate
   mutable std::map<std::string, double> slowest_;  // shared_rate's, by key + cap + write
+  mutable Listed listed_;  // listed()'s last
   mutable std::map<std::string, std::vector<PathCost>> kinds_;
   mutable std::vector<std::pair<std::uint64_t, PathCost>> paths_;  // path(), by the pair's relation
   mutable std::map<std::uint64_t, std::vector<int>> routed_;  // route(), by (from, to)

@@ -468,6 +468,33 @@ TEST_CASE("estimate: a step's slowest share without filling is the least of the 
   CHECK(compared == 2 * 6 * 2 * 2 * 2);
 }
 
+// A step whose pairs take two kinds of path is solved under two caps, one
+// after the other: its flows are routed once (the last list is kept with
+// its routes), and a different list is routed anew, even under a key seen.
+TEST_CASE("estimate: a step solved under two caps routes its flows once", "[estimate]") {
+  const TopologySpec spec = load_topology(topology("a2-cluster.json"), {}, 4);
+  const EstimateFabric fabric(spec);
+  const int p = spec.npus;
+  auto shift = [p](int s) {
+    return [p, s](std::vector<FlowPair>& list) {
+      for (int x = 0; x < p; ++x) list.push_back(FlowPair{x, (x + s) % p});
+    };
+  };
+  const std::uint64_t before = fabric.flows_routed();
+  const double sdma = fabric.shared_rate("two-caps/3", shift(3), fabric.costs().copy_rate, true);
+  CHECK(fabric.flows_routed() - before == static_cast<std::uint64_t>(p));
+  const double rdma = fabric.shared_rate("two-caps/3", shift(3), 1e30, false);
+  const std::vector<double>& rates = fabric.flow_rates("two-caps/3", shift(3), 1e30, false);
+  CHECK(fabric.flows_routed() - before == static_cast<std::uint64_t>(p));  // routed once for the three
+  CHECK(rdma == *std::min_element(rates.begin(), rates.end()));
+  CHECK(sdma <= fabric.costs().copy_rate);
+  // Another list is routed, and its shares are its own.
+  const double other = fabric.shared_rate("two-caps/9", shift(9), 1e30, false);
+  CHECK(fabric.flows_routed() - before == 2 * static_cast<std::uint64_t>(p));
+  const std::vector<double>& other_rates = fabric.flow_rates("two-caps/9-filled", shift(9), 1e30, false);
+  CHECK(other == *std::min_element(other_rates.begin(), other_rates.end()));
+}
+
 // A hierarchical Broadcast's or Reduce's loops over the buffer inside the
 // servers are added at once once two full loops moved every stream by the
 // same amount: against following each loop, the same time but for
