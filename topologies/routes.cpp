@@ -90,8 +90,7 @@ RouteFinder::LeafSpines RouteFinder::add_leaf_spines(std::size_t fabric, int lea
   }
   if (linked) {
     std::map<std::vector<int>, int>& lists = spine_lists_[fabric];
-    const auto found = lists.find(spines);
-    out.list = found != lists.end() ? found->second : lists.emplace(spines, static_cast<int>(lists.size())).first->second;
+    out.list = lists.try_emplace(spines, static_cast<int>(lists.size())).first->second;  // (a new list: the next id)
   }
   leaf_spines_at_[fabric][static_cast<std::size_t>(leaf)] = static_cast<int>(leaf_spines_.size());
   leaf_spines_.push_back(out);
@@ -132,8 +131,8 @@ bool RouteFinder::fabric_path(std::size_t fabric_index, int src, int dst, std::v
   if (static_cast<std::size_t>(leaf_src) >= fabric.spines_of.size()) return false;
   // The hash picks one of the spines both leaves reach.
   const LeafSpines from = leaf_spines(fabric_index, leaf_src);
-  const LeafSpines to = static_cast<std::size_t>(leaf_dst) < fabric.spines_of.size() ? leaf_spines(fabric_index, leaf_dst)
-                                                                                     : LeafSpines{};
+  const bool dst_listed = static_cast<std::size_t>(leaf_dst) < fabric.spines_of.size();
+  const LeafSpines to = dst_listed ? leaf_spines(fabric_index, leaf_dst) : LeafSpines{};
   if (from.list >= 0 && from.list == to.list) {  // the same spines, all linked: spines_between's k-th is spine k
     if (from.count == 0) return false;
     const std::size_t k = static_cast<std::size_t>(pair_hash(src, dst) % from.count);

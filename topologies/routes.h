@@ -79,7 +79,8 @@ class RouteFinder {
   // two leaves with the same list of spines, each linked both ways to all
   // of them, reach spine k through their k-th channels (every leaf/spine
   // fabric hcclsim builds), with no lookup per pair of leaves.
-  mutable std::vector<std::vector<int>> leaf_spines_at_;  // per fabric, per node (sized up front): its index in leaf_spines_ (-1: none yet)
+  // Per fabric, per node (sized up front): its index in leaf_spines_ (-1: none yet).
+  mutable std::vector<std::vector<int>> leaf_spines_at_;
   mutable std::vector<LeafSpines> leaf_spines_;
   mutable std::vector<SpineHop> leaf_spine_hops_;
   mutable std::vector<std::map<std::vector<int>, int>> spine_lists_;  // per fabric: the distinct lists, numbered

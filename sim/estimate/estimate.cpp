@@ -658,7 +658,9 @@ double EstimateFabric::slowest_routed(const RoutedFlows& flows, const std::vecto
   double level = kUnlimited;
   for (std::size_t i = 0; i + 1 < dense.first.size(); ++i) {
     const double wi = weight.empty() ? 1.0 : weight[i];
-    for (std::size_t j = dense.first[i]; j < dense.first[i + 1]; ++j) load[static_cast<std::size_t>(dense.slot[j])] += wi;
+    for (std::size_t j = dense.first[i]; j < dense.first[i + 1]; ++j) {
+      load[static_cast<std::size_t>(dense.slot[j])] += wi;
+    }
     level = std::min(level, limit[i]);
   }
   for (std::size_t k = 0; k < load.size(); ++k) {

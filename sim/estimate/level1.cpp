@@ -461,7 +461,9 @@ class PerRankSteps {
         [&](std::vector<FlowPair>& list) {
           const int ahead = mod(shift, p_);
           list.reserve(static_cast<std::size_t>(p_));
-          for (int x = 0; x < p_; ++x) list.push_back(FlowPair{g_.npu(0, x), g_.npu(0, x + ahead < p_ ? x + ahead : x + ahead - p_)});
+          for (int x = 0; x < p_; ++x) {
+            list.push_back(FlowPair{g_.npu(0, x), g_.npu(0, x + ahead < p_ ? x + ahead : x + ahead - p_)});
+          }
         });
   }
 
