@@ -41,40 +41,36 @@ EstimateFabric::EstimateFabric(const TopologySpec& spec) : spec_(spec), costs_(s
 
 const std::vector<int>& EstimateFabric::places() const {
   if (places_.empty()) {
-    // Per NPU: chip, server, SDMA domain (0 when there are none), leaf of
-    // each fabric; built on first use (100,000 NPUs: a few MiB).
-    const std::size_t width = 3 + spec_.fabrics.size();
-    places_.resize(static_cast<std::size_t>(spec_.npus) * width);
+    // Level by level (chip, server, SDMA domain: 0 when there are none,
+    // leaf of each fabric), each an array over the NPUs, so that the pairs
+    // of a run compare contiguous ids; built on first use (100,000 NPUs: a
+    // few MiB).
+    const auto npus = static_cast<std::size_t>(spec_.npus);
+    places_.resize(npus * (3 + spec_.fabrics.size()));
     const std::vector<int>& domain = spec_.sdma_domain_of;  // routes_.rdma_between's rule, without its checks
     for (int n = 0; n < spec_.npus; ++n) {
-      int* at = &places_[static_cast<std::size_t>(n) * width];
       const auto i = static_cast<std::size_t>(n);
-      at[0] = n / spec_.npus_per_chip;
-      at[1] = server_of(spec_, n);
-      at[2] = domain.empty() ? 0 : domain[i];
-      for (std::size_t f = 0; f < spec_.fabrics.size(); ++f) at[3 + f] = spec_.fabrics[f].leaf_of[i];
+      places_[i] = n / spec_.npus_per_chip;
+      places_[npus + i] = server_of(spec_, n);
+      places_[2 * npus + i] = domain.empty() ? 0 : domain[i];
+      for (std::size_t f = 0; f < spec_.fabrics.size(); ++f) places_[(3 + f) * npus + i] = spec_.fabrics[f].leaf_of[i];
     }
   }
   return places_;
 }
 
-namespace {
-// relation()'s bits from the two NPUs' places (EstimateFabric::places()).
-inline std::uint64_t relation_of(const int* a, const int* b, bool same_npu, std::size_t fabrics) {
-  std::uint64_t out = same_npu ? 1 : 0;
-  out = out << 1 | (a[0] == b[0] ? 1 : 0);  // chip
-  out = out << 1 | (a[1] == b[1] ? 1 : 0);  // server
-  out = out << 1 | (a[2] != b[2] ? 1 : 0);  // SDMA domains differ
-  for (std::size_t f = 0; f < fabrics; ++f) out = out << 1 | (a[3 + f] == b[3 + f] ? 1 : 0);
-  return out;
-}
-}  // namespace
-
 std::uint64_t EstimateFabric::relation(int from, int to) const {
-  const std::size_t width = 3 + spec_.fabrics.size();
-  const int* at = places().data();
-  return relation_of(at + static_cast<std::size_t>(from) * width, at + static_cast<std::size_t>(to) * width, from == to,
-                     spec_.fabrics.size());
+  // Bits, high to low: same NPU, same chip, same server, SDMA domains
+  // differ, same leaf of each fabric.
+  const auto npus = static_cast<std::size_t>(spec_.npus);
+  const int* level = places().data();
+  const auto a = static_cast<std::size_t>(from);
+  const auto b = static_cast<std::size_t>(to);
+  std::uint64_t out = from == to ? 1 : 0;
+  for (std::size_t l = 0; l < 3 + spec_.fabrics.size(); ++l, level += npus) {
+    out = out << 1 | ((level[a] == level[b]) != (l == 2) ? 1 : 0);
+  }
+  return out;
 }
 
 PathCost EstimateFabric::path(int from, int to) const {
@@ -646,26 +642,49 @@ double EstimateFabric::slowest_routed(const RoutedFlows& flows, const std::vecto
   // Progressive filling raises every flow's rate together from zero, so the
   // first flows to freeze do so at the least of the flows' limits and the
   // channels' capacity / load, and no flow ends below that level: it is
-  // the least of solve_routed's rates (the same divisions, the loads summed
-  // in flow order as the filling sums them), found in one pass over the
-  // hops instead of a filling. (The filling's channel reduction leaves the
-  // level as it is: a channel it drops is never the first to fill.)
+  // the least of solve_routed's rates (the same limits and divisions, the
+  // loads summed in flow order as the filling sums them), found in one
+  // pass over the hops instead of a filling. (The filling's channel
+  // reduction leaves the level as it is: a channel it drops is never the
+  // first to fill.) A channel's load goes to a slot given when it is first
+  // crossed, as densify gives them, without listing the flows' slots.
+  const std::size_t links = 2 * spec_.links.size();
   MaxMinShares::Work& w = solver_.work();
-  const std::vector<double> limit = densify({&flows}, weight, cap, write);
-  const DenseFlows& dense = w.dense;
+  std::vector<int>& slot_of = w.slot_of;  // (-1 between solves)
+  if (slot_of.size() < links + static_cast<std::size_t>(spec_.npus)) {
+    slot_of.resize(links + static_cast<std::size_t>(spec_.npus), -1);
+  }
   std::vector<double>& load = w.load;
-  load.assign(dense.capacity.size(), 0.0);
+  load.clear();
+  const bool partly = !weight.empty();
   double level = kUnlimited;
-  for (std::size_t i = 0; i + 1 < dense.first.size(); ++i) {
-    const double wi = weight.empty() ? 1.0 : weight[i];
-    for (std::size_t j = dense.first[i]; j < dense.first[i + 1]; ++j) {
-      load[static_cast<std::size_t>(dense.slot[j])] += wi;
+  for (std::size_t i = 0; i < flows.size(); ++i) {
+    const double wi = partly ? weight[i] : 1.0;
+    double limit = cap;
+    for (std::size_t j = flows.first[i]; j < flows.first[i + 1]; ++j) {
+      const int c = flows.channel[j];
+      int& slot = slot_of[static_cast<std::size_t>(c)];
+      if (slot < 0) {
+        slot = static_cast<int>(load.size());
+        load.push_back(0.0);
+        w.crossed.push_back(c);
+      }
+      load[static_cast<std::size_t>(slot)] += wi;
+      // (densify's limits: a flow counted for part of the time still moves
+      // no faster than its narrowest channel; a write, than its links' write caps)
+      if (partly) limit = std::min(limit, channel_rate(c));
+      if (write && static_cast<std::size_t>(c) < links) {
+        limit = std::min(limit, rate(spec_.links[static_cast<std::size_t>(c) / 2].params.write_bandwidth));
+      }
     }
-    level = std::min(level, limit[i]);
+    level = std::min(level, limit);
   }
   for (std::size_t k = 0; k < load.size(); ++k) {
-    if (load[k] > 0) level = std::min(level, dense.capacity[k] / load[k]);
+    const int c = w.crossed[k];
+    if (load[k] > 0) level = std::min(level, channel_rate(c) / load[k]);
+    slot_of[static_cast<std::size_t>(c)] = -1;
   }
+  w.crossed.clear();
   return level;
 }
 
@@ -679,64 +698,120 @@ double EstimateFabric::shared_rate(const std::string& key, const std::function<v
       .first->second;
 }
 
-void EstimateFabric::classify(const std::vector<FlowPair>& pairs, std::vector<PathCost>& kinds,
+void PairRuns::add_run(int from, int to, int stride, int count) {
+  if (count <= 0) return;
+  runs.push_back(Run{from, to, count == 1 ? 1 : stride, count});
+  pairs += static_cast<std::size_t>(count);
+}
+
+void PairRuns::add(int from, int to) {
+  ++pairs;
+  if (!runs.empty()) {
+    Run& last = runs.back();
+    const int step = from - last.from;  // as a run of one's stride
+    if (last.count == 1 && step > 0 && to - last.to == step) {
+      last.stride = step;
+      last.count = 2;
+      return;
+    }
+    if (last.count > 1 && from == last.from + last.count * last.stride && to == last.to + last.count * last.stride) {
+      ++last.count;
+      return;
+    }
+  }
+  runs.push_back(Run{from, to, 1, 1});
+}
+
+namespace {
+// code[k] takes one more bit per pair k of a run: whether the two NPUs'
+// ids at one level are equal (`differ`: unequal). A run of stride 1
+// compares two contiguous stretches, which the compiler vectorizes.
+void add_level_bit(std::uint64_t* code, const int* level, const PairRuns::Run& run, bool differ) {
+  const int* a = level + run.from;
+  const int* b = level + run.to;
+  const auto n = static_cast<std::size_t>(run.count);
+  const std::uint64_t flip = differ ? 1 : 0;
+  if (run.stride == 1) {
+    for (std::size_t k = 0; k < n; ++k) code[k] = code[k] << 1 | ((a[k] == b[k] ? 1 : 0) ^ flip);
+  } else {
+    const auto stride = static_cast<std::ptrdiff_t>(run.stride);
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::ptrdiff_t at = static_cast<std::ptrdiff_t>(k) * stride;
+      code[k] = code[k] << 1 | ((a[at] == b[at] ? 1 : 0) ^ flip);
+    }
+  }
+}
+}  // namespace
+
+void EstimateFabric::classify(const PairRuns& pairs, std::vector<PathCost>& kinds,
                               std::vector<std::uint8_t>* kind_of) const {
-  // A pair's kind follows its relation: path() once per relation seen,
-  // found by the relation's bits in a table when they are few (millions of
-  // pairs on 99,840 dies), else by a scan of those seen.
-  const std::size_t bits = 4 + spec_.fabrics.size();
+  // A pair's kind follows its relation (relation()'s bits): the bits of
+  // every pair first, level by level over each run, then path() once per
+  // relation seen, found by the bits in a table when they are few
+  // (millions of pairs on 99,840 dies), else by a scan of those seen.
+  const auto npus = static_cast<std::size_t>(spec_.npus);
+  const std::size_t levels = 3 + spec_.fabrics.size();
+  std::vector<std::uint64_t>& code = codes_;
+  code.resize(pairs.pairs);
+  const int* level = places().data();
+  std::size_t at = 0;
+  for (const PairRuns::Run& run : pairs.runs) {
+    std::fill_n(code.begin() + static_cast<std::ptrdiff_t>(at), run.count, run.from == run.to ? 1 : 0);
+    for (std::size_t l = 0; l < levels; ++l) add_level_bit(code.data() + at, level + l * npus, run, l == 2);
+    at += static_cast<std::size_t>(run.count);
+  }
+  const std::size_t bits = 1 + levels;
   constexpr std::size_t kTableBits = 12;
   std::vector<std::int16_t> by_relation(bits <= kTableBits ? std::size_t{1} << bits : 0, -1);
   std::vector<std::pair<std::uint64_t, std::uint8_t>> seen;  // beyond kTableBits
-  if (kind_of != nullptr) kind_of->resize(pairs.size());
-  const std::size_t fabrics = spec_.fabrics.size();
-  const int* at = places().data();
-  for (std::size_t i = 0; i < pairs.size(); ++i) {
-    const FlowPair& f = pairs[i];
-    const std::uint64_t rel = relation_of(at + static_cast<std::size_t>(f.from) * (3 + fabrics),
-                                          at + static_cast<std::size_t>(f.to) * (3 + fabrics), f.from == f.to, fabrics);
-    int kind = -1;
-    if (!by_relation.empty()) {
-      kind = by_relation[rel];
-    } else {
-      const auto known = std::find_if(seen.begin(), seen.end(), [rel](const auto& k) { return k.first == rel; });
-      if (known != seen.end()) kind = known->second;
-    }
-    if (kind < 0) {
-      const PathCost p = path(f.from, f.to);
-      std::size_t k = 0;
-      while (k < kinds.size() && !same_cost(kinds[k], p)) ++k;
-      if (k == kinds.size()) kinds.push_back(p);
-      kind = static_cast<int>(std::min<std::size_t>(k, 255));
+  if (kind_of != nullptr) kind_of->resize(pairs.pairs);
+  at = 0;
+  for (const PairRuns::Run& run : pairs.runs) {
+    for (int k = 0; k < run.count; ++k, ++at) {
+      const std::uint64_t rel = code[at];
+      int kind = -1;
       if (!by_relation.empty()) {
-        by_relation[rel] = static_cast<std::int16_t>(kind);
+        kind = by_relation[rel];
       } else {
-        seen.emplace_back(rel, static_cast<std::uint8_t>(kind));
+        const auto known = std::find_if(seen.begin(), seen.end(), [rel](const auto& s) { return s.first == rel; });
+        if (known != seen.end()) kind = known->second;
       }
+      if (kind < 0) {
+        const PathCost p = path(run.from + k * run.stride, run.to + k * run.stride);
+        std::size_t i = 0;
+        while (i < kinds.size() && !same_cost(kinds[i], p)) ++i;
+        if (i == kinds.size()) kinds.push_back(p);
+        kind = static_cast<int>(std::min<std::size_t>(i, 255));
+        if (!by_relation.empty()) {
+          by_relation[rel] = static_cast<std::int16_t>(kind);
+        } else {
+          seen.emplace_back(rel, static_cast<std::uint8_t>(kind));
+        }
+      }
+      if (kind_of != nullptr) (*kind_of)[at] = static_cast<std::uint8_t>(kind);
     }
-    if (kind_of != nullptr) (*kind_of)[i] = static_cast<std::uint8_t>(kind);
   }
 }
 
 const std::vector<PathCost>& EstimateFabric::path_kinds(const std::string& key,
-                                                        const std::function<void(std::vector<FlowPair>&)>& flows) const {
+                                                        const std::function<void(PairRuns&)>& pairs) const {
   const auto found = kinds_.find(key);
   if (found != kinds_.end()) return found->second;
-  std::vector<FlowPair> list;
-  flows(list);
+  PairRuns runs;
+  pairs(runs);
   std::vector<PathCost> kinds;
-  classify(list, kinds, nullptr);
+  classify(runs, kinds, nullptr);
   return kinds_.emplace(key, std::move(kinds)).first->second;
 }
 
-const EstimateFabric::PairTable& EstimateFabric::pair_table(
-    const std::string& key, const std::function<void(std::vector<FlowPair>&)>& pairs) const {
+const EstimateFabric::PairTable& EstimateFabric::pair_table(const std::string& key,
+                                                            const std::function<void(PairRuns&)>& pairs) const {
   const auto found = tables_.find(key);
   if (found != tables_.end()) return found->second;
-  std::vector<FlowPair> list;
-  pairs(list);
+  PairRuns runs;
+  pairs(runs);
   PairTable table;
-  classify(list, table.kinds, &table.kind_of);
+  classify(runs, table.kinds, &table.kind_of);
   return tables_.emplace(key, std::move(table)).first->second;
 }
 

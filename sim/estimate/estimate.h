@@ -82,6 +82,21 @@ struct FlowPair {
   double weight = 1;
 };
 
+// Pairs of NPUs in runs: run r holds (from + k * stride, to + k * stride)
+// for k < count. A step of evenly spaced ranks each sending to the rank
+// `shift` ahead is two runs, so the kinds of path of its thousands of
+// pairs are found by comparing NPUs' places level by level over runs.
+struct PairRuns {
+  struct Run {
+    int from = 0, to = 0, stride = 1, count = 0;
+  };
+  std::vector<Run> runs;
+  std::size_t pairs = 0;
+  void add_run(int from, int to, int stride, int count);
+  // One pair, continuing the last run when it is that run's next.
+  void add(int from, int to);
+};
+
 // Flows with their routes: flow i crosses the channels
 // channel[first[i]] .. channel[first[i + 1] - 1] (an NPU's memory channel
 // numbered after the links').
@@ -204,8 +219,7 @@ class EstimateFabric {
   // of `flows` take: a step whose pairs cross different links (inside a
   // server and between servers) costs what its slowest kind of pair costs.
   // Memoized under `key` like shared_rate.
-  const std::vector<PathCost>& path_kinds(const std::string& key,
-                                          const std::function<void(std::vector<FlowPair>&)>& flows) const;
+  const std::vector<PathCost>& path_kinds(const std::string& key, const std::function<void(PairRuns&)>& pairs) const;
   // For the pairs `pairs` lists, the path of each as an index into
   // `kinds`: built once per key, so a form that visits every pair at every
   // size (a pairwise AlltoAll followed rank by rank) looks paths up by a byte.
@@ -213,7 +227,7 @@ class EstimateFabric {
     std::vector<PathCost> kinds;
     std::vector<std::uint8_t> kind_of;  // in the order listed
   };
-  const PairTable& pair_table(const std::string& key, const std::function<void(std::vector<FlowPair>&)>& pairs) const;
+  const PairTable& pair_table(const std::string& key, const std::function<void(PairRuns&)>& pairs) const;
   // One step of a form followed rank by rank in which member x sends one
   // flow: its path, paths->kinds[paths->kind_of[x]] (a pointer into the
   // memo above), and its rate, rate[x].
@@ -242,14 +256,15 @@ class EstimateFabric {
                               double cap, bool write) const;
   // The least of solve_routed's rates for `flows`, without the filling.
   double slowest_routed(const RoutedFlows& flows, const std::vector<double>& weight, double cap, bool write) const;
-  // Per NPU, the ids relation() compares: 3 + fabrics ints each (places_).
+  // The ids relation() compares, level by level (chip, server, SDMA
+  // domain, leaf of each fabric), each level an array over the NPUs (places_).
   const std::vector<int>& places() const;
   // Each pair's kind of path (into `kinds`, appended to), into `kind_of` unless null.
-  void classify(const std::vector<FlowPair>& pairs, std::vector<PathCost>& kinds,
-                std::vector<std::uint8_t>* kind_of) const;
+  void classify(const PairRuns& pairs, std::vector<PathCost>& kinds, std::vector<std::uint8_t>* kind_of) const;
 
   const TopologySpec& spec_;  // the caller's: 100,000 NPUs' links are not copied
-  mutable std::vector<int> places_;  // place()'s, built on first use
+  mutable std::vector<int> places_;  // places()'s, built on first use
+  mutable std::vector<std::uint64_t> codes_;  // classify()'s relation codes
   StepCosts costs_;
   RouteFinder routes_;
   mutable std::map<std::string, std::vector<double>> rates_;  // key + cap + write -> each flow's rate

@@ -300,17 +300,39 @@ std::vector<Step1> loop_steps(CollOp op, Level1Algo algo, int p, double n) {
   return out;
 }
 
-// The flows of one step over every group (the first kCountedSources
-// sources), for the shares and the kinds of path.
-std::function<void(std::vector<FlowPair>&)> step_flows(const GroupLayout& g, const Step1& s, int p) {
-  return [g, s, p](std::vector<FlowPair>& flows) {
+// The pairs of one step over every group (the first kCountedSources
+// sources), for the kinds of path.
+std::function<void(PairRuns&)> step_pairs(const GroupLayout& g, const Step1& s, int p) {
+  return [g, s, p](PairRuns& pairs) {
+    const auto room = [&pairs](int count) {
+      return std::min(count, kCountedSources - static_cast<int>(std::min<std::size_t>(pairs.pairs, kCountedSources)));
+    };
     for (int grp = 0; grp < g.groups; ++grp) {
+      if (s.mask == 0) {  // x -> x + shift, wrapped once: two runs
+        const int ahead = mod(s.shift, p);
+        if (ahead == 0) continue;
+        pairs.add_run(g.npu(grp, 0), g.npu(grp, ahead), g.stride, room(p - ahead));
+        pairs.add_run(g.npu(grp, p - ahead), g.npu(grp, 0), g.stride, room(ahead));
+        continue;
+      }
       for (int x = 0; x < p; ++x) {
-        if (static_cast<int>(flows.size()) >= kCountedSources) return;
+        if (static_cast<int>(pairs.pairs) >= kCountedSources) return;
         const int to = s.mask != 0 ? (x ^ s.mask) : mod(x + s.shift, p);
         if (to >= p || to == x) continue;
-        flows.push_back(FlowPair{g.npu(grp, x), g.npu(grp, to)});
+        pairs.add(g.npu(grp, x), g.npu(grp, to));
       }
+    }
+  };
+}
+
+// The same pairs as flows, for the shares.
+std::function<void(std::vector<FlowPair>&)> step_flows(const GroupLayout& g, const Step1& s, int p) {
+  return [g, s, p](std::vector<FlowPair>& flows) {
+    PairRuns pairs;
+    step_pairs(g, s, p)(pairs);
+    flows.reserve(pairs.pairs);
+    for (const PairRuns::Run& r : pairs.runs) {
+      for (int k = 0; k < r.count; ++k) flows.push_back(FlowPair{r.from + k * r.stride, r.to + k * r.stride});
     }
   };
 }
@@ -335,16 +357,25 @@ class PatternKinds {
     if (s.mask == 0 && s.shift > kSampledShifts && p_ > 2 * kSampledShifts) {
       s.shift = kSampledShifts + 1 + (s.shift % kSampledShifts);
     }
+    // (A pairwise exchange asks once per step: 100,000 lookups a point.)
+    const bool by_shift = s.mask == 0 && s.shift >= 0;
+    const auto at = static_cast<std::size_t>(s.shift);
+    if (by_shift && at < by_shift_.size() && by_shift_[at] != nullptr) return *by_shift_[at];
     const auto key = std::make_pair(s.shift, s.mask);
     const auto found = memo_.find(key);
     if (found != memo_.end()) return found->second;
     const auto flows = step_flows(g_, s, p_);
     const std::string name = step_key(g_, s, p_);
     std::vector<std::pair<PathCost, double>> kinds;
-    for (const PathCost& path : fabric_.path_kinds(name, flows)) {
+    for (const PathCost& path : fabric_.path_kinds(name, step_pairs(g_, s, p_))) {
       kinds.emplace_back(path, fabric_.shared_rate(name, flows, path.rdma ? kNoCap : fabric_.costs().copy_rate, !path.rdma));
     }
-    return memo_.emplace(key, std::move(kinds)).first->second;
+    const auto& out = memo_.emplace(key, std::move(kinds)).first->second;
+    if (by_shift) {
+      if (at >= by_shift_.size()) by_shift_.resize(at + 1, nullptr);
+      by_shift_[at] = &out;
+    }
+    return out;
   }
 
  private:
@@ -352,6 +383,7 @@ class PatternKinds {
   GroupLayout g_;
   int p_;
   std::map<std::pair<int, int>, std::vector<std::pair<PathCost, double>>> memo_;
+  std::vector<const std::vector<std::pair<PathCost, double>>*> by_shift_;  // memo_'s, by shift (mask 0)
 };
 
 // A step costs what its slowest kind of pair costs: `run(path, rate)`
@@ -458,12 +490,10 @@ class PerRankSteps {
     return f_.pair_table(
         "perrank/" + std::to_string(p_) + "/" + std::to_string(g_.stride) + "/" + std::to_string(g_.group_step) + "/" +
             std::to_string(mod(shift, p_)),
-        [&](std::vector<FlowPair>& list) {
+        [&](PairRuns& pairs) {  // x -> x + shift, wrapped once: two runs
           const int ahead = mod(shift, p_);
-          list.reserve(static_cast<std::size_t>(p_));
-          for (int x = 0; x < p_; ++x) {
-            list.push_back(FlowPair{g_.npu(0, x), g_.npu(0, x + ahead < p_ ? x + ahead : x + ahead - p_)});
-          }
+          pairs.add_run(g_.npu(0, 0), g_.npu(0, ahead), g_.stride, p_ - ahead);
+          pairs.add_run(g_.npu(0, p_ - ahead), g_.npu(0, 0), g_.stride, ahead);
         });
   }
 

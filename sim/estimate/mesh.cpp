@@ -284,9 +284,10 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
   const int ranks = p <= kPerRank ? p : 1;
   const EstimateFabric::PairTable* table =
       p <= kPerRank ? &f.pair_table("a2a-pairs/" + std::to_string(p),
-                                    [p](std::vector<FlowPair>& list) {  // row x - 1: (r, r + x)
+                                    [p](PairRuns& pairs) {  // row x - 1: (r, r + x), wrapped once
                                       for (int x = 1; x < p; ++x) {
-                                        for (int r = 0; r < p; ++r) list.push_back(FlowPair{r, (r + x) % p});
+                                        pairs.add_run(0, x, 1, p - x);
+                                        pairs.add_run(p - x, 0, 1, x);
                                       }
                                     })
                     : nullptr;
@@ -389,8 +390,10 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
         if (table == nullptr) {
           for (std::size_t j = 0; j < dist.size(); ++j) {
             const int x = dist[j];
-            auto pairs = [&](std::vector<FlowPair>& out) {
-              for (int r = 0; r < p && out.size() < kListedReads; ++r) out.push_back(FlowPair{(r + p - x) % p, r});
+            auto pairs = [&](PairRuns& out) {  // (r - x, r) for the first kListedReads r, wrapped once
+              const int listed = std::min(p, static_cast<int>(kListedReads));
+              out.add_run(p - x, 0, 1, std::min(x, listed));
+              out.add_run(0, x, 1, listed - x);
             };
             for (const PathCost& k : f.path_kinds("a2a-d/" + std::to_string(p) + "/" + std::to_string(x), pairs)) {
               if (k.latency >= rs.path[j].latency) rs.path[j] = k;

@@ -468,6 +468,63 @@ TEST_CASE("estimate: a step's slowest share without filling is the least of the 
   CHECK(compared == 2 * 6 * 2 * 2 * 2);
 }
 
+// A form lists a step's pairs in runs (rank x to x + shift over evenly
+// spaced ranks is two runs) and the kinds of path are found level by level
+// over each run: every pair must take the kind path() gives it, and the
+// table must be the one the same pairs give listed one run each; add()
+// must merge a run's next pair into it and nothing else.
+TEST_CASE("estimate: pairs listed in runs take each pair's own kind of path", "[estimate]") {
+  auto same = [](const PathCost& a, const PathCost& b) {
+    return a.rdma == b.rdma && a.same_chip == b.same_chip && a.latency == b.latency && a.rate == b.rate &&
+           a.write_rate == b.write_rate;
+  };
+  int tables = 0;
+  for (const auto& [file, servers] : {std::pair{"a2-cluster.json", 16}, std::pair{"cloudmatrix384.json", 2}}) {
+    const TopologySpec spec = load_topology(topology(file), {}, servers);
+    const EstimateFabric fabric(spec);
+    const int p = spec.npus;
+    for (const int stride : {1, 2, 3, 8}) {
+      const int members = (p + stride - 1) / stride;
+      for (const int shift : {0, 1, 5, members / 2, members - 1}) {
+        const int ahead = shift % members;
+        const std::string key = std::string(file) + "/" + std::to_string(stride) + "/" + std::to_string(shift);
+        const EstimateFabric::PairTable& runs = fabric.pair_table("runs/" + key, [&](PairRuns& pairs) {
+          pairs.add_run(0, ahead * stride, stride, members - ahead);
+          pairs.add_run((members - ahead) * stride, 0, stride, ahead);
+        });
+        std::vector<FlowPair> listed;
+        for (int x = 0; x < members; ++x) listed.push_back(FlowPair{x * stride, ((x + ahead) % members) * stride});
+        const EstimateFabric::PairTable& one_by_one = fabric.pair_table("one/" + key, [&](PairRuns& pairs) {
+          for (const FlowPair& f : listed) pairs.add_run(f.from, f.to, 1, 1);
+        });
+        INFO(key);
+        REQUIRE(runs.kind_of.size() == listed.size());
+        CHECK(runs.kind_of == one_by_one.kind_of);
+        REQUIRE(runs.kinds.size() == one_by_one.kinds.size());
+        for (std::size_t k = 0; k < runs.kinds.size(); ++k) CHECK(same(runs.kinds[k], one_by_one.kinds[k]));
+        int wrong = 0;
+        for (std::size_t i = 0; i < listed.size(); ++i) {
+          if (!same(runs.kinds[runs.kind_of[i]], fabric.path(listed[i].from, listed[i].to))) ++wrong;
+        }
+        CHECK(wrong == 0);
+        ++tables;
+      }
+    }
+  }
+  CHECK(tables == 2 * 4 * 5);
+  // add(): a pair continues a run only as its next pair.
+  PairRuns pairs;
+  for (int x = 0; x < 6; ++x) pairs.add(10 + 3 * x, 40 + 3 * x);  // one run of stride 3
+  pairs.add(29, 58);                                              // not its next, (28, 58): a new run
+  pairs.add(30, 59);                                              // that run's next, stride 1
+  pairs.add(31, 61);                                              // not its next, (31, 60): a new run
+  REQUIRE(pairs.pairs == 9);
+  REQUIRE(pairs.runs.size() == 3);
+  CHECK((pairs.runs[0].from == 10 && pairs.runs[0].to == 40 && pairs.runs[0].stride == 3 && pairs.runs[0].count == 6));
+  CHECK((pairs.runs[1].from == 29 && pairs.runs[1].to == 58 && pairs.runs[1].stride == 1 && pairs.runs[1].count == 2));
+  CHECK((pairs.runs[2].from == 31 && pairs.runs[2].to == 61 && pairs.runs[2].count == 1));
+}
+
 // A step whose pairs take two kinds of path is solved under two caps, one
 // after the other: its flows are routed once (the last list is kept with
 // its routes), and a different list is routed anew, even under a key seen.
