@@ -726,11 +726,11 @@ namespace {
 // code[k] takes one more bit per pair k of a run: whether the two NPUs'
 // ids at one level are equal (`differ`: unequal). A run of stride 1
 // compares two contiguous stretches, which the compiler vectorizes.
-void add_level_bit(std::uint64_t* code, const int* level, const PairRuns::Run& run, bool differ) {
+void add_level_bit(std::uint32_t* code, const int* level, const PairRuns::Run& run, bool differ) {
   const int* a = level + run.from;
   const int* b = level + run.to;
   const auto n = static_cast<std::size_t>(run.count);
-  const std::uint64_t flip = differ ? 1 : 0;
+  const std::uint32_t flip = differ ? 1 : 0;
   if (run.stride == 1) {
     for (std::size_t k = 0; k < n; ++k) code[k] = code[k] << 1 | ((a[k] == b[k] ? 1 : 0) ^ flip);
   } else {
@@ -746,29 +746,58 @@ void add_level_bit(std::uint64_t* code, const int* level, const PairRuns::Run& r
 void EstimateFabric::classify(const PairRuns& pairs, std::vector<PathCost>& kinds,
                               std::vector<std::uint8_t>* kind_of) const {
   // A pair's kind follows its relation (relation()'s bits): the bits of
-  // every pair first, level by level over each run, then path() once per
-  // relation seen, found by the bits in a table when they are few
-  // (millions of pairs on 99,840 dies), else by a scan of those seen.
+  // every pair first, level by level over each run (32-bit codes, four to
+  // an SSE register; more fabrics than fit take relation() pair by pair),
+  // then path() once per relation seen, found by the bits in a table when
+  // they are few (millions of pairs on 99,840 dies), else by a scan of
+  // those seen.
   const auto npus = static_cast<std::size_t>(spec_.npus);
   const std::size_t levels = 3 + spec_.fabrics.size();
-  std::vector<std::uint64_t>& code = codes_;
-  code.resize(pairs.pairs);
+  const std::size_t bits = 1 + levels;
+  const bool packed = bits <= 32;
+  std::vector<std::uint32_t>& code = codes_;
+  code.resize(packed ? pairs.pairs : 0);
   const int* level = places().data();
   std::size_t at = 0;
-  for (const PairRuns::Run& run : pairs.runs) {
+  for (const PairRuns::Run& run : packed ? pairs.runs : std::vector<PairRuns::Run>{}) {
     std::fill_n(code.begin() + static_cast<std::ptrdiff_t>(at), run.count, run.from == run.to ? 1 : 0);
     for (std::size_t l = 0; l < levels; ++l) add_level_bit(code.data() + at, level + l * npus, run, l == 2);
     at += static_cast<std::size_t>(run.count);
   }
-  const std::size_t bits = 1 + levels;
   constexpr std::size_t kTableBits = 12;
   std::vector<std::int16_t> by_relation(bits <= kTableBits ? std::size_t{1} << bits : 0, -1);
   std::vector<std::pair<std::uint64_t, std::uint8_t>> seen;  // beyond kTableBits
+  // A relation not seen yet: its path's kind, among `kinds` or added.
+  const auto first_seen = [&](std::uint64_t rel, int from, int to) {
+    const PathCost p = path(from, to);
+    std::size_t i = 0;
+    while (i < kinds.size() && !same_cost(kinds[i], p)) ++i;
+    if (i == kinds.size()) kinds.push_back(p);
+    const auto kind = static_cast<std::uint8_t>(std::min<std::size_t>(i, 255));
+    if (!by_relation.empty()) {
+      by_relation[rel] = static_cast<std::int16_t>(kind);
+    } else {
+      seen.emplace_back(rel, kind);
+    }
+    return kind;
+  };
   if (kind_of != nullptr) kind_of->resize(pairs.pairs);
+  std::uint8_t* out = kind_of != nullptr ? kind_of->data() : nullptr;
   at = 0;
   for (const PairRuns::Run& run : pairs.runs) {
+    if (packed && !by_relation.empty()) {  // the common case, a lookup per pair
+      const std::int16_t* table = by_relation.data();
+      for (int k = 0; k < run.count; ++k, ++at) {
+        int kind = table[code[at]];
+        if (kind < 0) kind = first_seen(code[at], run.from + k * run.stride, run.to + k * run.stride);
+        if (out != nullptr) out[at] = static_cast<std::uint8_t>(kind);
+      }
+      continue;
+    }
     for (int k = 0; k < run.count; ++k, ++at) {
-      const std::uint64_t rel = code[at];
+      const int from = run.from + k * run.stride;
+      const int to = run.to + k * run.stride;
+      const std::uint64_t rel = packed ? code[at] : relation(from, to);
       int kind = -1;
       if (!by_relation.empty()) {
         kind = by_relation[rel];
@@ -776,19 +805,8 @@ void EstimateFabric::classify(const PairRuns& pairs, std::vector<PathCost>& kind
         const auto known = std::find_if(seen.begin(), seen.end(), [rel](const auto& s) { return s.first == rel; });
         if (known != seen.end()) kind = known->second;
       }
-      if (kind < 0) {
-        const PathCost p = path(run.from + k * run.stride, run.to + k * run.stride);
-        std::size_t i = 0;
-        while (i < kinds.size() && !same_cost(kinds[i], p)) ++i;
-        if (i == kinds.size()) kinds.push_back(p);
-        kind = static_cast<int>(std::min<std::size_t>(i, 255));
-        if (!by_relation.empty()) {
-          by_relation[rel] = static_cast<std::int16_t>(kind);
-        } else {
-          seen.emplace_back(rel, static_cast<std::uint8_t>(kind));
-        }
-      }
-      if (kind_of != nullptr) (*kind_of)[at] = static_cast<std::uint8_t>(kind);
+      if (kind < 0) kind = first_seen(rel, from, to);
+      if (out != nullptr) out[at] = static_cast<std::uint8_t>(kind);
     }
   }
 }

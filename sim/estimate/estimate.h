@@ -264,7 +264,7 @@ class EstimateFabric {
 
   const TopologySpec& spec_;  // the caller's: 100,000 NPUs' links are not copied
   mutable std::vector<int> places_;  // places()'s, built on first use
-  mutable std::vector<std::uint64_t> codes_;  // classify()'s relation codes
+  mutable std::vector<std::uint32_t> codes_;  // classify()'s relation codes
   StepCosts costs_;
   RouteFinder routes_;
   mutable std::map<std::string, std::vector<double>> rates_;  // key + cap + write -> each flow's rate
