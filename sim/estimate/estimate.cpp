@@ -284,11 +284,18 @@ void fill_progressively(MaxMinShares::Work& w, const DenseFlows& in, const std::
   load.assign(slots, 0.0);
   std::vector<double>& room = w.room;  // capacity left
   room.assign(in.capacity.begin(), in.capacity.end());
-  for (std::size_t i = 0; i < flows; ++i) {
-    for (std::size_t j = in.first[i]; j < in.first[i + 1]; ++j) {
-      const auto k = static_cast<std::size_t>(in.slot[j]);
-      ++unfrozen[k];
-      load[k] += weight_of(i);
+  {
+    // (Plain pointers: through the vectors every hop reloaded them.)
+    const std::size_t* hops = in.first.data();
+    const int* slot = in.slot.data();
+    int* count = unfrozen.data();
+    double* summed = load.data();
+    for (std::size_t i = 0; i < flows; ++i) {
+      const double wi = weight_of(i);
+      for (std::size_t j = hops[i]; j < hops[i + 1]; ++j) {
+        ++count[slot[j]];
+        summed[slot[j]] += wi;
+      }
     }
   }
   // The flows crossing each channel, in flow order (compressed rows).
@@ -296,12 +303,16 @@ void fill_progressively(MaxMinShares::Work& w, const DenseFlows& in, const std::
   first.assign(slots + 1, 0);
   for (std::size_t k = 0; k < slots; ++k) first[k + 1] = first[k] + static_cast<std::size_t>(unfrozen[k]);
   std::vector<std::size_t>& crossing = w.crossing;
-  crossing.assign(first[slots], 0);
+  crossing.resize(first[slots]);
   {
     std::vector<std::size_t>& fill = w.fill;
     fill.assign(first.begin(), first.end() - 1);
+    const std::size_t* hops = in.first.data();
+    const int* slot = in.slot.data();
+    std::size_t* next = fill.data();
+    std::size_t* listed = crossing.data();
     for (std::size_t i = 0; i < flows; ++i) {
-      for (std::size_t j = in.first[i]; j < in.first[i + 1]; ++j) crossing[fill[static_cast<std::size_t>(in.slot[j])]++] = i;
+      for (std::size_t j = hops[i]; j < hops[i + 1]; ++j) listed[next[slot[j]]++] = i;
     }
   }
   order_by_limit(w, limit);
@@ -405,7 +416,6 @@ void fill_progressively(MaxMinShares::Work& w, const DenseFlows& in, const std::
 // channels of 2,300; the NICs, loaded once each, go).
 void progressive_filling(MaxMinShares::Work& w, const DenseFlows& in, const std::vector<double>& limit,
                          const std::vector<double>& weight, SlowestOfGroups only = {}) {
-  auto weight_of = [&weight](std::size_t i) { return weight.empty() ? 1.0 : weight[i]; };
   const std::size_t flows = in.first.size() - 1;
   const std::size_t slots = in.capacity.size();
   // A solve that stops once each group's slowest share is known visits
@@ -413,21 +423,24 @@ void progressive_filling(MaxMinShares::Work& w, const DenseFlows& in, const std:
   // passes over every flow's channels than it saves (a CloudMatrix384
   // AlltoAll point: 397 M -> 333 M instructions, the same shares).
   if (only.groups > 0) return fill_progressively(w, in, limit, weight, only);
+  // (Plain pointers, as in densify: through the vectors every hop reloaded them.)
+  const std::size_t* first = in.first.data();
+  const int* slot = in.slot.data();
+  const double* capacity = in.capacity.data();
+  const double* weights = weight.empty() ? nullptr : weight.data();
   std::vector<double>& bound = w.bound;
   bound.assign(limit.begin(), limit.end());
-  for (std::size_t i = 0; i < flows; ++i) {
-    if (in.first[i] == in.first[i + 1]) continue;
-    double narrowest = in.capacity[static_cast<std::size_t>(in.slot[in.first[i]])];
-    for (std::size_t j = in.first[i] + 1; j < in.first[i + 1]; ++j) {
-      narrowest = std::min(narrowest, in.capacity[static_cast<std::size_t>(in.slot[j])]);
-    }
-    bound[i] = std::min(bound[i], narrowest / weight_of(i));
-  }
   std::vector<double>& demand = w.demand;
   demand.assign(slots, 0.0);
+  double* load = demand.data();
   for (std::size_t i = 0; i < flows; ++i) {
-    const double wanted = weight_of(i) * bound[i];  // (hoisted: the stores to demand might alias it)
-    for (std::size_t j = in.first[i]; j < in.first[i + 1]; ++j) demand[static_cast<std::size_t>(in.slot[j])] += wanted;
+    if (first[i] == first[i + 1]) continue;
+    double narrowest = capacity[slot[first[i]]];
+    for (std::size_t j = first[i] + 1; j < first[i + 1]; ++j) narrowest = std::min(narrowest, capacity[slot[j]]);
+    const double wi = weights == nullptr ? 1.0 : weights[i];
+    bound[i] = std::min(bound[i], narrowest / wi);
+    const double wanted = wi * bound[i];
+    for (std::size_t j = first[i]; j < first[i + 1]; ++j) load[slot[j]] += wanted;
   }
   // A channel is kept unless its demand fits with a margin far above
   // rounding and far below any share that matters (a tie, demand equal to
@@ -440,30 +453,35 @@ void progressive_filling(MaxMinShares::Work& w, const DenseFlows& in, const std:
   reduced.slot.clear();
   reduced.capacity.clear();
   for (std::size_t k = 0; k < slots; ++k) {
-    if (demand[k] > in.capacity[k] * kFits) {
+    if (load[k] > capacity[k] * kFits) {
       kept_as[k] = static_cast<int>(reduced.capacity.size());
-      reduced.capacity.push_back(in.capacity[k]);
+      reduced.capacity.push_back(capacity[k]);
     }
   }
   if (reduced.capacity.size() == slots) return fill_progressively(w, in, limit, weight, only);
   std::vector<double>& reduced_limit = w.reduced_limit;
   reduced_limit.assign(limit.begin(), limit.end());
-  reduced.slot.reserve(in.slot.size());
+  reduced.slot.resize(in.slot.size());
+  reduced.first.resize(flows + 1);
+  const int* kept = kept_as.data();
+  int* reduced_slot = reduced.slot.data();
+  std::size_t at = 0;
   for (std::size_t i = 0; i < flows; ++i) {
     double narrowest_dropped = 0;
     bool dropped = false;
-    for (std::size_t j = in.first[i]; j < in.first[i + 1]; ++j) {
-      const auto k = static_cast<std::size_t>(in.slot[j]);
-      if (kept_as[k] >= 0) {
-        reduced.slot.push_back(kept_as[k]);
+    for (std::size_t j = first[i]; j < first[i + 1]; ++j) {
+      const int k = slot[j];
+      if (kept[k] >= 0) {
+        reduced_slot[at++] = kept[k];
       } else {
-        narrowest_dropped = dropped ? std::min(narrowest_dropped, in.capacity[k]) : in.capacity[k];
+        narrowest_dropped = dropped ? std::min(narrowest_dropped, capacity[k]) : capacity[k];
         dropped = true;
       }
     }
-    if (dropped) reduced_limit[i] = std::min(reduced_limit[i], narrowest_dropped / weight_of(i));
-    reduced.first.push_back(reduced.slot.size());
+    if (dropped) reduced_limit[i] = std::min(reduced_limit[i], narrowest_dropped / (weights == nullptr ? 1.0 : weights[i]));
+    reduced.first[i + 1] = at;
   }
+  reduced.slot.resize(at);
   fill_progressively(w, reduced, reduced_limit, weight, only);
 }
 
@@ -602,34 +620,43 @@ std::vector<double> EstimateFabric::densify(const std::vector<const RoutedFlows*
     slot_of.resize(links + static_cast<std::size_t>(spec_.npus), -1);
   }
   DenseFlows& dense = w.dense;
-  dense.first.assign(1, 0);
-  dense.first.reserve(count + 1);
+  dense.first.resize(count + 1);
+  dense.first[0] = 0;
   dense.capacity.clear();
   dense.slot.resize(hops);
   std::vector<double> limit(count, cap);
   const bool partly = !weight.empty();
+  // (Plain pointers and a flow's limit in a local: through the vectors,
+  // every hop reloaded them, a third of a solve's set-up.)
+  int* slot_at = slot_of.data();
+  int* dense_slot = dense.slot.data();
+  std::size_t* dense_first = dense.first.data();
   std::size_t flow = 0;  // counted over the parts
   std::size_t at = 0;    // its first hop in dense.slot
   for (const RoutedFlows* part : parts) {
-    const RoutedFlows& flows = *part;
-    for (std::size_t k = 0; k < flows.size(); ++k, ++flow) {
-      for (std::size_t j = flows.first[k]; j < flows.first[k + 1]; ++j) {
-        const int c = flows.channel[j];
-        int& slot = slot_of[static_cast<std::size_t>(c)];
+    const std::size_t* first = part->first.data();
+    const int* channel = part->channel.data();
+    for (std::size_t k = 0; k < part->size(); ++k, ++flow) {
+      double own = cap;
+      for (std::size_t j = first[k]; j < first[k + 1]; ++j) {
+        const int c = channel[j];
+        int slot = slot_at[c];
         if (slot < 0) {
           slot = static_cast<int>(dense.capacity.size());
+          slot_at[c] = slot;
           dense.capacity.push_back(channel_rate(c));
           w.crossed.push_back(c);
         }
-        dense.slot[at++] = slot;
+        dense_slot[at++] = slot;
         // A flow that counts for part of the time still moves no faster
         // than its narrowest channel.
-        if (partly) limit[flow] = std::min(limit[flow], dense.capacity[static_cast<std::size_t>(slot)]);
+        if (partly) own = std::min(own, dense.capacity[static_cast<std::size_t>(slot)]);
         if (write && static_cast<std::size_t>(c) < links) {
-          limit[flow] = std::min(limit[flow], rate(spec_.links[static_cast<std::size_t>(c) / 2].params.write_bandwidth));
+          own = std::min(own, rate(spec_.links[static_cast<std::size_t>(c) / 2].params.write_bandwidth));
         }
       }
-      dense.first.push_back(at);
+      limit[flow] = own;
+      dense_first[flow + 1] = at;
     }
   }
   for (const int c : w.crossed) slot_of[static_cast<std::size_t>(c)] = -1;
