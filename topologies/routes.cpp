@@ -63,6 +63,14 @@ RouteFinder::RouteFinder(const TopologySpec& spec)
     const auto end = neighbours_.begin() + static_cast<std::ptrdiff_t>(first_neighbour_[n + 1]);
     if (!std::is_sorted(begin, end, by_neighbour)) std::sort(begin, end, by_neighbour);
   }
+  npu_neighbours_.assign(nodes, {1, 0});
+  for (std::size_t n = 0; n < nodes; ++n) {
+    for (std::size_t k = first_neighbour_[n]; k < first_neighbour_[n + 1] && neighbours_[k].first < spec.npus; ++k) {
+      auto& [lowest, highest] = npu_neighbours_[n];
+      if (lowest > highest) lowest = neighbours_[k].first;  // (rows by neighbour: the first is the lowest)
+      highest = neighbours_[k].first;
+    }
+  }
 }
 
 int RouteFinder::channel(int a, int b) const {
@@ -186,7 +194,7 @@ std::vector<int> RouteFinder::path(int src, int dst) const {
 }
 
 void RouteFinder::append_path(int src, int dst, std::vector<int>& out) const {
-  const int direct = channel(src, dst);
+  const int direct = may_link(src, dst) ? channel(src, dst) : -1;
   if (direct >= 0) {
     out.push_back(direct);
     return;

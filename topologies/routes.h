@@ -67,7 +67,18 @@ class RouteFinder {
   const SpineHops& spines_between(std::size_t fabric, int leaf_src, int leaf_dst) const;
   std::vector<int> shortest_path(int src, int dst) const;
 
+  // Whether a and b may be linked: b is not an NPU, or an NPU within the
+  // range of a's NPU neighbours (a route between NPUs of different servers
+  // skips channel()'s search).
+  bool may_link(int a, int b) const {
+    if (b >= spec_->npus || a < 0 || static_cast<std::size_t>(a) >= npu_neighbours_.size()) return true;
+    const auto [lowest, highest] = npu_neighbours_[static_cast<std::size_t>(a)];
+    return b >= lowest && b <= highest;
+  }
+
   const TopologySpec* spec_;
+  // Per node, its lowest and highest neighbour that is an NPU (none: {1, 0}).
+  std::vector<std::pair<int, int>> npu_neighbours_;
   // Node n's (neighbour, channel) pairs, by neighbour:
   // neighbours_[first_neighbour_[n] .. first_neighbour_[n + 1]).
   std::vector<std::size_t> first_neighbour_;
