@@ -576,6 +576,12 @@ void EstimateFabric::route_flows(const std::vector<FlowPair>& list, RoutedFlows&
   // after the links' channels.
   const auto links = static_cast<int>(2 * spec_.links.size());
   flows_routed_ += list.size();
+  // (Room for the usual four hops a flow in a fresh list: growing by
+  // doubling copied the routes of a thousand-flow step several times.)
+  if (out.channel.empty()) {
+    out.first.reserve(list.size() + 1);
+    out.channel.reserve(4 * list.size());
+  }
   for (const FlowPair& f : list) {
     if (f.from == f.to) {
       out.channel.push_back(links + f.from);
