@@ -1,10 +1,13 @@
 #include "sim/estimate/estimate.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <exception>
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <thread>
 
 namespace hcclsim {
 
@@ -37,7 +40,11 @@ double StepCosts::local_copy(double bytes, bool reduce) const {
   return sdma_fixed + bytes / std::min(local_rate, sdma_cap(reduce)) + local_latency;
 }
 
-EstimateFabric::EstimateFabric(const TopologySpec& spec) : spec_(spec), costs_(spec_.npu), routes_(spec_) {}
+EstimateFabric::EstimateFabric(const TopologySpec& spec)
+    : spec_(spec),
+      costs_(spec_.npu),
+      routes_(spec_),
+      solve_threads_(static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u))) {}
 
 const std::vector<int>& EstimateFabric::places() const {
   if (places_.empty()) {
@@ -600,13 +607,73 @@ std::vector<double> EstimateFabric::solve_routed(const RoutedFlows& flows, const
 std::vector<double> EstimateFabric::solve_routed(const std::vector<const RoutedFlows*>& parts,
                                                  const std::vector<double>& weight, double cap, bool write,
                                                  SlowestOfGroups only) const {
-  MaxMinShares::Work& w = solver_.work();
-  const std::vector<double> limit = densify(parts, weight, cap, write);
+  return solve_with(solver_, parts, weight, cap, write, only);
+}
+
+std::vector<double> EstimateFabric::solve_with(MaxMinShares& solver, const std::vector<const RoutedFlows*>& parts,
+                                               const std::vector<double>& weight, double cap, bool write,
+                                               SlowestOfGroups only) const {
+  MaxMinShares::Work& w = solver.work();
+  const std::vector<double> limit = densify(solver, parts, weight, cap, write);
   progressive_filling(w, w.dense, limit, weight, only);
   return w.out;
 }
 
-std::vector<double> EstimateFabric::densify(const std::vector<const RoutedFlows*>& parts,
+std::vector<std::vector<double>> EstimateFabric::solve_each(const std::vector<SolveJob>& jobs) const {
+  std::vector<std::vector<double>> out(jobs.size());
+  const auto solve = [&](MaxMinShares& solver, std::size_t j) {
+    const SolveJob& job = jobs[j];
+    out[j] = solve_with(solver, job.parts, job.weight, job.cap, job.write, job.only);
+  };
+  const std::size_t threads = std::min(jobs.size(), static_cast<std::size_t>(solve_threads_));
+  if (threads <= 1) {
+    for (std::size_t j = 0; j < jobs.size(); ++j) solve(solver_, j);
+    return out;
+  }
+  // Each thread takes the next job not taken; each result goes to its
+  // job's place, so the order of solving changes nothing.
+  if (helpers_.size() < threads - 1) helpers_.resize(threads - 1);
+  std::atomic<std::size_t> next{0};
+  std::vector<std::exception_ptr> failed(threads);
+  const auto work = [&](MaxMinShares& solver, std::size_t thread) {
+    try {
+      for (std::size_t j = next++; j < jobs.size(); j = next++) solve(solver, j);
+    } catch (...) {
+      failed[thread] = std::current_exception();
+      next = jobs.size();  // the others stop after their current job
+    }
+  };
+  std::vector<std::thread> pool;
+  pool.reserve(threads - 1);
+  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(work, std::ref(helpers_[t - 1]), t);
+  work(solver_, 0);
+  for (std::thread& t : pool) t.join();
+  for (const std::exception_ptr& e : failed) {
+    if (e) std::rethrow_exception(e);
+  }
+  return out;
+}
+
+std::vector<const std::vector<double>*> EstimateFabric::kept_rates_each(
+    const std::vector<std::string>& keys, const std::function<SolveJob(std::size_t)>& job) const {
+  std::vector<SolveJob> jobs;
+  std::vector<std::size_t> solved;  // the keys not kept yet, in order
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (rates_.count("solved/" + keys[i]) > 0) continue;
+    bool repeated = false;  // a key listed twice is solved once
+    for (const std::size_t k : solved) repeated = repeated || keys[k] == keys[i];
+    if (repeated) continue;
+    solved.push_back(i);
+    jobs.push_back(job(i));
+  }
+  std::vector<std::vector<double>> rates = solve_each(jobs);
+  for (std::size_t k = 0; k < solved.size(); ++k) rates_.emplace("solved/" + keys[solved[k]], std::move(rates[k]));
+  std::vector<const std::vector<double>*> out;
+  for (const std::string& key : keys) out.push_back(&rates_.at("solved/" + key));
+  return out;
+}
+
+std::vector<double> EstimateFabric::densify(MaxMinShares& solver, const std::vector<const RoutedFlows*>& parts,
                                             const std::vector<double>& weight, double cap, bool write) const {
   // Each channel crossed is given a dense slot when first crossed (a
   // supernode fabric has millions of channels and a solve touches a few
@@ -620,7 +687,7 @@ std::vector<double> EstimateFabric::densify(const std::vector<const RoutedFlows*
     count += part->size();
     hops += part->channel.size();
   }
-  MaxMinShares::Work& w = solver_.work();
+  MaxMinShares::Work& w = solver.work();
   std::vector<int>& slot_of = w.slot_of;  // (MaxMinShares::solve's: -1 between solves)
   if (slot_of.size() < links + static_cast<std::size_t>(spec_.npus)) {
     slot_of.resize(links + static_cast<std::size_t>(spec_.npus), -1);

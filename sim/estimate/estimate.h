@@ -206,6 +206,29 @@ class EstimateFabric {
   // flows itself (to reuse the routes of flows that several solves share)
   // and still solves each pattern once per sweep.
   const std::vector<double>& kept_rates(const std::string& key, const std::function<std::vector<double>()>& solve) const;
+  // One solve_routed, as a job of solve_each.
+  struct SolveJob {
+    std::vector<const RoutedFlows*> parts;
+    std::vector<double> weight;  // empty: every flow counts fully
+    double cap = 0;
+    bool write = false;
+    SlowestOfGroups only;
+  };
+  // solve_routed for each job, the rates in job order. The jobs share
+  // nothing but the fabric's constants, so they run on up to
+  // solve_threads() threads, each with working memory of its own: a
+  // form's first point solves a hundred step patterns at once (a pairwise
+  // AlltoAll on 1024 NPUs). The rates are the same bit for bit on any
+  // number of threads (a test holds this).
+  std::vector<std::vector<double>> solve_each(const std::vector<SolveJob>& jobs) const;
+  // kept_rates for each key: job(i) (called on this thread, in order) for
+  // each key not kept yet, solved by solve_each.
+  std::vector<const std::vector<double>*> kept_rates_each(const std::vector<std::string>& keys,
+                                                         const std::function<SolveJob(std::size_t)>& job) const;
+  // Threads for solve_each: the machine's cores by default (at most 8); 1
+  // solves on the caller's thread.
+  void set_solve_threads(int threads) { solve_threads_ = threads < 1 ? 1 : threads; }
+  int solve_threads() const { return solve_threads_; }
   // The channels a transfer from `from` to `to` crosses (as the detailed
   // model routes it), and a channel's rate in bytes per ps (channels past
   // the links' are the NPUs' memory), for forms that follow flows starting
@@ -251,9 +274,12 @@ class EstimateFabric {
     std::vector<double> weight;
   };
   const Listed& listed(const std::function<void(std::vector<FlowPair>&)>& flows) const;
-  // Routed flows in the solver's dense form (its Work's `dense`); returns each flow's limit.
-  std::vector<double> densify(const std::vector<const RoutedFlows*>& parts, const std::vector<double>& weight,
-                              double cap, bool write) const;
+  // Routed flows in `solver`'s dense form (its Work's `dense`); returns each flow's limit.
+  std::vector<double> densify(MaxMinShares& solver, const std::vector<const RoutedFlows*>& parts,
+                              const std::vector<double>& weight, double cap, bool write) const;
+  // solve_routed with `solver`'s working memory.
+  std::vector<double> solve_with(MaxMinShares& solver, const std::vector<const RoutedFlows*>& parts,
+                                 const std::vector<double>& weight, double cap, bool write, SlowestOfGroups only) const;
   // The least of solve_routed's rates for `flows`, without the filling.
   double slowest_routed(const RoutedFlows& flows, const std::vector<double>& weight, double cap, bool write) const;
   // The ids relation() compares, level by level (chip, server, SDMA
@@ -276,6 +302,8 @@ class EstimateFabric {
   mutable std::map<std::string, PairTable> tables_;  // by relation of the two NPUs (path())
   mutable std::map<std::string, std::vector<RankStep>> rank_steps_;
   mutable MaxMinShares solver_;  // solve_routed's working memory
+  mutable std::vector<MaxMinShares> helpers_;  // solve_each's other threads'
+  int solve_threads_;
   bool follow_every_slice_ = false;
   mutable std::uint64_t slices_added_at_once_ = 0;
   bool solve_every_step_ = false;

@@ -500,62 +500,83 @@ class PerRankSteps {
   // The paths and shares of the step in which every rank x sends to
   // x + shift; `alongside`: the shifts of the steps whose RDMA writes are
   // in flight with this one's.
+  struct ShiftStep {
+    int shift = 0;
+    std::vector<int> alongside;
+  };
   EstimateFabric::RankStep shift_step(int shift, const std::vector<int>& alongside) const {
-    Step1 st;
-    st.shift = shift;
-    const int ahead = mod(shift, p_);
-    EstimateFabric::RankStep out;
-    out.paths = &pairs(shift);
-    const std::string key = step_key(g_, st, p_);
-    auto flows = [&](std::vector<FlowPair>& list) {
-      for (int grp = 0; grp < g_.groups; ++grp) {
-        for (int x = 0; x < p_; ++x) {
-          if (static_cast<int>(list.size()) >= kCountedSources) return;
-          list.push_back(FlowPair{g_.npu(grp, x), g_.npu(grp, x + ahead < p_ ? x + ahead : x + ahead - p_)});
-        }
-      }
+    return std::move(shift_steps({ShiftStep{shift, alongside}}).front());
+  }
+
+  // The same for several steps, in order; their solves with the steps
+  // alongside run at once (EstimateFabric::solve_each).
+  std::vector<EstimateFabric::RankStep> shift_steps(const std::vector<ShiftStep>& wanted) const {
+    constexpr std::size_t kNoJob = static_cast<std::size_t>(-1);
+    struct Rates {
+      const std::vector<double>* sdma = nullptr;
+      const std::vector<double>* rdma = nullptr;
+      std::size_t mixed = kNoJob;  // rdma's, when solved with the steps alongside: its job
     };
-    // Only the shares of the kinds of write some rank makes are solved (a
-    // pairwise step leaves the server for all but a few shifts).
-    const std::vector<PathCost>& kinds = out.paths->kinds;
-    const std::vector<double>* sdma = nullptr;
-    const std::vector<double>* rdma = nullptr;
-    std::vector<double> mixed;  // rdma's rates with the steps alongside
-    const bool some_sdma = std::any_of(kinds.begin(), kinds.end(), [](const PathCost& k) { return !k.rdma; });
-    const bool some_rdma = std::any_of(kinds.begin(), kinds.end(), [](const PathCost& k) { return k.rdma; });
-    if (some_sdma) sdma = &f_.flow_rates(key, flows, c_.copy_rate, true);
-    if (some_rdma && alongside.empty()) {
-      rdma = &f_.flow_rates(key, flows, kNoCap, false);
-    } else if (some_rdma) {
-      // The writes of the steps alongside share the channels with this
-      // step's for part of its time: each step's flows count 1 / steps
-      // (listed after this step's own, whose rates come first).
-      // Solved here, not memoized: the step is kept by its caller, and
-      // the neighbours' rates are read only for the slowest.
-      const double share = 1.0 / static_cast<double>(1 + alongside.size());
-      std::vector<const RoutedFlows*> all{&routed_shift(shift)};
-      std::size_t flows = all.back()->size();
-      for (const int q : alongside) {
-        all.push_back(&routed_shift(q));
-        flows += all.back()->size();
+    std::vector<Rates> rates(wanted.size());
+    std::vector<EstimateFabric::RankStep> out(wanted.size());
+    std::vector<EstimateFabric::SolveJob> jobs;
+    for (std::size_t i = 0; i < wanted.size(); ++i) {
+      const int shift = wanted[i].shift;
+      const std::vector<int>& alongside = wanted[i].alongside;
+      Step1 st;
+      st.shift = shift;
+      out[i].paths = &pairs(shift);
+      const std::string key = step_key(g_, st, p_);
+      const auto flows = step_flows(g_, st, p_);
+      // Only the shares of the kinds of write some rank makes are solved (a
+      // pairwise step leaves the server for all but a few shifts).
+      const std::vector<PathCost>& kinds = out[i].paths->kinds;
+      const bool some_sdma = std::any_of(kinds.begin(), kinds.end(), [](const PathCost& k) { return !k.rdma; });
+      const bool some_rdma = std::any_of(kinds.begin(), kinds.end(), [](const PathCost& k) { return k.rdma; });
+      if (some_sdma) rates[i].sdma = &f_.flow_rates(key, flows, c_.copy_rate, true);
+      if (some_rdma && alongside.empty()) {
+        rates[i].rdma = &f_.flow_rates(key, flows, kNoCap, false);
+      } else if (some_rdma) {
+        // The writes of the steps alongside share the channels with this
+        // step's for part of its time: each step's flows count 1 / steps
+        // (listed after this step's own, whose rates come first).
+        // Solved here, not memoized: the step is kept by its caller, and
+        // the neighbours' rates are read only for the slowest.
+        EstimateFabric::SolveJob job;
+        job.parts.push_back(&routed_shift(shift));
+        for (const int q : alongside) job.parts.push_back(&routed_shift(q));
+        std::size_t count = 0;
+        for (const RoutedFlows* part : job.parts) count += part->size();
+        job.weight.assign(count, 1.0 / static_cast<double>(1 + alongside.size()));
+        job.cap = kNoCap;
+        rates[i].mixed = jobs.size();
+        jobs.push_back(std::move(job));
       }
-      mixed = f_.solve_routed(all, std::vector<double>(flows, share), kNoCap, false);
-      rdma = &mixed;
-      // A pairwise exchange asks for the shifts in order: a shift below
-      // this one's lower neighbour is not asked for again.
-      const int lowest = std::min(shift, *std::min_element(alongside.begin(), alongside.end()));
-      routed_by_shift_.erase(routed_by_shift_.begin(), routed_by_shift_.lower_bound(lowest));
     }
-    // Rank x's flow is the x-th listed; ranks beyond the counted flows take
-    // the step's slowest share.
-    const double sdma_slowest =
-        sdma == nullptr || sdma->empty() ? c_.copy_rate : *std::min_element(sdma->begin(), sdma->end());
-    const double rdma_slowest = rdma == nullptr || rdma->empty() ? kNoCap : *std::min_element(rdma->begin(), rdma->end());
-    out.rate.resize(static_cast<std::size_t>(p_));
-    for (std::size_t x = 0; x < out.rate.size(); ++x) {
-      const bool over_rdma = kinds[out.paths->kind_of[x]].rdma;
-      const std::vector<double>& rates = over_rdma ? *rdma : *sdma;
-      out.rate[x] = x < rates.size() ? rates[x] : (over_rdma ? rdma_slowest : sdma_slowest);
+    const std::vector<std::vector<double>> mixed = f_.solve_each(jobs);
+    for (std::size_t i = 0; i < wanted.size(); ++i) {
+      Rates& r = rates[i];
+      if (r.mixed != kNoJob) r.rdma = &mixed[r.mixed];
+      const std::vector<PathCost>& kinds = out[i].paths->kinds;
+      // Rank x's flow is the x-th listed; ranks beyond the counted flows take
+      // the step's slowest share.
+      const double sdma_slowest =
+          r.sdma == nullptr || r.sdma->empty() ? c_.copy_rate : *std::min_element(r.sdma->begin(), r.sdma->end());
+      const double rdma_slowest =
+          r.rdma == nullptr || r.rdma->empty() ? kNoCap : *std::min_element(r.rdma->begin(), r.rdma->end());
+      out[i].rate.resize(static_cast<std::size_t>(p_));
+      for (std::size_t x = 0; x < out[i].rate.size(); ++x) {
+        const bool over_rdma = kinds[out[i].paths->kind_of[x]].rdma;
+        const std::vector<double>& each = over_rdma ? *r.rdma : *r.sdma;
+        out[i].rate[x] = x < each.size() ? each[x] : (over_rdma ? rdma_slowest : sdma_slowest);
+      }
+    }
+    // A pairwise exchange asks for the shifts in order: a shift below the
+    // last step's lower neighbour is not asked for again.
+    if (!wanted.empty() && !wanted.back().alongside.empty()) {
+      const std::vector<int>& last = wanted.back().alongside;
+      const int lowest = std::min(wanted.back().shift, *std::min_element(last.begin(), last.end()));
+      routed_by_shift_.erase(routed_by_shift_.begin(), routed_by_shift_.lower_bound(lowest));
     }
     return out;
   }
@@ -1402,28 +1423,35 @@ double pairwise_per_rank(const EstimateFabric& fabric, const CollectiveSpec& spe
       [&] {
         std::vector<EstimateFabric::RankStep> out(static_cast<std::size_t>(p));
         const std::vector<int> stand_in = drawn_stand_ins(fabric, steps, p);
+        // A rank posts its write and goes on once its sender's write has
+        // landed, not its own: its write of step s is still in flight in
+        // step s + 1, as its sender's of step s - 1 was in step s. So a
+        // step's writes share the NICs and spines with those of both
+        // neighbours (an ECMP collision of one step is spread over three).
+        std::vector<PerRankSteps::ShiftStep> solved;
+        for (int s = 1; s < p; ++s) {
+          if (stand_in[static_cast<std::size_t>(s)] != s) continue;
+          PerRankSteps::ShiftStep step{s, {}};
+          for (const int q : {s - 1, s + 1}) {
+            if (q >= 1 && q < p) step.alongside.push_back(q);
+          }
+          solved.push_back(std::move(step));
+        }
+        std::vector<EstimateFabric::RankStep> steps_solved = steps.shift_steps(solved);
+        for (std::size_t i = 0; i < solved.size(); ++i) {
+          out[static_cast<std::size_t>(solved[i].shift)] = std::move(steps_solved[i]);
+        }
         for (int s = 1; s < p; ++s) {
           const int drawn = stand_in[static_cast<std::size_t>(s)];
-          if (drawn != s) {  // a solved step's shares, rotated onto this step's ranks
-            EstimateFabric::RankStep& step = out[static_cast<std::size_t>(s)];
-            const std::vector<double>& solved = out[static_cast<std::size_t>(drawn)].rate;
-            step.paths = &steps.pairs(s);
-            step.rate.resize(solved.size());
-            const std::size_t turn = drawn_turn(s, solved.size());
-            std::rotate_copy(solved.begin(), solved.begin() + static_cast<std::ptrdiff_t>(turn), solved.end(),
-                             step.rate.begin());
-            continue;
-          }
-          // A rank posts its write and goes on once its sender's write has
-          // landed, not its own: its write of step s is still in flight in
-          // step s + 1, as its sender's of step s - 1 was in step s. So a
-          // step's writes share the NICs and spines with those of both
-          // neighbours (an ECMP collision of one step is spread over three).
-          std::vector<int> alongside;
-          for (const int q : {s - 1, s + 1}) {
-            if (q >= 1 && q < p) alongside.push_back(q);
-          }
-          out[static_cast<std::size_t>(s)] = steps.shift_step(s, alongside);
+          if (drawn == s) continue;
+          // A solved step's shares, rotated onto this step's ranks.
+          EstimateFabric::RankStep& step = out[static_cast<std::size_t>(s)];
+          const std::vector<double>& shares = out[static_cast<std::size_t>(drawn)].rate;
+          step.paths = &steps.pairs(s);
+          step.rate.resize(shares.size());
+          const std::size_t turn = drawn_turn(s, shares.size());
+          std::rotate_copy(shares.begin(), shares.begin() + static_cast<std::ptrdiff_t>(turn), shares.end(),
+                           step.rate.begin());
         }
         return out;
       });

@@ -331,53 +331,70 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
     }
     return found->second;
   };
+  // The rounds whose shares the others take: beyond 32 rounds (hundreds of
+  // ranks) a round takes the shares of one of 16 sampled far rounds: all
+  // of them leave the server alike, and solving every round's thousands of
+  // flows would take seconds.
+  auto sample_of = [&rounds](std::size_t ri) { return rounds.size() > 32 && ri >= 16 ? 16 + ri % 16 : ri; };
+  {
+    // After the first round the slots drift apart (each waits only for its
+    // own block and peers; the slots whose first peer is on the same chip
+    // get a round ahead), so a link carries the reads of the neighbouring
+    // rounds too: each of those rounds' flows counts 1 / rounds. The first
+    // round's reads all start together. Solved once per sampled round and
+    // kept for every step (a round's key and count, built per round, took
+    // most of a point on 99,840 dies: 12,480 rounds a step), all of them
+    // at once (EstimateFabric::solve_each).
+    std::vector<std::size_t> samples;
+    for (std::size_t ri = 0; ri < rounds.size(); ++ri) {
+      if (std::find(samples.begin(), samples.end(), sample_of(ri)) == samples.end()) samples.push_back(sample_of(ri));
+    }
+    auto in_flight = [&rounds](std::size_t sample) {
+      std::vector<std::size_t> out{sample};
+      if (sample >= 1) {
+        for (const std::size_t q : {sample - 1, sample + 1}) {
+          if (q >= 1 && q < rounds.size()) out.push_back(q);
+        }
+      }
+      return out;
+    };
+    std::vector<std::string> keys;
+    for (const std::size_t sample : samples) {
+      std::string key = "a2a/" + std::to_string(p);
+      for (const std::size_t q : in_flight(sample)) key += "/" + std::to_string(q);
+      keys.push_back(key);
+      // (Counted, not routed: the rates are kept across the sweep's points, the routes are not.)
+      sample_shares[sample].own = listed_ranks(rounds[sample].size()) * rounds[sample].size();
+    }
+    // The round's flows, listed rank-major, one per distance (then those
+    // of the rounds alongside), each round routed once for the three
+    // solves it takes part in.
+    const std::vector<const std::vector<double>*> solved = f.kept_rates_each(keys, [&](std::size_t i) {
+      const std::size_t sample = samples[i];
+      EstimateFabric::SolveJob job;
+      std::size_t flows = 0;
+      for (const std::size_t q : in_flight(sample)) {
+        job.parts.push_back(&routed_round(q));
+        flows += job.parts.back()->size();
+      }
+      const double share = 1.0 / static_cast<double>(job.parts.size());
+      if (share != 1.0) job.weight.assign(flows, share);
+      job.cap = c.copy_rate;
+      // Followed by one representative, a slot takes its slowest read's
+      // share alone: the solve stops once each slot's is known.
+      if (table == nullptr) job.only = SlowestOfGroups{sample_shares[sample].own, rounds[sample].size()};
+      return job;
+    });
+    for (std::size_t i = 0; i < samples.size(); ++i) sample_shares[samples[i]].rates = solved[i];
+  }
   int use = 0;
   for (std::uint64_t step = 0; step < steps; ++step) {
     const double piece = static_cast<double>(std::min(block, s.count - std::min(s.count, step * block)) * esz);
     for (std::size_t ri = 0; ri < rounds.size(); ++ri) {
       const int group = use++ % groups;
-      // Beyond 32 rounds (hundreds of ranks) a round takes the shares of
-      // one of 16 sampled far rounds: all of them leave the server alike,
-      // and solving every round's thousands of flows would take seconds.
-      const std::size_t sample = rounds.size() > 32 && ri >= 16 ? 16 + ri % 16 : ri;
+      const std::size_t sample = sample_of(ri);
       const std::vector<int>& dist = rounds[sample];
-      // After the first round the slots drift apart (each waits only for its
-      // own block and peers; the slots whose first peer is on the same chip
-      // get a round ahead), so a link carries the reads of the neighbouring
-      // rounds too: each of those rounds' flows counts 1 / rounds. The first
-      // round's reads all start together. Solved once per sampled round and
-      // kept for every step (a round's key and count, built per round, took
-      // most of a point on 99,840 dies: 12,480 rounds a step).
-      SampleShares& shares = sample_shares[sample];
-      if (shares.rates == nullptr) {
-        std::vector<std::size_t> in_flight{sample};
-        if (sample >= 1) {
-          for (const std::size_t q : {sample - 1, sample + 1}) {
-            if (q >= 1 && q < rounds.size()) in_flight.push_back(q);
-          }
-        }
-        std::string key = "a2a/" + std::to_string(p);
-        for (const std::size_t q : in_flight) key += "/" + std::to_string(q);
-        // (Counted, not routed: the rates are kept across the sweep's points, the routes are not.)
-        shares.own = listed_ranks(dist.size()) * dist.size();
-        // Followed by one representative, a slot takes its slowest read's
-        // share alone: the solve stops once each slot's is known.
-        const SlowestOfGroups only = table == nullptr ? SlowestOfGroups{shares.own, dist.size()} : SlowestOfGroups{};
-        // The round's flows, listed rank-major, one per distance (then those
-        // of the rounds alongside), each round routed once for the three
-        // solves it takes part in.
-        shares.rates = &f.kept_rates(key, [&] {
-          std::vector<const RoutedFlows*> all;
-          std::size_t flows = 0;
-          for (const std::size_t q : in_flight) {
-            all.push_back(&routed_round(q));
-            flows += all.back()->size();
-          }
-          const double share = 1.0 / static_cast<double>(in_flight.size());
-          const std::vector<double> weight = share == 1.0 ? std::vector<double>{} : std::vector<double>(flows, share);
-          return f.solve_routed(all, weight, c.copy_rate, false, only);
-        });
-      }
+      const SampleShares& shares = sample_shares[sample];
       const std::vector<double>& rates = *shares.rates;
       const std::size_t own = shares.own;  // this round's flows, first in `rates`
       // Each slot's slowest share and path, once per (sampled) round.

@@ -263,6 +263,66 @@ TEST_CASE("estimate: pairwise steps drawn from a few solved ones against solving
   CHECK(every.steps_drawn() == 0);
 }
 
+// A form's first point solves its step patterns all at once
+// (EstimateFabric::solve_each), on several threads: the times must be the
+// same bit for bit as on one, for the pairwise exchange followed rank by
+// rank (256 A2 NPUs) and DirectFullmesh followed rank by rank (256 dies)
+// and by one representative per slot (CloudMatrix384, 768 dies); and
+// solve_each's rates must be solve_routed's, job by job.
+TEST_CASE("estimate: solves run at once on several threads give the rates of one by one", "[estimate]") {
+  struct Case {
+    const char* file;
+    int servers;
+  };
+  for (const Case& c : {Case{"a2-cluster.json", 32}, Case{"cloudmatrix384.json", 16}, Case{"cloudmatrix384.json", 48}}) {
+    const TopologySpec spec = load_topology(topology(c.file), {}, c.servers);
+    const PerfRequest request = request_on(spec, CollOp::AlltoAll, {64 * MiB, 1 * GiB});
+    const std::vector<PerfRow> rows = estimate_perf(spec, request);  // HCCL's choice
+    REQUIRE(rows.size() == request.sizes.size());
+    const ExecContext ctx = exec_context(spec, request);
+    EstimateFabric one(spec);
+    one.set_solve_threads(1);
+    EstimateFabric three(spec);
+    three.set_solve_threads(3);
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const CollectiveSpec collective = collective_of(request, request.sizes[i]);
+      const ExecutorChoice choice{rows[i].executor, default_levels(collective, ctx), "requested"};
+      const EstimateFn* estimate = find_estimate(choice.executor);
+      REQUIRE(estimate != nullptr);
+      INFO(c.file << " x" << c.servers << ", " << choice.executor << ", " << request.sizes[i] << " bytes");
+      const double alone = (*estimate)(collective, ctx, choice.plan, one);
+      CHECK(alone == (*estimate)(collective, ctx, choice.plan, three));
+      CHECK(static_cast<std::uint64_t>(std::llround(alone)) == rows[i].time.ps);
+    }
+  }
+  // solve_each against solve_routed: steps of different shifts and weights.
+  const TopologySpec spec = load_topology(topology("a2-cluster.json"), {}, 16);
+  EstimateFabric fabric(spec);
+  fabric.set_solve_threads(4);
+  const int p = spec.npus;
+  std::vector<RoutedFlows> routed(6);
+  for (std::size_t s = 0; s < routed.size(); ++s) {
+    std::vector<FlowPair> list;
+    for (int x = 0; x < p; ++x) list.push_back(FlowPair{x, (x + 1 + 9 * static_cast<int>(s)) % p});
+    fabric.route_flows(list, routed[s]);
+  }
+  std::vector<EstimateFabric::SolveJob> jobs;
+  for (std::size_t s = 0; s + 1 < routed.size(); ++s) {
+    EstimateFabric::SolveJob job;
+    job.parts = {&routed[s], &routed[s + 1]};
+    if (s % 2 == 1) job.weight.assign(2 * static_cast<std::size_t>(p), 0.5);
+    job.cap = s % 3 == 0 ? fabric.costs().copy_rate : 1e30;
+    job.write = s % 3 == 0;
+    jobs.push_back(job);
+  }
+  const std::vector<std::vector<double>> at_once = fabric.solve_each(jobs);
+  REQUIRE(at_once.size() == jobs.size());
+  for (std::size_t j = 0; j < jobs.size(); ++j) {
+    INFO("job " << j);
+    CHECK(at_once[j] == fabric.solve_routed(jobs[j].parts, jobs[j].weight, jobs[j].cap, jobs[j].write));
+  }
+}
+
 // A sweep's later points reuse what its first solved and routed: on a
 // CloudMatrix384 (768 dies) DirectFullmesh solves 32 sampled rounds of
 // thousands of reads once. Routing them again at every point (to count a
