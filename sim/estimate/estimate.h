@@ -10,7 +10,9 @@
 // these steps runs the same tasks). A
 // step's rates are max-min fair shares of the channels its flows cross,
 // all of the step's flows counted together (progressive filling, memoized
-// per pattern: they do not depend on the size). Where writes of different
+// per pattern: they do not depend on the size; a form's first point lists
+// its solves and runs them at once on the machine's cores, the same rates
+// on any number of threads). Where writes of different
 // steps or loops are in flight together (the level-1 Broadcast and Reduce
 // over RDMA, up to 1024 ranks), each write is followed as a flow of its
 // own, its share solved again whenever one starts or drains.
