@@ -94,6 +94,26 @@ TopologySpec make_cluster(const ClusterLayout& layout, const HardwareProfile& pr
     spec.npus += layout.servers[s].devices;
   }
   int next_node = spec.npus;
+  {
+    // The links below, counted first: 100,000 NPUs have half a million, and
+    // growing the list by doubling copied them and zeroed fresh pages for a
+    // third of loading such a topology.
+    std::size_t links = 0;
+    std::map<int, std::size_t> per_superpod;
+    for (const ServerLayout& server : layout.servers) {
+      const auto n = static_cast<std::size_t>(server.devices);
+      links += a3 ? (n + 1) / 2 + n : (n < 2 ? 0 : n * (n - 1) / 2);
+      ++per_superpod[server.superpod];
+    }
+    for (const auto& [superpod, servers] : per_superpod) {
+      if (a3 && servers > 1) links += servers * static_cast<std::size_t>(std::max(layout.ub.l2_switches, 0));
+    }
+    const auto npus = static_cast<std::size_t>(spec.npus);
+    const auto per_leaf = static_cast<std::size_t>(std::max(layout.roce.npus_per_leaf, 1));
+    const std::size_t leaves = (npus + per_leaf - 1) / per_leaf;
+    links += npus + (leaves > 1 ? leaves * static_cast<std::size_t>(std::max(layout.roce.spines, 0)) : 0);
+    spec.links.reserve(links);
+  }
 
   if (!a3) {
     // A2: HCCS full mesh inside each server.
