@@ -7,6 +7,7 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 namespace hcclsim {
@@ -645,7 +646,13 @@ std::vector<std::vector<double>> EstimateFabric::solve_each(const std::vector<So
   };
   std::vector<std::thread> pool;
   pool.reserve(threads - 1);
-  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(work, std::ref(helpers_[t - 1]), t);
+  for (std::size_t t = 1; t < threads; ++t) {
+    try {
+      pool.emplace_back(work, std::ref(helpers_[t - 1]), t);
+    } catch (const std::system_error&) {  // no more threads to be had: the others take the jobs
+      break;
+    }
+  }
   work(solver_, 0);
   for (std::thread& t : pool) t.join();
   for (const std::exception_ptr& e : failed) {
