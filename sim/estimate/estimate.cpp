@@ -622,13 +622,22 @@ std::vector<double> EstimateFabric::solve_with(MaxMinShares& solver, const std::
 
 std::vector<std::vector<double>> EstimateFabric::solve_each(const std::vector<SolveJob>& jobs) const {
   std::vector<std::vector<double>> out(jobs.size());
-  const auto solve = [&](MaxMinShares& solver, std::size_t j) {
+  // `shares`: a thread's list of a job's one share per flow.
+  const auto solve = [&](MaxMinShares& solver, std::size_t j, std::vector<double>& shares) {
     const SolveJob& job = jobs[j];
-    out[j] = solve_with(solver, job.parts, job.weight, job.cap, job.write, job.only);
+    const std::vector<double>* weight = &job.weight;
+    if (job.weight.empty() && job.share != 1) {
+      std::size_t flows = 0;
+      for (const RoutedFlows* part : job.parts) flows += part->size();
+      shares.assign(flows, job.share);
+      weight = &shares;
+    }
+    out[j] = solve_with(solver, job.parts, *weight, job.cap, job.write, job.only);
   };
   const std::size_t threads = std::min(jobs.size(), static_cast<std::size_t>(solve_threads_));
   if (threads <= 1) {
-    for (std::size_t j = 0; j < jobs.size(); ++j) solve(solver_, j);
+    std::vector<double> shares;
+    for (std::size_t j = 0; j < jobs.size(); ++j) solve(solver_, j, shares);
     return out;
   }
   // Each thread takes the next job not taken; each result goes to its
@@ -638,7 +647,8 @@ std::vector<std::vector<double>> EstimateFabric::solve_each(const std::vector<So
   std::vector<std::exception_ptr> failed(threads);
   const auto work = [&](MaxMinShares& solver, std::size_t thread) {
     try {
-      for (std::size_t j = next++; j < jobs.size(); j = next++) solve(solver, j);
+      std::vector<double> shares;
+      for (std::size_t j = next++; j < jobs.size(); j = next++) solve(solver, j, shares);
     } catch (...) {
       failed[thread] = std::current_exception();
       next = jobs.size();  // the others stop after their current job

@@ -211,7 +211,8 @@ class EstimateFabric {
   // One solve_routed, as a job of solve_each.
   struct SolveJob {
     std::vector<const RoutedFlows*> parts;
-    std::vector<double> weight;  // empty: every flow counts fully
+    std::vector<double> weight;  // empty: every flow counts `share`
+    double share = 1;            // (one value, not a list per job: 3,000-24,000 flows each)
     double cap = 0;
     bool write = false;
     SlowestOfGroups only;

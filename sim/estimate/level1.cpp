@@ -545,9 +545,7 @@ class PerRankSteps {
         EstimateFabric::SolveJob job;
         job.parts.push_back(&routed_shift(shift));
         for (const int q : alongside) job.parts.push_back(&routed_shift(q));
-        std::size_t count = 0;
-        for (const RoutedFlows* part : job.parts) count += part->size();
-        job.weight.assign(count, 1.0 / static_cast<double>(1 + alongside.size()));
+        job.share = 1.0 / static_cast<double>(1 + alongside.size());
         job.cap = kNoCap;
         rates[i].mixed = jobs.size();
         jobs.push_back(std::move(job));

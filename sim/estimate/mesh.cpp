@@ -372,13 +372,8 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
     const std::vector<const std::vector<double>*> solved = f.kept_rates_each(keys, [&](std::size_t i) {
       const std::size_t sample = samples[i];
       EstimateFabric::SolveJob job;
-      std::size_t flows = 0;
-      for (const std::size_t q : in_flight(sample)) {
-        job.parts.push_back(&routed_round(q));
-        flows += job.parts.back()->size();
-      }
-      const double share = 1.0 / static_cast<double>(job.parts.size());
-      if (share != 1.0) job.weight.assign(flows, share);
+      for (const std::size_t q : in_flight(sample)) job.parts.push_back(&routed_round(q));
+      job.share = 1.0 / static_cast<double>(job.parts.size());
       job.cap = c.copy_rate;
       // Followed by one representative, a slot takes its slowest read's
       // share alone: the solve stops once each slot's is known.
