@@ -611,7 +611,7 @@ std::vector<double> EstimateFabric::solve_routed(const std::vector<const RoutedF
   return solve_with(solver_, parts, weight, cap, write, only);
 }
 
-std::vector<double> EstimateFabric::solve_with(MaxMinShares& solver, const std::vector<const RoutedFlows*>& parts,
+const std::vector<double>& EstimateFabric::solve_with(MaxMinShares& solver, const std::vector<const RoutedFlows*>& parts,
                                                const std::vector<double>& weight, double cap, bool write,
                                                SlowestOfGroups only) const {
   MaxMinShares::Work& w = solver.work();
@@ -632,7 +632,9 @@ std::vector<std::vector<double>> EstimateFabric::solve_each(const std::vector<So
       shares.assign(flows, job.share);
       weight = &shares;
     }
-    out[j] = solve_with(solver, job.parts, *weight, job.cap, job.write, job.only);
+    const std::vector<double>& rates = solve_with(solver, job.parts, *weight, job.cap, job.write, job.only);
+    out[j].assign(rates.begin(), rates.begin() + static_cast<std::ptrdiff_t>(
+                                                    job.kept == 0 ? rates.size() : std::min(job.kept, rates.size())));
   };
   const std::size_t threads = std::min(jobs.size(), static_cast<std::size_t>(solve_threads_));
   if (threads <= 1) {

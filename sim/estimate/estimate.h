@@ -216,6 +216,7 @@ class EstimateFabric {
     double cap = 0;
     bool write = false;
     SlowestOfGroups only;
+    std::size_t kept = 0;  // the rates of the first `kept` flows are returned (0: all)
   };
   // solve_routed for each job, the rates in job order. The jobs share
   // nothing but the fabric's constants, so they run on up to
@@ -280,8 +281,8 @@ class EstimateFabric {
   // Routed flows in `solver`'s dense form (its Work's `dense`); returns each flow's limit.
   std::vector<double> densify(MaxMinShares& solver, const std::vector<const RoutedFlows*>& parts,
                               const std::vector<double>& weight, double cap, bool write) const;
-  // solve_routed with `solver`'s working memory.
-  std::vector<double> solve_with(MaxMinShares& solver, const std::vector<const RoutedFlows*>& parts,
+  // solve_routed with `solver`'s working memory (the rates are its, until its next solve).
+  const std::vector<double>& solve_with(MaxMinShares& solver, const std::vector<const RoutedFlows*>& parts,
                                  const std::vector<double>& weight, double cap, bool write, SlowestOfGroups only) const;
   // The least of solve_routed's rates for `flows`, without the filling.
   double slowest_routed(const RoutedFlows& flows, const std::vector<double>& weight, double cap, bool write) const;

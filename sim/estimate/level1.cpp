@@ -547,6 +547,7 @@ class PerRankSteps {
         for (const int q : alongside) job.parts.push_back(&routed_shift(q));
         job.share = 1.0 / static_cast<double>(1 + alongside.size());
         job.cap = kNoCap;
+        job.kept = job.parts.front()->size();  // this step's own flows
         rates[i].mixed = jobs.size();
         jobs.push_back(std::move(job));
       }

@@ -375,6 +375,7 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
       for (const std::size_t q : in_flight(sample)) job.parts.push_back(&routed_round(q));
       job.share = 1.0 / static_cast<double>(job.parts.size());
       job.cap = c.copy_rate;
+      job.kept = sample_shares[sample].own;  // the round's own reads, first
       // Followed by one representative, a slot takes its slowest read's
       // share alone: the solve stops once each slot's is known.
       if (table == nullptr) job.only = SlowestOfGroups{sample_shares[sample].own, rounds[sample].size()};
