@@ -1,8 +1,9 @@
 #include "sim/estimate/estimate.h"
 
 #include <algorithm>
-#include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <exception>
 #include <limits>
 #include <memory>
@@ -620,62 +621,125 @@ const std::vector<double>& EstimateFabric::solve_with(MaxMinShares& solver, cons
   return w.out;
 }
 
-std::vector<std::vector<double>> EstimateFabric::solve_each(const std::vector<SolveJob>& jobs) const {
-  std::vector<std::vector<double>> out(jobs.size());
-  // `shares`: a thread's list of a job's one share per flow.
-  const auto solve = [&](MaxMinShares& solver, std::size_t j, std::vector<double>& shares) {
-    const SolveJob& job = jobs[j];
-    const std::vector<double>* weight = &job.weight;
-    if (job.weight.empty() && job.share != 1) {
-      std::size_t flows = 0;
-      for (const RoutedFlows* part : job.parts) flows += part->size();
-      shares.assign(flows, job.share);
-      weight = &shares;
-    }
-    const std::vector<double>& rates = solve_with(solver, job.parts, *weight, job.cap, job.write, job.only);
-    out[j].assign(rates.begin(), rates.begin() + static_cast<std::ptrdiff_t>(
-                                                    job.kept == 0 ? rates.size() : std::min(job.kept, rates.size())));
-  };
-  const std::size_t threads = std::min(jobs.size(), static_cast<std::size_t>(solve_threads_));
-  if (threads <= 1) {
-    std::vector<double> shares;
-    for (std::size_t j = 0; j < jobs.size(); ++j) solve(solver_, j, shares);
-    return out;
+void EstimateFabric::solve_job(MaxMinShares& solver, const SolveJob& job, std::vector<double>& out,
+                               std::vector<double>& shares) const {
+  const std::vector<double>* weight = &job.weight;
+  if (job.weight.empty() && job.share != 1) {
+    std::size_t flows = 0;
+    for (const RoutedFlows* part : job.parts) flows += part->size();
+    shares.assign(flows, job.share);
+    weight = &shares;
   }
-  // Each thread takes the next job not taken; each result goes to its
-  // job's place, so the order of solving changes nothing.
-  if (helpers_.size() < threads - 1) helpers_.resize(threads - 1);
-  std::atomic<std::size_t> next{0};
-  std::vector<std::exception_ptr> failed(threads);
-  const auto work = [&](MaxMinShares& solver, std::size_t thread) {
+  const std::vector<double>& rates = solve_with(solver, job.parts, *weight, job.cap, job.write, job.only);
+  const std::size_t kept = job.kept == 0 ? rates.size() : std::min(job.kept, rates.size());
+  out.assign(rates.begin(), rates.begin() + static_cast<std::ptrdiff_t>(kept));
+}
+
+std::vector<std::vector<double>> EstimateFabric::solve_each(const std::vector<SolveJob>& jobs) const {
+  SolveBatch batch(*this);
+  for (const SolveJob& job : jobs) batch.add(job);
+  return batch.finish();
+}
+
+// The jobs and their rates in deques (an element stays where it is while
+// more are added), taken in order under the mutex and solved outside it;
+// each result goes to its job's place, so the order of solving changes
+// nothing.
+struct EstimateFabric::SolveBatch::State {
+  explicit State(const EstimateFabric& f) : fabric(f) {}
+  const EstimateFabric& fabric;
+  std::mutex mutex;
+  std::condition_variable added;
+  std::deque<SolveJob> jobs;
+  std::deque<std::vector<double>> rates;
+  std::size_t next = 0;   // the first job not taken
+  bool closed = false;    // no job will be added (or the batch is given up)
+  std::vector<std::exception_ptr> failed;  // per thread; the caller's is 0
+  std::vector<std::thread> helpers;
+};
+
+EstimateFabric::SolveBatch::SolveBatch(const EstimateFabric& fabric)
+    : state_(std::make_unique<State>(fabric)) {
+  const auto helpers = static_cast<std::size_t>(std::max(fabric.solve_threads_ - 1, 0));
+  if (fabric.helpers_.size() < helpers) fabric.helpers_.resize(helpers);
+  state_->failed.resize(helpers + 1);
+  for (std::size_t t = 0; t < helpers; ++t) {
     try {
-      std::vector<double> shares;
-      for (std::size_t j = next++; j < jobs.size(); j = next++) solve(solver, j, shares);
-    } catch (...) {
-      failed[thread] = std::current_exception();
-      next = jobs.size();  // the others stop after their current job
-    }
-  };
-  std::vector<std::thread> pool;
-  pool.reserve(threads - 1);
-  for (std::size_t t = 1; t < threads; ++t) {
-    try {
-      pool.emplace_back(work, std::ref(helpers_[t - 1]), t);
+      state_->helpers.emplace_back([this, t] { work(state_->fabric.helpers_[t], t + 1); });
     } catch (const std::system_error&) {  // no more threads to be had: the others take the jobs
       break;
     }
   }
-  work(solver_, 0);
-  for (std::thread& t : pool) t.join();
-  for (const std::exception_ptr& e : failed) {
+}
+
+EstimateFabric::SolveBatch::~SolveBatch() {
+  {
+    const std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->closed = true;
+    state_->next = state_->jobs.size();
+  }
+  state_->added.notify_all();
+  for (std::thread& t : state_->helpers) {
+    if (t.joinable()) t.join();
+  }
+}
+
+void EstimateFabric::SolveBatch::add(SolveJob job) {
+  {
+    const std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->jobs.push_back(std::move(job));
+    state_->rates.emplace_back();
+  }
+  state_->added.notify_one();
+}
+
+void EstimateFabric::SolveBatch::work(MaxMinShares& solver, std::size_t thread) {
+  State& s = *state_;
+  std::vector<double> shares;
+  for (;;) {
+    const SolveJob* job = nullptr;
+    std::vector<double>* out = nullptr;
+    {
+      std::unique_lock<std::mutex> lock(s.mutex);
+      s.added.wait(lock, [&s] { return s.next < s.jobs.size() || s.closed; });
+      if (s.next >= s.jobs.size()) return;  // closed, every job taken
+      job = &s.jobs[s.next];
+      out = &s.rates[s.next];
+      ++s.next;
+    }
+    try {
+      s.fabric.solve_job(solver, *job, *out, shares);
+    } catch (...) {
+      s.failed[thread] = std::current_exception();
+      {
+        const std::lock_guard<std::mutex> lock(s.mutex);
+        s.closed = true;
+        s.next = s.jobs.size();  // the others stop after their current job
+      }
+      s.added.notify_all();
+      return;
+    }
+  }
+}
+
+std::vector<std::vector<double>> EstimateFabric::SolveBatch::finish() {
+  {
+    const std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->closed = true;
+  }
+  state_->added.notify_all();
+  work(state_->fabric.solver_, 0);
+  for (std::thread& t : state_->helpers) t.join();
+  for (const std::exception_ptr& e : state_->failed) {
     if (e) std::rethrow_exception(e);
   }
-  return out;
+  return std::vector<std::vector<double>>(std::make_move_iterator(state_->rates.begin()),
+                                          std::make_move_iterator(state_->rates.end()));
 }
 
 std::vector<const std::vector<double>*> EstimateFabric::kept_rates_each(
     const std::vector<std::string>& keys, const std::function<SolveJob(std::size_t)>& job) const {
-  std::vector<SolveJob> jobs;
+  SolveBatch batch(*this);  // each job solved while the next is listed and routed
   std::vector<std::size_t> solved;  // the keys not kept yet, in order
   for (std::size_t i = 0; i < keys.size(); ++i) {
     if (rates_.count("solved/" + keys[i]) > 0) continue;
@@ -683,9 +747,9 @@ std::vector<const std::vector<double>*> EstimateFabric::kept_rates_each(
     for (const std::size_t k : solved) repeated = repeated || keys[k] == keys[i];
     if (repeated) continue;
     solved.push_back(i);
-    jobs.push_back(job(i));
+    batch.add(job(i));
   }
-  std::vector<std::vector<double>> rates = solve_each(jobs);
+  std::vector<std::vector<double>> rates = batch.finish();
   for (std::size_t k = 0; k < solved.size(); ++k) rates_.emplace("solved/" + keys[solved[k]], std::move(rates[k]));
   std::vector<const std::vector<double>*> out;
   for (const std::string& key : keys) out.push_back(&rates_.at("solved/" + key));

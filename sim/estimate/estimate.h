@@ -225,6 +225,26 @@ class EstimateFabric {
   // AlltoAll on 1024 NPUs). The rates are the same bit for bit on any
   // number of threads (a test holds this).
   std::vector<std::vector<double>> solve_each(const std::vector<SolveJob>& jobs) const;
+  // The same, the jobs solved while the caller lists (and routes) the
+  // next ones: the other threads take each job as it is added, and the
+  // caller's thread joins them at finish(). One batch of a fabric at a
+  // time; a job's routes must stay where they are until finish(), and
+  // the caller must not solve with the fabric meanwhile except through
+  // flow_rates, shared_rate and solve_routed (the caller's own memory).
+  class SolveBatch {
+   public:
+    explicit SolveBatch(const EstimateFabric& fabric);
+    ~SolveBatch();  // without finish(): the jobs not started are dropped
+    SolveBatch(const SolveBatch&) = delete;
+    SolveBatch& operator=(const SolveBatch&) = delete;
+    void add(SolveJob job);
+    std::vector<std::vector<double>> finish();  // the rates, in the order added
+
+   private:
+    struct State;
+    void work(MaxMinShares& solver, std::size_t thread);
+    std::unique_ptr<State> state_;
+  };
   // kept_rates for each key: job(i) (called on this thread, in order) for
   // each key not kept yet, solved by solve_each.
   std::vector<const std::vector<double>*> kept_rates_each(const std::vector<std::string>& keys,
@@ -281,6 +301,8 @@ class EstimateFabric {
   // Routed flows in `solver`'s dense form (its Work's `dense`); returns each flow's limit.
   std::vector<double> densify(MaxMinShares& solver, const std::vector<const RoutedFlows*>& parts,
                               const std::vector<double>& weight, double cap, bool write) const;
+  // A job's rates (its first `kept`) into `out`; `shares`: room for its one share per flow.
+  void solve_job(MaxMinShares& solver, const SolveJob& job, std::vector<double>& out, std::vector<double>& shares) const;
   // solve_routed with `solver`'s working memory (the rates are its, until its next solve).
   const std::vector<double>& solve_with(MaxMinShares& solver, const std::vector<const RoutedFlows*>& parts,
                                  const std::vector<double>& weight, double cap, bool write, SlowestOfGroups only) const;

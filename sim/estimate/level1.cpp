@@ -519,7 +519,8 @@ class PerRankSteps {
     };
     std::vector<Rates> rates(wanted.size());
     std::vector<EstimateFabric::RankStep> out(wanted.size());
-    std::vector<EstimateFabric::SolveJob> jobs;
+    EstimateFabric::SolveBatch batch(f_);  // each job solved while the next is listed and routed
+    std::size_t jobs = 0;
     for (std::size_t i = 0; i < wanted.size(); ++i) {
       const int shift = wanted[i].shift;
       const std::vector<int>& alongside = wanted[i].alongside;
@@ -548,11 +549,11 @@ class PerRankSteps {
         job.share = 1.0 / static_cast<double>(1 + alongside.size());
         job.cap = kNoCap;
         job.kept = job.parts.front()->size();  // this step's own flows
-        rates[i].mixed = jobs.size();
-        jobs.push_back(std::move(job));
+        rates[i].mixed = jobs++;
+        batch.add(std::move(job));
       }
     }
-    const std::vector<std::vector<double>> mixed = f_.solve_each(jobs);
+    const std::vector<std::vector<double>> mixed = batch.finish();
     for (std::size_t i = 0; i < wanted.size(); ++i) {
       Rates& r = rates[i];
       if (r.mixed != kNoJob) r.rdma = &mixed[r.mixed];
