@@ -738,7 +738,8 @@ std::vector<std::vector<double>> EstimateFabric::SolveBatch::finish() {
 }
 
 std::vector<const std::vector<double>*> EstimateFabric::kept_rates_each(
-    const std::vector<std::string>& keys, const std::function<SolveJob(std::size_t)>& job) const {
+    const std::vector<std::string>& keys, const std::function<SolveJob(std::size_t)>& job,
+    const std::function<void()>& meanwhile) const {
   SolveBatch batch(*this);  // each job solved while the next is listed and routed
   std::vector<std::size_t> solved;  // the keys not kept yet, in order
   for (std::size_t i = 0; i < keys.size(); ++i) {
@@ -749,6 +750,7 @@ std::vector<const std::vector<double>*> EstimateFabric::kept_rates_each(
     solved.push_back(i);
     batch.add(job(i));
   }
+  if (meanwhile) meanwhile();
   std::vector<std::vector<double>> rates = batch.finish();
   for (std::size_t k = 0; k < solved.size(); ++k) rates_.emplace("solved/" + keys[solved[k]], std::move(rates[k]));
   std::vector<const std::vector<double>*> out;

@@ -246,9 +246,12 @@ class EstimateFabric {
     std::unique_ptr<State> state_;
   };
   // kept_rates for each key: job(i) (called on this thread, in order) for
-  // each key not kept yet, solved by solve_each.
+  // each key not kept yet, solved in a SolveBatch while the next are
+  // listed; `meanwhile` runs on this thread once they are all listed,
+  // while the others solve them.
   std::vector<const std::vector<double>*> kept_rates_each(const std::vector<std::string>& keys,
-                                                         const std::function<SolveJob(std::size_t)>& job) const;
+                                                         const std::function<SolveJob(std::size_t)>& job,
+                                                         const std::function<void()>& meanwhile = {}) const;
   // Threads for solve_each: the machine's cores by default (at most 8); 1
   // solves on the caller's thread.
   void set_solve_threads(int threads) { solve_threads_ = threads < 1 ? 1 : threads; }

@@ -336,6 +336,16 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
   // of them leave the server alike, and solving every round's thousands of
   // flows would take seconds.
   auto sample_of = [&rounds](std::size_t ri) { return rounds.size() > 32 && ri >= 16 ? 16 + ri % 16 : ri; };
+  // The kinds of path of the reads at distance x (the representative form
+  // takes each slot's slowest), from its first kListedReads pairs.
+  auto distance_kinds = [&](int x) -> const std::vector<PathCost>& {
+    auto pairs = [&](PairRuns& out) {  // (r - x, r) for the first kListedReads r, wrapped once
+      const int listed = std::min(p, static_cast<int>(kListedReads));
+      out.add_run(p - x, 0, 1, std::min(x, listed));
+      out.add_run(0, x, 1, listed - x);
+    };
+    return f.path_kinds("a2a-d/" + std::to_string(p) + "/" + std::to_string(x), pairs);
+  };
   {
     // After the first round the slots drift apart (each waits only for its
     // own block and peers; the slots whose first peer is on the same chip
@@ -380,6 +390,11 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
       // share alone: the solve stops once each slot's is known.
       if (table == nullptr) job.only = SlowestOfGroups{sample_shares[sample].own, rounds[sample].size()};
       return job;
+    }, [&] {  // while they are solved: the sampled distances' kinds of path (memoized by the fabric)
+      if (table != nullptr) return;
+      for (const std::size_t sample : samples) {
+        for (const int x : rounds[sample]) distance_kinds(x);
+      }
     });
     for (std::size_t i = 0; i < samples.size(); ++i) sample_shares[samples[i]].rates = solved[i];
   }
@@ -402,13 +417,7 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
         rs.path.resize(dist.size());
         if (table == nullptr) {
           for (std::size_t j = 0; j < dist.size(); ++j) {
-            const int x = dist[j];
-            auto pairs = [&](PairRuns& out) {  // (r - x, r) for the first kListedReads r, wrapped once
-              const int listed = std::min(p, static_cast<int>(kListedReads));
-              out.add_run(p - x, 0, 1, std::min(x, listed));
-              out.add_run(0, x, 1, listed - x);
-            };
-            for (const PathCost& k : f.path_kinds("a2a-d/" + std::to_string(p) + "/" + std::to_string(x), pairs)) {
+            for (const PathCost& k : distance_kinds(dist[j])) {
               if (k.latency >= rs.path[j].latency) rs.path[j] = k;
             }
           }
