@@ -658,17 +658,22 @@ struct EstimateFabric::SolveBatch::State {
   std::vector<std::thread> helpers;
 };
 
-EstimateFabric::SolveBatch::SolveBatch(const EstimateFabric& fabric)
-    : state_(std::make_unique<State>(fabric)) {
-  const auto helpers = static_cast<std::size_t>(std::max(fabric.solve_threads_ - 1, 0));
-  if (fabric.helpers_.size() < helpers) fabric.helpers_.resize(helpers);
-  state_->failed.resize(helpers + 1);
+EstimateFabric::SolveBatch::SolveBatch(const EstimateFabric& fabric) : state_(std::make_unique<State>(fabric)) {
+  state_->failed.resize(static_cast<std::size_t>(std::max(fabric.solve_threads_, 1)));
+}
+
+void EstimateFabric::SolveBatch::start_helpers() {
+  // At the second job: a batch of one (a step solved at each point of a
+  // sweep) is solved by the caller, without starting a thread.
+  const auto helpers = state_->failed.size() - 1;
+  if (state_->fabric.helpers_.size() < helpers) state_->fabric.helpers_.resize(helpers);
   for (std::size_t t = 0; t < helpers; ++t) {
     try {
       state_->helpers.emplace_back([this, t] { work(state_->fabric.helpers_[t], t + 1); });
     } catch (const std::system_error&) {  // no more threads to be had: the others take the jobs
       break;
     }
+    ++state_->fabric.threads_started_;
   }
 }
 
@@ -685,11 +690,14 @@ EstimateFabric::SolveBatch::~SolveBatch() {
 }
 
 void EstimateFabric::SolveBatch::add(SolveJob job) {
+  std::size_t jobs = 0;
   {
     const std::lock_guard<std::mutex> lock(state_->mutex);
     state_->jobs.push_back(std::move(job));
     state_->rates.emplace_back();
+    jobs = state_->jobs.size();
   }
+  if (jobs == 2) start_helpers();
   state_->added.notify_one();
 }
 

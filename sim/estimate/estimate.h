@@ -242,6 +242,7 @@ class EstimateFabric {
 
    private:
     struct State;
+    void start_helpers();
     void work(MaxMinShares& solver, std::size_t thread);
     std::unique_ptr<State> state_;
   };
@@ -256,6 +257,8 @@ class EstimateFabric {
   // solves on the caller's thread.
   void set_solve_threads(int threads) { solve_threads_ = threads < 1 ? 1 : threads; }
   int solve_threads() const { return solve_threads_; }
+  // Threads started by SolveBatches so far (a batch of one job starts none).
+  std::uint64_t threads_started() const { return threads_started_; }
   // The channels a transfer from `from` to `to` crosses (as the detailed
   // model routes it), and a channel's rate in bytes per ps (channels past
   // the links' are the NPUs' memory), for forms that follow flows starting
@@ -333,6 +336,7 @@ class EstimateFabric {
   mutable MaxMinShares solver_;  // solve_routed's working memory
   mutable std::vector<MaxMinShares> helpers_;  // solve_each's other threads'
   int solve_threads_;
+  mutable std::uint64_t threads_started_ = 0;
   bool follow_every_slice_ = false;
   mutable std::uint64_t slices_added_at_once_ = 0;
   bool solve_every_step_ = false;

@@ -317,6 +317,7 @@ TEST_CASE("estimate: solves run at once on several threads give the rates of one
     jobs.push_back(job);
   }
   const std::vector<std::vector<double>> at_once = fabric.solve_each(jobs);
+  CHECK(fabric.threads_started() == 3);  // four threads in all
   REQUIRE(at_once.size() == jobs.size());
   for (std::size_t j = 0; j < jobs.size(); ++j) {
     INFO("job " << j);
@@ -324,6 +325,26 @@ TEST_CASE("estimate: solves run at once on several threads give the rates of one
     if (weight.empty() && jobs[j].share != 1) weight.assign(2 * static_cast<std::size_t>(p), jobs[j].share);
     CHECK(at_once[j] == fabric.solve_routed(jobs[j].parts, weight, jobs[j].cap, jobs[j].write));
   }
+  // A batch of one job is solved on the caller's thread, without starting
+  // one (a ring step's solve, at every point of a sweep: starting a thread
+  // each time made a CloudMatrix384 AllReduce point 4x slower).
+  const std::vector<std::vector<double>> alone = fabric.solve_each({jobs.front()});
+  CHECK(fabric.threads_started() == 3);
+  CHECK(alone.front() == at_once.front());
+  const TopologySpec cm = load_topology(topology("cloudmatrix384.json"), {}, 48);
+  const PerfRequest request = request_on(cm, CollOp::AllReduce, {1 * MiB, 64 * MiB, 1 * GiB});
+  const std::vector<PerfRow> rows = estimate_perf(cm, request);
+  const ExecContext ctx = exec_context(cm, request);
+  const EstimateFabric sweep(cm);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const CollectiveSpec collective = collective_of(request, request.sizes[i]);
+    const ExecutorChoice choice{rows[i].executor, default_levels(collective, ctx), "requested"};
+    const EstimateFn* estimate = find_estimate(choice.executor);
+    REQUIRE(estimate != nullptr);
+    INFO(choice.executor << ", " << request.sizes[i] << " bytes");
+    CHECK(static_cast<std::uint64_t>(std::llround((*estimate)(collective, ctx, choice.plan, sweep))) == rows[i].time.ps);
+  }
+  CHECK(sweep.threads_started() == 0);
 }
 
 // A sweep's later points reuse what its first solved and routed: on a
