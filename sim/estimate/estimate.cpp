@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <exception>
 #include <limits>
@@ -539,7 +540,14 @@ std::vector<double> max_min_shares(const std::vector<const std::vector<int>*>& p
 namespace {
 // The memo key of a solve of `key`'s flows under `cap` (reads or writes).
 std::string rate_memo(const std::string& key, double cap, bool write) {
-  return key + (write ? "|w|" : "|r|") + std::to_string(cap);
+  // The cap by its bits: exact (to_string's six decimals would give caps
+  // that differ below 1e-6 bytes per ps one name) and a tenth of the cost.
+  std::uint64_t bits = 0;
+  std::memcpy(&bits, &cap, sizeof bits);
+  char hex[17];
+  for (int i = 15; i >= 0; --i, bits >>= 4) hex[i] = "0123456789abcdef"[bits & 15];
+  hex[16] = '\0';
+  return key + (write ? "|w|" : "|r|") + hex;
 }
 }  // namespace
 
@@ -629,6 +637,11 @@ void EstimateFabric::solve_job(MaxMinShares& solver, const SolveJob& job, std::v
     for (const RoutedFlows* part : job.parts) flows += part->size();
     shares.assign(flows, job.share);
     weight = &shares;
+  }
+  if (job.least) {  // (no part: nothing to solve, no rate)
+    out.clear();
+    if (job.parts.size() == 1) out.push_back(slowest_with(solver, *job.parts.front(), *weight, job.cap, job.write));
+    return;
   }
   const std::vector<double>& rates = solve_with(solver, job.parts, *weight, job.cap, job.write, job.only);
   const std::size_t kept = job.kept == 0 ? rates.size() : std::min(job.kept, rates.size());
@@ -830,8 +843,8 @@ std::vector<double> EstimateFabric::densify(MaxMinShares& solver, const std::vec
   return limit;
 }
 
-double EstimateFabric::slowest_routed(const RoutedFlows& flows, const std::vector<double>& weight, double cap,
-                                      bool write) const {
+double EstimateFabric::slowest_with(MaxMinShares& solver, const RoutedFlows& flows, const std::vector<double>& weight,
+                                    double cap, bool write) const {
   // Progressive filling raises every flow's rate together from zero, so the
   // first flows to freeze do so at the least of the flows' limits and the
   // channels' capacity / load, and no flow ends below that level: it is
@@ -842,7 +855,7 @@ double EstimateFabric::slowest_routed(const RoutedFlows& flows, const std::vecto
   // first to fill.) A channel's load goes to a slot given when it is first
   // crossed, as densify gives them, without listing the flows' slots.
   const std::size_t links = 2 * spec_.links.size();
-  MaxMinShares::Work& w = solver_.work();
+  MaxMinShares::Work& w = solver.work();
   std::vector<int>& slot_of = w.slot_of;  // (-1 between solves)
   if (slot_of.size() < links + static_cast<std::size_t>(spec_.npus)) {
     slot_of.resize(links + static_cast<std::size_t>(spec_.npus), -1);
@@ -889,6 +902,62 @@ double EstimateFabric::shared_rate(const std::string& key, const std::function<v
   const Listed& l = listed(flows);
   return slowest_.emplace(memo, l.routed.size() == 0 ? cap : slowest_routed(l.routed, l.weight, cap, write))
       .first->second;
+}
+
+std::vector<double> EstimateFabric::shared_rates(const std::vector<RateQuery>& queries) const {
+  std::vector<double> out(queries.size(), 0.0);
+  std::vector<std::size_t> solved;  // the queries not memoized, one job each
+  std::vector<std::string> memos;
+  std::deque<Listed> lists;         // their flows and routes, kept until the batch ends
+  std::vector<char> asked_again(queries.size(), 0);
+  SolveBatch batch(*this);
+  for (std::size_t i = 0; i < queries.size(); ++i) {
+    const RateQuery& q = queries[i];
+    std::string memo = rate_memo(q.key, q.cap, q.write);
+    const auto found = slowest_.find(memo);
+    if (found != slowest_.end()) {
+      out[i] = found->second;
+      continue;
+    }
+    const bool asked = std::find(memos.begin(), memos.end(), memo) != memos.end();
+    asked_again[i] = asked ? 1 : 0;
+    // The same list again (a step under two caps) keeps its routes: listed()'s rule.
+    const Listed& l = listed(q.flows);
+    if (lists.empty() || !(lists.back().flows.size() == l.flows.size() &&
+                           std::equal(l.flows.begin(), l.flows.end(), lists.back().flows.begin(),
+                                      [](const FlowPair& a, const FlowPair& b) {
+                                        return a.from == b.from && a.to == b.to && a.weight == b.weight;
+                                      }))) {
+      lists.push_back(l);
+    }
+    if (asked) continue;  // (filled from its first asking below)
+    memos.push_back(std::move(memo));
+    solved.push_back(i);
+    if (lists.back().routed.size() == 0) {
+      out[i] = q.cap;  // shared_rate's rule for no flow
+      SolveJob none;
+      none.least = true;
+      batch.add(std::move(none));
+      continue;
+    }
+    SolveJob job;
+    job.parts = {&lists.back().routed};
+    job.weight = lists.back().weight;
+    job.cap = q.cap;
+    job.write = q.write;
+    job.least = true;
+    batch.add(std::move(job));
+  }
+  const std::vector<std::vector<double>> least = batch.finish();
+  for (std::size_t k = 0; k < solved.size(); ++k) {
+    const std::size_t i = solved[k];
+    if (!least[k].empty()) out[i] = least[k].front();
+    slowest_.emplace(memos[k], out[i]);
+  }
+  for (std::size_t i = 0; i < queries.size(); ++i) {  // a query asked twice takes its first's
+    if (asked_again[i]) out[i] = slowest_.at(rate_memo(queries[i].key, queries[i].cap, queries[i].write));
+  }
+  return out;
 }
 
 void PairRuns::add_run(int from, int to, int stride, int count) {

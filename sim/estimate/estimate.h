@@ -33,6 +33,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -217,6 +218,7 @@ class EstimateFabric {
     bool write = false;
     SlowestOfGroups only;
     std::size_t kept = 0;  // the rates of the first `kept` flows are returned (0: all)
+    bool least = false;    // only the least rate, as shared_rate finds it (one value)
   };
   // solve_routed for each job, the rates in job order. The jobs share
   // nothing but the fabric's constants, so they run on up to
@@ -268,6 +270,20 @@ class EstimateFabric {
   // The slowest of them: a step ends with its slowest flow.
   double shared_rate(const std::string& key, const std::function<void(std::vector<FlowPair>&)>& flows, double cap,
                      bool write) const;
+  // shared_rate for several steps: each step's flows listed and routed on
+  // this thread, in order, and its least share found by a SolveBatch while
+  // the next is listed; memoized as shared_rate's. A pairwise exchange
+  // over 100,000 NPUs takes 128 such steps at its first point.
+  struct RateQuery {
+    std::string key;
+    std::function<void(std::vector<FlowPair>&)> flows;
+    double cap = 0;
+    bool write = false;
+  };
+  std::vector<double> shared_rates(const std::vector<RateQuery>& queries) const;
+  // True the first time `key` is asked about: a form that prepares its
+  // first point's work at once skips looking it up again at every point.
+  bool first_time(const std::string& key) const { return seen_.insert(key).second; }
   // The distinct paths (by latency, rates, RDMA, same chip) that the pairs
   // of `flows` take: a step whose pairs cross different links (inside a
   // server and between servers) costs what its slowest kind of pair costs.
@@ -312,8 +328,13 @@ class EstimateFabric {
   // solve_routed with `solver`'s working memory (the rates are its, until its next solve).
   const std::vector<double>& solve_with(MaxMinShares& solver, const std::vector<const RoutedFlows*>& parts,
                                  const std::vector<double>& weight, double cap, bool write, SlowestOfGroups only) const;
-  // The least of solve_routed's rates for `flows`, without the filling.
-  double slowest_routed(const RoutedFlows& flows, const std::vector<double>& weight, double cap, bool write) const;
+  // The least of solve_routed's rates for `flows`, without the filling
+  // (with `solver`'s working memory).
+  double slowest_routed(const RoutedFlows& flows, const std::vector<double>& weight, double cap, bool write) const {
+    return slowest_with(solver_, flows, weight, cap, write);
+  }
+  double slowest_with(MaxMinShares& solver, const RoutedFlows& flows, const std::vector<double>& weight, double cap,
+                      bool write) const;
   // The ids relation() compares, level by level (chip, server, SDMA
   // domain, leaf of each fabric), each level an array over the NPUs (places_).
   const std::vector<int>& places() const;
@@ -333,6 +354,7 @@ class EstimateFabric {
   mutable std::map<std::uint64_t, std::vector<int>> routed_;  // route(), by (from, to)
   mutable std::map<std::string, PairTable> tables_;  // by relation of the two NPUs (path())
   mutable std::map<std::string, std::vector<RankStep>> rank_steps_;
+  mutable std::set<std::string> seen_;  // first_time()'s
   mutable MaxMinShares solver_;  // solve_routed's working memory
   mutable std::vector<MaxMinShares> helpers_;  // solve_each's other threads'
   int solve_threads_;

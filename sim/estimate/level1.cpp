@@ -16,6 +16,7 @@
 #include <map>
 #include <optional>
 #include <queue>
+#include <set>
 #include <unordered_map>
 #include <string>
 #include <vector>
@@ -353,10 +354,36 @@ constexpr int kSampledShifts = 64;
 class PatternKinds {
  public:
   PatternKinds(const EstimateFabric& fabric, const GroupLayout& g, int p) : fabric_(fabric), g_(g), p_(p) {}
-  const std::vector<std::pair<PathCost, double>>& of(Step1 s) {
-    if (s.mask == 0 && s.shift > kSampledShifts && p_ > 2 * kSampledShifts) {
-      s.shift = kSampledShifts + 1 + (s.shift % kSampledShifts);
+  // The patterns of `steps` looked up at once: each step's kinds of path
+  // and its flows listed in order, their shares found together
+  // (EstimateFabric::shared_rates) and kept by the fabric, so that of()
+  // finds them memoized.
+  void prepare(const std::vector<Step1>& steps) const {
+    std::vector<EstimateFabric::RateQuery> queries;
+    std::set<std::pair<int, int>> seen;
+    for (Step1 s : steps) {
+      sample(s);
+      const auto key = std::make_pair(s.shift, s.mask);
+      if (memo_.count(key) > 0 || !seen.insert(key).second) continue;
+      const std::string name = step_key(g_, s, p_);
+      for (const PathCost& path : fabric_.path_kinds(name, step_pairs(g_, s, p_))) {
+        queries.push_back(EstimateFabric::RateQuery{name, step_flows(g_, s, p_),
+                                                    path.rdma ? kNoCap : fabric_.costs().copy_rate, !path.rdma});
+      }
     }
+    fabric_.shared_rates(queries);
+  }
+  // prepare() for the shifts 1..last (mask 0) of a pairwise exchange: those
+  // up to twice kSampledShifts stand for all the others.
+  void prepare_shifts(int last) const {
+    if (!fabric_.first_time("pairwise-patterns/" + step_key(g_, Step1{}, p_) + "/" + std::to_string(last))) return;
+    if (p_ > 2 * kSampledShifts) last = std::min(last, 2 * kSampledShifts);
+    std::vector<Step1> steps(static_cast<std::size_t>(std::max(last, 0)));
+    for (int s = 1; s <= last; ++s) steps[static_cast<std::size_t>(s - 1)].shift = s;
+    prepare(steps);
+  }
+  const std::vector<std::pair<PathCost, double>>& of(Step1 s) {
+    sample(s);
     // (A pairwise exchange asks once per step: 100,000 lookups a point.)
     const bool by_shift = s.mask == 0 && s.shift >= 0;
     const auto at = static_cast<std::size_t>(s.shift);
@@ -384,6 +411,13 @@ class PatternKinds {
   int p_;
   std::map<std::pair<int, int>, std::vector<std::pair<PathCost, double>>> memo_;
   std::vector<const std::vector<std::pair<PathCost, double>>*> by_shift_;  // memo_'s, by shift (mask 0)
+
+  // Beyond kSampledShifts, a shift's stand-in: a sampled shift of the same residue.
+  void sample(Step1& s) const {
+    if (s.mask == 0 && s.shift > kSampledShifts && p_ > 2 * kSampledShifts) {
+      s.shift = kSampledShifts + 1 + (s.shift % kSampledShifts);
+    }
+  }
 };
 
 // A step costs what its slowest kind of pair costs: `run(path, rate)`
@@ -420,6 +454,7 @@ double pairwise(const EstimateFabric& fabric, const CollectiveSpec& spec, const 
   const int window = p - 1 <= 120 ? p - 1 : 100;
   const PathCost far = fabric.path(g.npu(0, 0), g.npu(0, p / 2));
   PatternKinds kinds(fabric, g, p);
+  kinds.prepare_shifts(p - 1);
   for (std::uint64_t first = 0; first < std::max<std::uint64_t>(spec.count, 1); first += per_loop) {
     const double bytes = static_cast<double>(std::min(per_loop, spec.count - first)) * esz;
     free = sdma_task(c, free, c.sdma_fixed, bytes, std::min(c.local_rate, c.copy_rate), c.local_latency);
