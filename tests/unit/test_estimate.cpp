@@ -471,44 +471,53 @@ TEST_CASE("estimate: max-min shares with the channels that cannot fill left out 
 // group has a frozen flow: those shares are the full solve's to the bit,
 // and every other flow is given a level no higher than its share. Reads
 // of three rounds across a CloudMatrix384 (768 dies), a third each, as
-// DirectFullmesh solves them; near and far peers mixed in a round so
+// DirectFullmesh solves them. Near and far peers mixed in a round, so
 // that the groups' slowest shares differ (it fails if the filling stops
-// at the first group's).
+// at the first group's); and far peers only, whose groups all freeze in
+// the first round (the solve ends there without building its lists).
 TEST_CASE("estimate: a solve for each group's slowest share stops early with the same slowest shares", "[estimate]") {
   const TopologySpec spec = load_topology(topology("cloudmatrix384.json"), {}, 48);
   const EstimateFabric fabric(spec);
   const int p = spec.npus;
   constexpr std::size_t kGroups = 8;
   // Near and far peers: inside the server, the slowest share differs from across the supernode's planes.
-  const std::vector<int> kDistance{1, 2, 4, 7, 150, 250, 350, 450};
-  std::vector<FlowPair> list;
-  for (int round = 1; round <= 3; ++round) {
-    for (int r = 0; r < p; ++r) {
-      for (int j = 0; j < static_cast<int>(kGroups); ++j) {
-        list.push_back(FlowPair{(r + p - kDistance[static_cast<std::size_t>(j)] - 3 * round) % p, r});
+  const std::vector<int> mixed{1, 2, 4, 7, 150, 250, 350, 450};
+  const std::vector<int> far{150, 200, 250, 300, 350, 400, 450, 500};
+  for (const std::vector<int>* distances : {&mixed, &far}) {
+    std::vector<FlowPair> list;
+    for (int round = 1; round <= 3; ++round) {
+      for (int r = 0; r < p; ++r) {
+        for (int j = 0; j < static_cast<int>(kGroups); ++j) {
+          list.push_back(FlowPair{(r + p - (*distances)[static_cast<std::size_t>(j)] - 3 * round) % p, r});
+        }
       }
     }
+    RoutedFlows routed;
+    fabric.route_flows(list, routed);
+    const std::vector<double> weight(routed.size(), 1.0 / 3);
+    const double cap = fabric.costs().copy_rate;
+    const std::size_t own = static_cast<std::size_t>(p) * kGroups;  // the first round's flows, listed first
+    const std::vector<double> full = fabric.solve_routed(routed, weight, cap, false);
+    const std::vector<double> part = fabric.solve_routed(routed, weight, cap, false, SlowestOfGroups{own, kGroups});
+    INFO((distances == &far ? "far peers" : "near and far peers"));
+    REQUIRE(full.size() == part.size());
+    std::vector<double> slowest_full(kGroups, 1e300), slowest_part(kGroups, 1e300);
+    for (std::size_t i = 0; i < own; ++i) {
+      slowest_full[i % kGroups] = std::min(slowest_full[i % kGroups], full[i]);
+      slowest_part[i % kGroups] = std::min(slowest_part[i % kGroups], part[i]);
+    }
+    CHECK(slowest_part == slowest_full);
+    std::size_t below = 0;
+    for (std::size_t i = 0; i < full.size(); ++i) {
+      CHECK(part[i] <= full[i]);
+      if (part[i] < full[i]) ++below;
+    }
+    CHECK(below > 0);  // it did stop before the end
+    if (distances == &far) {  // every group froze at the first level: every flow is given it
+      CHECK(std::all_of(part.begin(), part.end(), [&](double r) { return r == part.front(); }));
+      CHECK(std::all_of(slowest_full.begin(), slowest_full.end(), [&](double r) { return r == part.front(); }));
+    }
   }
-  RoutedFlows routed;
-  fabric.route_flows(list, routed);
-  const std::vector<double> weight(routed.size(), 1.0 / 3);
-  const double cap = fabric.costs().copy_rate;
-  const std::size_t own = static_cast<std::size_t>(p) * kGroups;  // the first round's flows, listed first
-  const std::vector<double> full = fabric.solve_routed(routed, weight, cap, false);
-  const std::vector<double> part = fabric.solve_routed(routed, weight, cap, false, SlowestOfGroups{own, kGroups});
-  REQUIRE(full.size() == part.size());
-  std::vector<double> slowest_full(kGroups, 1e300), slowest_part(kGroups, 1e300);
-  for (std::size_t i = 0; i < own; ++i) {
-    slowest_full[i % kGroups] = std::min(slowest_full[i % kGroups], full[i]);
-    slowest_part[i % kGroups] = std::min(slowest_part[i % kGroups], part[i]);
-  }
-  CHECK(slowest_part == slowest_full);
-  std::size_t below = 0;
-  for (std::size_t i = 0; i < full.size(); ++i) {
-    CHECK(part[i] <= full[i]);
-    if (part[i] < full[i]) ++below;
-  }
-  CHECK(below > 0);  // it did stop before the end
 }
 
 // shared_rate finds a step's slowest share as the level at which the first
