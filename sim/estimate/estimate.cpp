@@ -963,8 +963,10 @@ std::vector<double> EstimateFabric::shared_rates(const std::vector<RateQuery>& q
       out[i] = found->second;
       continue;
     }
-    const bool asked = std::find(memos.begin(), memos.end(), memo) != memos.end();
-    asked_again[i] = asked ? 1 : 0;
+    if (std::find(memos.begin(), memos.end(), memo) != memos.end()) {
+      asked_again[i] = 1;  // (filled from its first asking below)
+      continue;
+    }
     // The same list again (a step under two caps) keeps its routes: listed()'s rule.
     const Listed& l = listed(q.flows);
     if (lists.empty() || !(lists.back().flows.size() == l.flows.size() &&
@@ -974,7 +976,6 @@ std::vector<double> EstimateFabric::shared_rates(const std::vector<RateQuery>& q
                                       }))) {
       lists.push_back(l);
     }
-    if (asked) continue;  // (filled from its first asking below)
     memos.push_back(std::move(memo));
     solved.push_back(i);
     if (lists.back().routed.size() == 0) {

@@ -618,6 +618,43 @@ TEST_CASE("estimate: pairs listed in runs take each pair's own kind of path", "[
   CHECK((pairs.runs[2].from == 31 && pairs.runs[2].to == 61 && pairs.runs[2].count == 1));
 }
 
+// shared_rates finds several steps' slowest shares at once (a SolveBatch,
+// while the next step is routed): each must be shared_rate's for the same
+// step, bit for bit, with a step asked under two caps, a step asked twice
+// and one asked again after being memoized; and they are memoized as
+// shared_rate's (asking again routes nothing).
+TEST_CASE("estimate: steps' slowest shares found at once are each step's own", "[estimate]") {
+  const TopologySpec spec = load_topology(topology("a2-cluster.json"), {}, 32);
+  const int p = spec.npus;
+  auto shift = [p](int s) {
+    return [p, s](std::vector<FlowPair>& list) {
+      for (int x = 0; x < p; ++x) list.push_back(FlowPair{x, (x + s) % p, s % 2 == 0 ? 1.0 : 1.0 / 3});
+    };
+  };
+  EstimateFabric one_by_one(spec);
+  EstimateFabric at_once(spec);
+  at_once.set_solve_threads(3);
+  const double copy = one_by_one.costs().copy_rate;
+  std::vector<EstimateFabric::RateQuery> queries;
+  for (const int s : {3, 40, 77, 130, 3}) {  // shift 3 twice
+    const std::string key = "rates/" + std::to_string(s);
+    queries.push_back({key, shift(s), 1e30, false});
+    if (s == 40) queries.push_back({key, shift(s), copy, true});  // the same step under a second cap
+  }
+  REQUIRE(queries.size() == 6);
+  const double before = at_once.shared_rate("rates/77", shift(77), 1e30, false);  // memoized before
+  const std::vector<double> rates = at_once.shared_rates(queries);
+  REQUIRE(rates.size() == queries.size());
+  for (std::size_t i = 0; i < queries.size(); ++i) {
+    INFO(queries[i].key << (queries[i].write ? " write" : " read"));
+    CHECK(rates[i] == one_by_one.shared_rate(queries[i].key, queries[i].flows, queries[i].cap, queries[i].write));
+  }
+  CHECK(rates[3] == before);
+  const std::uint64_t routed = at_once.flows_routed();
+  CHECK(at_once.shared_rates(queries) == rates);
+  CHECK(at_once.flows_routed() == routed);
+}
+
 // A step whose pairs take two kinds of path is solved under two caps, one
 // after the other: its flows are routed once (the last list is kept with
 // its routes), and a different list is routed anew, even under a key seen.
