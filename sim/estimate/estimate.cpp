@@ -273,16 +273,6 @@ void order_by_limit(MaxMinShares::Work& w, const std::vector<double>& limit) {
   std::stable_sort(by_limit.begin(), by_limit.end(), [&](std::size_t a, std::size_t b) { return limit[a] < limit[b]; });
 }
 
-// max_min_shares on dense flows. Progressive filling, as the detailed flow
-// model solves the shares: raise every unfrozen flow's rate together; a
-// flow freezes at its own limit or when a channel it crosses is full. A
-// channel's unfrozen load is the sum of its unfrozen flows' weights.
-// Each round takes the fullest channel (the least room / load) from a
-// heap and visits only the flows that freeze (found through their
-// channels and by limit) and their channels, so that a round costs what
-// it changes: a CloudMatrix384 AlltoAll round of 18,000 flows takes over
-// a thousand rounds, each freezing a few flows.
-// The shares go to w.out; every array is w's, reused from solve to solve.
 // fill_progressively's first round, for a solve of which only each
 // group's slowest share is wanted, without the per-channel lists and the
 // heap: the level is the least limit and the least room / load of a
@@ -326,6 +316,16 @@ bool every_group_in_first_round(MaxMinShares::Work& w, const DenseFlows& in, con
   return true;
 }
 
+// max_min_shares on dense flows. Progressive filling, as the detailed flow
+// model solves the shares: raise every unfrozen flow's rate together; a
+// flow freezes at its own limit or when a channel it crosses is full. A
+// channel's unfrozen load is the sum of its unfrozen flows' weights.
+// Each round takes the fullest channel (the least room / load) from a
+// heap and visits only the flows that freeze (found through their
+// channels and by limit) and their channels, so that a round costs what
+// it changes: a CloudMatrix384 AlltoAll round of 18,000 flows takes over
+// a thousand rounds, each freezing a few flows.
+// The shares go to w.out; every array is w's, reused from solve to solve.
 void fill_progressively(MaxMinShares::Work& w, const DenseFlows& in, const std::vector<double>& limit,
                         const std::vector<double>& weight, SlowestOfGroups only) {
   auto weight_of = [&weight](std::size_t i) { return weight.empty() ? 1.0 : weight[i]; };
@@ -593,6 +593,13 @@ std::string rate_memo(const std::string& key, double cap, bool write) {
   hex[16] = '\0';
   return key + (write ? "|w|" : "|r|") + hex;
 }
+
+// Two lists of the same flows, pair for pair (a step listed again).
+bool same_flows(const std::vector<FlowPair>& a, const std::vector<FlowPair>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const FlowPair& x, const FlowPair& y) {
+    return x.from == y.from && x.to == y.to && x.weight == y.weight;
+  });
+}
 }  // namespace
 
 const std::vector<double>& EstimateFabric::flow_rates(const std::string& key,
@@ -608,10 +615,7 @@ const std::vector<double>& EstimateFabric::flow_rates(const std::string& key,
 const EstimateFabric::Listed& EstimateFabric::listed(const std::function<void(std::vector<FlowPair>&)>& flows) const {
   std::vector<FlowPair> list;
   flows(list);
-  const auto same = [](const FlowPair& a, const FlowPair& b) {
-    return a.from == b.from && a.to == b.to && a.weight == b.weight;
-  };
-  if (std::equal(list.begin(), list.end(), listed_.flows.begin(), listed_.flows.end(), same)) return listed_;
+  if (same_flows(list, listed_.flows)) return listed_;
   listed_.flows = std::move(list);
   listed_.routed = RoutedFlows{};
   route_flows(listed_.flows, listed_.routed);
@@ -690,12 +694,6 @@ void EstimateFabric::solve_job(MaxMinShares& solver, const SolveJob& job, std::v
   const std::vector<double>& rates = solve_with(solver, job.parts, *weight, job.cap, job.write, job.only);
   const std::size_t kept = job.kept == 0 ? rates.size() : std::min(job.kept, rates.size());
   out.assign(rates.begin(), rates.begin() + static_cast<std::ptrdiff_t>(kept));
-}
-
-std::vector<std::vector<double>> EstimateFabric::solve_each(const std::vector<SolveJob>& jobs) const {
-  SolveBatch batch(*this);
-  for (const SolveJob& job : jobs) batch.add(job);
-  return batch.finish();
 }
 
 // The jobs and their rates in deques (an element stays where it is while
@@ -969,13 +967,7 @@ std::vector<double> EstimateFabric::shared_rates(const std::vector<RateQuery>& q
     }
     // The same list again (a step under two caps) keeps its routes: listed()'s rule.
     const Listed& l = listed(q.flows);
-    if (lists.empty() || !(lists.back().flows.size() == l.flows.size() &&
-                           std::equal(l.flows.begin(), l.flows.end(), lists.back().flows.begin(),
-                                      [](const FlowPair& a, const FlowPair& b) {
-                                        return a.from == b.from && a.to == b.to && a.weight == b.weight;
-                                      }))) {
-      lists.push_back(l);
-    }
+    if (lists.empty() || !same_flows(lists.back().flows, l.flows)) lists.push_back(l);
     memos.push_back(std::move(memo));
     solved.push_back(i);
     if (lists.back().routed.size() == 0) {
@@ -1009,6 +1001,14 @@ void PairRuns::add_run(int from, int to, int stride, int count) {
   if (count <= 0) return;
   runs.push_back(Run{from, to, count == 1 ? 1 : stride, count});
   pairs += static_cast<std::size_t>(count);
+}
+
+void PairRuns::add_rotation(int first, int stride, int members, int ahead, std::size_t most) {
+  const auto room = [&](int count) {  // (`pairs` counts the runs before, and the first of these)
+    return static_cast<int>(std::min(static_cast<std::size_t>(count), most - std::min(most, pairs)));
+  };
+  add_run(first, first + ahead * stride, stride, room(members - ahead));
+  add_run(first + (members - ahead) * stride, first, stride, room(ahead));
 }
 
 void PairRuns::add(int from, int to) {

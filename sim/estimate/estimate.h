@@ -98,6 +98,10 @@ struct PairRuns {
   void add_run(int from, int to, int stride, int count);
   // One pair, continuing the last run when it is that run's next.
   void add(int from, int to);
+  // Member x of `members` evenly spaced NPUs (first + x * stride) to
+  // member x + ahead, wrapped once: two runs, of at most `most` pairs.
+  void add_rotation(int first, int stride, int members, int ahead,
+                    std::size_t most = static_cast<std::size_t>(-1));
 };
 
 // Flows with their routes: flow i crosses the channels
@@ -209,7 +213,7 @@ class EstimateFabric {
   // flows itself (to reuse the routes of flows that several solves share)
   // and still solves each pattern once per sweep.
   const std::vector<double>& kept_rates(const std::string& key, const std::function<std::vector<double>()>& solve) const;
-  // One solve_routed, as a job of solve_each.
+  // One solve_routed, as a job of a SolveBatch.
   struct SolveJob {
     std::vector<const RoutedFlows*> parts;
     std::vector<double> weight;  // empty: every flow counts `share`
@@ -220,19 +224,17 @@ class EstimateFabric {
     std::size_t kept = 0;  // the rates of the first `kept` flows are returned (0: all)
     bool least = false;    // only the least rate, as shared_rate finds it (one value)
   };
-  // solve_routed for each job, the rates in job order. The jobs share
-  // nothing but the fabric's constants, so they run on up to
-  // solve_threads() threads, each with working memory of its own: a
-  // form's first point solves a hundred step patterns at once (a pairwise
-  // AlltoAll on 1024 NPUs). The rates are the same bit for bit on any
-  // number of threads (a test holds this).
-  std::vector<std::vector<double>> solve_each(const std::vector<SolveJob>& jobs) const;
-  // The same, the jobs solved while the caller lists (and routes) the
-  // next ones: the other threads take each job as it is added, and the
-  // caller's thread joins them at finish(). One batch of a fabric at a
-  // time; a job's routes must stay where they are until finish(), and
-  // the caller must not solve with the fabric meanwhile except through
-  // flow_rates, shared_rate and solve_routed (the caller's own memory).
+  // solve_routed for each job added, the rates in the order added. The
+  // jobs share nothing but the fabric's constants, so they run on up to
+  // solve_threads() threads, each with working memory of its own (a
+  // form's first point solves a hundred step patterns at once: a pairwise
+  // AlltoAll on 1024 NPUs), while the caller lists (and routes) the next
+  // ones: the other threads take each job as it is added, and the
+  // caller's thread joins them at finish(). The rates are the same bit for
+  // bit on any number of threads (a test holds this). One batch of a
+  // fabric at a time; a job's routes must stay where they are until
+  // finish(), and the caller must not solve with the fabric meanwhile
+  // except through flow_rates and solve_routed (the caller's own memory).
   class SolveBatch {
    public:
     explicit SolveBatch(const EstimateFabric& fabric);
@@ -255,7 +257,7 @@ class EstimateFabric {
   std::vector<const std::vector<double>*> kept_rates_each(const std::vector<std::string>& keys,
                                                          const std::function<SolveJob(std::size_t)>& job,
                                                          const std::function<void()>& meanwhile = {}) const;
-  // Threads for solve_each: the machine's cores by default (at most 8); 1
+  // Threads for a SolveBatch: the machine's cores by default (at most 8); 1
   // solves on the caller's thread.
   void set_solve_threads(int threads) { solve_threads_ = threads < 1 ? 1 : threads; }
   int solve_threads() const { return solve_threads_; }
@@ -356,7 +358,7 @@ class EstimateFabric {
   mutable std::map<std::string, std::vector<RankStep>> rank_steps_;
   mutable std::set<std::string> seen_;  // first_time()'s
   mutable MaxMinShares solver_;  // solve_routed's working memory
-  mutable std::vector<MaxMinShares> helpers_;  // solve_each's other threads'
+  mutable std::vector<MaxMinShares> helpers_;  // a SolveBatch's other threads'
   int solve_threads_;
   mutable std::uint64_t threads_started_ = 0;
   bool follow_every_slice_ = false;

@@ -305,15 +305,9 @@ std::vector<Step1> loop_steps(CollOp op, Level1Algo algo, int p, double n) {
 // sources), for the kinds of path.
 std::function<void(PairRuns&)> step_pairs(const GroupLayout& g, const Step1& s, int p) {
   return [g, s, p](PairRuns& pairs) {
-    const auto room = [&pairs](int count) {
-      return std::min(count, kCountedSources - static_cast<int>(std::min<std::size_t>(pairs.pairs, kCountedSources)));
-    };
     for (int grp = 0; grp < g.groups; ++grp) {
-      if (s.mask == 0) {  // x -> x + shift, wrapped once: two runs
-        const int ahead = mod(s.shift, p);
-        if (ahead == 0) continue;
-        pairs.add_run(g.npu(grp, 0), g.npu(grp, ahead), g.stride, room(p - ahead));
-        pairs.add_run(g.npu(grp, p - ahead), g.npu(grp, 0), g.stride, room(ahead));
+      if (s.mask == 0) {
+        if (mod(s.shift, p) != 0) pairs.add_rotation(g.npu(grp, 0), g.stride, p, mod(s.shift, p), kCountedSources);
         continue;
       }
       for (int x = 0; x < p; ++x) {
@@ -525,11 +519,7 @@ class PerRankSteps {
     return f_.pair_table(
         "perrank/" + std::to_string(p_) + "/" + std::to_string(g_.stride) + "/" + std::to_string(g_.group_step) + "/" +
             std::to_string(mod(shift, p_)),
-        [&](PairRuns& pairs) {  // x -> x + shift, wrapped once: two runs
-          const int ahead = mod(shift, p_);
-          pairs.add_run(g_.npu(0, 0), g_.npu(0, ahead), g_.stride, p_ - ahead);
-          pairs.add_run(g_.npu(0, p_ - ahead), g_.npu(0, 0), g_.stride, ahead);
-        });
+        [&](PairRuns& pairs) { pairs.add_rotation(g_.npu(0, 0), g_.stride, p_, mod(shift, p_)); });
   }
 
   // The paths and shares of the step in which every rank x sends to
@@ -544,7 +534,7 @@ class PerRankSteps {
   }
 
   // The same for several steps, in order; their solves with the steps
-  // alongside run at once (EstimateFabric::solve_each).
+  // alongside run at once (EstimateFabric::SolveBatch).
   std::vector<EstimateFabric::RankStep> shift_steps(const std::vector<ShiftStep>& wanted) const {
     constexpr std::size_t kNoJob = static_cast<std::size_t>(-1);
     struct Rates {

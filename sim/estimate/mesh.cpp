@@ -284,11 +284,8 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
   const int ranks = p <= kPerRank ? p : 1;
   const EstimateFabric::PairTable* table =
       p <= kPerRank ? &f.pair_table("a2a-pairs/" + std::to_string(p),
-                                    [p](PairRuns& pairs) {  // row x - 1: (r, r + x), wrapped once
-                                      for (int x = 1; x < p; ++x) {
-                                        pairs.add_run(0, x, 1, p - x);
-                                        pairs.add_run(p - x, 0, 1, x);
-                                      }
+                                    [p](PairRuns& pairs) {  // row x - 1: (r, r + x)
+                                      for (int x = 1; x < p; ++x) pairs.add_rotation(0, 1, p, x);
                                     })
                     : nullptr;
   // Per rank and slot j of a round (its SDMA and local-copy streams): when
@@ -354,7 +351,7 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
     // round's reads all start together. Solved once per sampled round and
     // kept for every step (a round's key and count, built per round, took
     // most of a point on 99,840 dies: 12,480 rounds a step), all of them
-    // at once (EstimateFabric::solve_each).
+    // at once (EstimateFabric::kept_rates_each).
     std::vector<std::size_t> samples;
     for (std::size_t ri = 0; ri < rounds.size(); ++ri) {
       if (std::find(samples.begin(), samples.end(), sample_of(ri)) == samples.end()) samples.push_back(sample_of(ri));

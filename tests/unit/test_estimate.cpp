@@ -264,11 +264,11 @@ TEST_CASE("estimate: pairwise steps drawn from a few solved ones against solving
 }
 
 // A form's first point solves its step patterns all at once
-// (EstimateFabric::solve_each), on several threads: the times must be the
+// (EstimateFabric::SolveBatch), on several threads: the times must be the
 // same bit for bit as on one, for the pairwise exchange followed rank by
 // rank (256 A2 NPUs) and DirectFullmesh followed rank by rank (256 dies)
-// and by one representative per slot (CloudMatrix384, 768 dies); and
-// solve_each's rates must be solve_routed's, job by job.
+// and by one representative per slot (CloudMatrix384, 768 dies); and a
+// batch's rates must be solve_routed's, job by job.
 TEST_CASE("estimate: solves run at once on several threads give the rates of one by one", "[estimate]") {
   struct Case {
     const char* file;
@@ -295,7 +295,7 @@ TEST_CASE("estimate: solves run at once on several threads give the rates of one
       CHECK(static_cast<std::uint64_t>(std::llround(alone)) == rows[i].time.ps);
     }
   }
-  // solve_each against solve_routed: steps of different shifts and weights.
+  // A batch against solve_routed: steps of different shifts and weights.
   const TopologySpec spec = load_topology(topology("a2-cluster.json"), {}, 16);
   EstimateFabric fabric(spec);
   fabric.set_solve_threads(4);
@@ -316,7 +316,12 @@ TEST_CASE("estimate: solves run at once on several threads give the rates of one
     job.write = s % 3 == 0;
     jobs.push_back(job);
   }
-  const std::vector<std::vector<double>> at_once = fabric.solve_each(jobs);
+  const auto solve_together = [&fabric](const std::vector<EstimateFabric::SolveJob>& listed) {
+    EstimateFabric::SolveBatch batch(fabric);
+    for (const EstimateFabric::SolveJob& job : listed) batch.add(job);
+    return batch.finish();
+  };
+  const std::vector<std::vector<double>> at_once = solve_together(jobs);
   CHECK(fabric.threads_started() == 3);  // four threads in all
   REQUIRE(at_once.size() == jobs.size());
   for (std::size_t j = 0; j < jobs.size(); ++j) {
@@ -328,7 +333,7 @@ TEST_CASE("estimate: solves run at once on several threads give the rates of one
   // A batch of one job is solved on the caller's thread, without starting
   // one (a ring step's solve, at every point of a sweep: starting a thread
   // each time made a CloudMatrix384 AllReduce point 4x slower).
-  const std::vector<std::vector<double>> alone = fabric.solve_each({jobs.front()});
+  const std::vector<std::vector<double>> alone = solve_together({jobs.front()});
   CHECK(fabric.threads_started() == 3);
   CHECK(alone.front() == at_once.front());
   const TopologySpec cm = load_topology(topology("cloudmatrix384.json"), {}, 48);
