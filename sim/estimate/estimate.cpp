@@ -11,6 +11,7 @@
 #include <mutex>
 #include <system_error>
 #include <thread>
+#include <type_traits>
 
 namespace hcclsim {
 
@@ -223,7 +224,8 @@ struct MaxMinShares::Work {
   DenseFlows dense;        // solve(): the flows over the channels they cross
   std::vector<int> slot_of;  // solve(): a channel's dense slot (-1: none), reset after each solve
   std::vector<int> crossed;
-  std::vector<double> bound, demand, reduced_limit;  // progressive_filling
+  std::vector<double> bound, demand, reduced_limit, reduced_weight, shares;  // progressive_filling
+  std::vector<std::size_t> filled;
   std::vector<int> kept_as;
   DenseFlows reduced;
   std::vector<int> unfrozen;  // fill_progressively
@@ -460,6 +462,30 @@ void fill_progressively(MaxMinShares::Work& w, const DenseFlows& in, const std::
   }
 }
 
+// Each flow's bound (its limit, and capacity / weight of each channel it
+// crosses) into w.bound, and its demand on its channels (weight x bound)
+// added to w.demand, for flows [from, to): progressive_filling's first pass,
+// which densify makes as it lists each flow's slots (the hops still in
+// cache). w.bound holds the flows, w.demand the slots crossed.
+inline void add_demand(MaxMinShares::Work& w, const DenseFlows& in, const std::vector<double>& limit,
+                       const double* weights, std::size_t from, std::size_t to) {
+  const std::size_t* first = in.first.data();
+  const int* slot = in.slot.data();
+  const double* capacity = in.capacity.data();
+  double* bound = w.bound.data();
+  double* load = w.demand.data();
+  for (std::size_t i = from; i < to; ++i) {
+    bound[i] = limit[i];
+    if (first[i] == first[i + 1]) continue;
+    double narrowest = capacity[slot[first[i]]];
+    for (std::size_t j = first[i] + 1; j < first[i + 1]; ++j) narrowest = std::min(narrowest, capacity[slot[j]]);
+    const double wi = weights == nullptr ? 1.0 : weights[i];
+    bound[i] = std::min(bound[i], narrowest / wi);
+    const double wanted = wi * bound[i];
+    for (std::size_t j = first[i]; j < first[i + 1]; ++j) load[slot[j]] += wanted;
+  }
+}
+
 // fill_progressively, on the channels that can fill. Most channels of a
 // step never do: a flow never runs faster than its bound (its limit, and
 // capacity / weight of each channel it crosses), and a channel whose flows
@@ -469,7 +495,7 @@ void fill_progressively(MaxMinShares::Work& w, const DenseFlows& in, const std::
 // same (a pairwise AlltoAll step on 1024 A2 NPUs keeps about 100 spine
 // channels of 2,300; the NICs, loaded once each, go).
 void progressive_filling(MaxMinShares::Work& w, const DenseFlows& in, const std::vector<double>& limit,
-                         const std::vector<double>& weight, SlowestOfGroups only = {}) {
+                         const std::vector<double>& weight, SlowestOfGroups only = {}, bool demand_known = false) {
   const std::size_t flows = in.first.size() - 1;
   const std::size_t slots = in.capacity.size();
   // A solve that stops once each group's slowest share is known visits
@@ -482,20 +508,13 @@ void progressive_filling(MaxMinShares::Work& w, const DenseFlows& in, const std:
   const int* slot = in.slot.data();
   const double* capacity = in.capacity.data();
   const double* weights = weight.empty() ? nullptr : weight.data();
-  std::vector<double>& bound = w.bound;
-  bound.assign(limit.begin(), limit.end());
   std::vector<double>& demand = w.demand;
-  demand.assign(slots, 0.0);
-  double* load = demand.data();
-  for (std::size_t i = 0; i < flows; ++i) {
-    if (first[i] == first[i + 1]) continue;
-    double narrowest = capacity[slot[first[i]]];
-    for (std::size_t j = first[i] + 1; j < first[i + 1]; ++j) narrowest = std::min(narrowest, capacity[slot[j]]);
-    const double wi = weights == nullptr ? 1.0 : weights[i];
-    bound[i] = std::min(bound[i], narrowest / wi);
-    const double wanted = wi * bound[i];
-    for (std::size_t j = first[i]; j < first[i + 1]; ++j) load[slot[j]] += wanted;
+  if (!demand_known) {
+    w.bound.resize(flows);
+    w.demand.assign(slots, 0.0);
+    add_demand(w, in, limit, weights, 0, flows);
   }
+  double* load = demand.data();
   // A channel is kept unless its demand fits with a margin far above
   // rounding and far below any share that matters (a tie, demand equal to
   // capacity, fills only when its flows reach their bounds anyway).
@@ -513,8 +532,19 @@ void progressive_filling(MaxMinShares::Work& w, const DenseFlows& in, const std:
     }
   }
   if (reduced.capacity.size() == slots) return fill_progressively(w, in, limit, weight, only);
+  // Only the flows that cross a kept channel are filled: a flow whose every
+  // channel was dropped is held back by nothing but its limit, at which the
+  // filling would freeze it without changing any channel (a pairwise step
+  // on 1024 A2 NPUs: about half its solves keep no channel at all, and the
+  // others leave most flows to their limits).
+  std::vector<double>& shares = w.shares;
+  shares.resize(flows);
+  std::vector<std::size_t>& filled = w.filled;  // the flows filled, in flow order
+  filled.clear();
   std::vector<double>& reduced_limit = w.reduced_limit;
-  reduced_limit.assign(limit.begin(), limit.end());
+  reduced_limit.clear();
+  std::vector<double>& reduced_weight = w.reduced_weight;  // empty while every flow counts fully
+  reduced_weight.clear();
   reduced.slot.resize(in.slot.size());
   reduced.first.resize(flows + 1);
   const int* kept = kept_as.data();
@@ -523,6 +553,7 @@ void progressive_filling(MaxMinShares::Work& w, const DenseFlows& in, const std:
   for (std::size_t i = 0; i < flows; ++i) {
     double narrowest_dropped = 0;
     bool dropped = false;
+    const std::size_t from = at;
     for (std::size_t j = first[i]; j < first[i + 1]; ++j) {
       const int k = slot[j];
       if (kept[k] >= 0) {
@@ -532,11 +563,22 @@ void progressive_filling(MaxMinShares::Work& w, const DenseFlows& in, const std:
         dropped = true;
       }
     }
-    if (dropped) reduced_limit[i] = std::min(reduced_limit[i], narrowest_dropped / (weights == nullptr ? 1.0 : weights[i]));
-    reduced.first[i + 1] = at;
+    const double wi = weights == nullptr ? 1.0 : weights[i];
+    const double own = dropped ? std::min(limit[i], narrowest_dropped / wi) : limit[i];
+    if (at == from) {
+      shares[i] = own;
+      continue;
+    }
+    filled.push_back(i);
+    reduced_limit.push_back(own);
+    if (weights != nullptr) reduced_weight.push_back(wi);
+    reduced.first[filled.size()] = at;
   }
   reduced.slot.resize(at);
-  fill_progressively(w, reduced, reduced_limit, weight, only);
+  reduced.first.resize(filled.size() + 1);
+  if (!filled.empty()) fill_progressively(w, reduced, reduced_limit, reduced_weight, only);
+  for (std::size_t k = 0; k < filled.size(); ++k) shares[filled[k]] = w.out[k];
+  w.out.swap(shares);
 }
 
 }  // namespace
@@ -672,8 +714,10 @@ const std::vector<double>& EstimateFabric::solve_with(MaxMinShares& solver, cons
                                                const std::vector<double>& weight, double cap, bool write,
                                                SlowestOfGroups only) const {
   MaxMinShares::Work& w = solver.work();
-  const std::vector<double> limit = densify(solver, parts, weight, cap, write);
-  progressive_filling(w, w.dense, limit, weight, only);
+  // (A solve of every share needs each flow's demand; densify adds it.)
+  const bool demand = only.groups == 0;
+  const std::vector<double> limit = densify(solver, parts, weight, cap, write, demand);
+  progressive_filling(w, w.dense, limit, weight, only, demand);
   return w.out;
 }
 
@@ -822,7 +866,8 @@ std::vector<const std::vector<double>*> EstimateFabric::kept_rates_each(
 }
 
 std::vector<double> EstimateFabric::densify(MaxMinShares& solver, const std::vector<const RoutedFlows*>& parts,
-                                            const std::vector<double>& weight, double cap, bool write) const {
+                                            const std::vector<double>& weight, double cap, bool write,
+                                            bool demand) const {
   // Each channel crossed is given a dense slot when first crossed (a
   // supernode fabric has millions of channels and a solve touches a few
   // thousand); a flow's own limit is `cap` and, for a write, the write
@@ -847,38 +892,89 @@ std::vector<double> EstimateFabric::densify(MaxMinShares& solver, const std::vec
   dense.slot.resize(hops);
   std::vector<double> limit(count, cap);
   const bool partly = !weight.empty();
+  const double* weights = partly ? weight.data() : nullptr;
+  if (demand) {
+    w.bound.resize(count);
+    w.demand.clear();
+  }
   // (Plain pointers and a flow's limit in a local: through the vectors,
-  // every hop reloaded them, a third of a solve's set-up.)
+  // every hop reloaded them, a third of a solve's set-up. The loop is made
+  // once per kind of solve, so that no hop tests what the solve fixes.)
   int* slot_at = slot_of.data();
   int* dense_slot = dense.slot.data();
   std::size_t* dense_first = dense.first.data();
-  std::size_t flow = 0;  // counted over the parts
-  std::size_t at = 0;    // its first hop in dense.slot
-  for (const RoutedFlows* part : parts) {
-    const std::size_t* first = part->first.data();
-    const int* channel = part->channel.data();
-    for (std::size_t k = 0; k < part->size(); ++k, ++flow) {
-      double own = cap;
-      for (std::size_t j = first[k]; j < first[k + 1]; ++j) {
-        const int c = channel[j];
-        int slot = slot_at[c];
-        if (slot < 0) {
-          slot = static_cast<int>(dense.capacity.size());
-          slot_at[c] = slot;
-          dense.capacity.push_back(channel_rate(c));
-          w.crossed.push_back(c);
+  auto list = [&](auto partly_kind, auto write_kind, auto demand_kind) {
+    constexpr bool kPartly = decltype(partly_kind)::value;
+    constexpr bool kWrite = decltype(write_kind)::value;
+    constexpr bool kDemand = decltype(demand_kind)::value;
+    std::size_t flow = 0;  // counted over the parts
+    std::size_t at = 0;    // its first hop in dense.slot
+    for (const RoutedFlows* part : parts) {
+      const std::size_t* first = part->first.data();
+      const int* channel = part->channel.data();
+      for (std::size_t k = 0; k < part->size(); ++k, ++flow) {
+        double own = cap;
+        double narrowest = kUnlimited;
+        const std::size_t from = at;
+        for (std::size_t j = first[k]; j < first[k + 1]; ++j) {
+          const int c = channel[j];
+          int slot = slot_at[c];
+          double capacity;
+          if (slot < 0) {
+            slot = static_cast<int>(dense.capacity.size());
+            slot_at[c] = slot;
+            capacity = channel_rate(c);
+            dense.capacity.push_back(capacity);
+            if (kDemand) w.demand.push_back(0.0);
+            w.crossed.push_back(c);
+          } else {
+            capacity = dense.capacity[static_cast<std::size_t>(slot)];
+          }
+          dense_slot[at++] = slot;
+          if (kDemand) narrowest = std::min(narrowest, capacity);
+          // A flow that counts for part of the time still moves no faster
+          // than its narrowest channel.
+          if (kPartly) own = std::min(own, capacity);
+          if (kWrite && static_cast<std::size_t>(c) < links) {
+            own = std::min(own, rate(spec_.links[static_cast<std::size_t>(c) / 2].params.write_bandwidth));
+          }
         }
-        dense_slot[at++] = slot;
-        // A flow that counts for part of the time still moves no faster
-        // than its narrowest channel.
-        if (partly) own = std::min(own, dense.capacity[static_cast<std::size_t>(slot)]);
-        if (write && static_cast<std::size_t>(c) < links) {
-          own = std::min(own, rate(spec_.links[static_cast<std::size_t>(c) / 2].params.write_bandwidth));
+        limit[flow] = own;
+        dense_first[flow + 1] = at;
+        if (kDemand) {  // progressive_filling's first pass (add_demand), the hops still in cache
+          double bound = own;
+          if (at != from) {
+            const double wi = kPartly ? weights[flow] : 1.0;
+            bound = std::min(bound, narrowest / wi);
+            const double wanted = wi * bound;
+            double* load = w.demand.data();
+            for (std::size_t j = from; j < at; ++j) load[dense_slot[j]] += wanted;
+          }
+          w.bound[flow] = bound;
         }
       }
-      limit[flow] = own;
-      dense_first[flow + 1] = at;
     }
+  };
+  using Yes = std::true_type;
+  using No = std::false_type;
+  auto with_write = [&](auto partly_kind, auto write_kind) {
+    if (demand) {
+      list(partly_kind, write_kind, Yes{});
+    } else {
+      list(partly_kind, write_kind, No{});
+    }
+  };
+  auto with_partly = [&](auto partly_kind) {
+    if (write) {
+      with_write(partly_kind, Yes{});
+    } else {
+      with_write(partly_kind, No{});
+    }
+  };
+  if (partly) {
+    with_partly(Yes{});
+  } else {
+    with_partly(No{});
   }
   for (const int c : w.crossed) slot_of[static_cast<std::size_t>(c)] = -1;
   w.crossed.clear();

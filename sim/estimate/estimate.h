@@ -322,9 +322,11 @@ class EstimateFabric {
     std::vector<double> weight;
   };
   const Listed& listed(const std::function<void(std::vector<FlowPair>&)>& flows) const;
-  // Routed flows in `solver`'s dense form (its Work's `dense`); returns each flow's limit.
+  // Routed flows in `solver`'s dense form (its Work's `dense`); returns each
+  // flow's limit. `demand`: each flow's bound and its demand on its channels
+  // too, as progressive_filling's first pass finds them.
   std::vector<double> densify(MaxMinShares& solver, const std::vector<const RoutedFlows*>& parts,
-                              const std::vector<double>& weight, double cap, bool write) const;
+                              const std::vector<double>& weight, double cap, bool write, bool demand = false) const;
   // A job's rates (its first `kept`) into `out`; `shares`: room for its one share per flow.
   void solve_job(MaxMinShares& solver, const SolveJob& job, std::vector<double>& out, std::vector<double>& shares) const;
   // solve_routed with `solver`'s working memory (the rates are its, until its next solve).
