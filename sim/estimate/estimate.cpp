@@ -532,6 +532,10 @@ void progressive_filling(MaxMinShares::Work& w, const DenseFlows& in, const std:
     }
   }
   if (reduced.capacity.size() == slots) return fill_progressively(w, in, limit, weight, only);
+  if (reduced.capacity.empty()) {  // no channel can fill: every flow runs at its bound
+    w.out.assign(w.bound.begin(), w.bound.begin() + static_cast<std::ptrdiff_t>(flows));
+    return;
+  }
   // Only the flows that cross a kept channel are filled: a flow whose every
   // channel was dropped is held back by nothing but its limit, at which the
   // filling would freeze it without changing any channel (a pairwise step
