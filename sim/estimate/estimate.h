@@ -301,10 +301,14 @@ class EstimateFabric {
   const PairTable& pair_table(const std::string& key, const std::function<void(PairRuns&)>& pairs) const;
   // One step of a form followed rank by rank in which member x sends one
   // flow: its path, paths->kinds[paths->kind_of[x]] (a pointer into the
-  // memo above), and its rate, rate[x].
+  // memo above), and its rate, rate[x]; or, for a step that takes another
+  // step's shares (`rate` empty), that step's rate[(x + turn) % members],
+  // the step being the form's `shares_of`-th.
   struct RankStep {
     const PairTable* paths = nullptr;
     std::vector<double> rate;
+    std::size_t shares_of = 0;
+    std::size_t turn = 0;
   };
   // A form's steps, built once per key by `build`: a pairwise exchange
   // visits a thousand steps at every size and finds them by one lookup.

@@ -510,7 +510,7 @@ class PerRankSteps {
             double after_done) {
     auto found = by_shift_.find(shift);
     if (found == by_shift_.end()) found = by_shift_.emplace(shift, shift_step(shift, {})).first;
-    step(t, found->second, shift, bytes, pieces, reduce, before_wait, after_done);
+    step(t, *found->second.paths, found->second.rate, 0, shift, bytes, pieces, reduce, before_wait, after_done);
   }
 
   // Rank x's path to x + shift, by pair from a table built once per shift
@@ -606,15 +606,15 @@ class PerRankSteps {
     return out;
   }
 
-  // The step itself, every rank x sending to x + shift over the paths and
-  // at the rates of `s` (its shift_step): step_to's rules as loops over
+  // The step itself, every rank x sending to x + shift over `paths` at
+  // rate[(x + turn) % p] (a shift_step's): step_to's rules as loops over
   // plain arrays, with what is the same for every rank (a kind of path's
   // record, a copy's duration) worked out once, by the same operations (a
   // pairwise exchange on 1024 NPUs runs a million of these rank steps a
   // point). A shift's pairing is a rotation: sender x's receiver is
   // x + shift, wrapped once, so each loop runs in two straight pieces.
-  void step(std::vector<double>& t, const EstimateFabric::RankStep& s, int shift, double bytes, int pieces,
-            bool reduce, double before_wait, double after_done) {
+  void step(std::vector<double>& t, const EstimateFabric::PairTable& paths, const std::vector<double>& rates,
+            std::size_t turn, int shift, double bytes, int pieces, bool reduce, double before_wait, double after_done) {
     const double d = c_.dispatch;
     const double fixed = c_.sdma_fixed;
     const double wait = c_.wait;
@@ -626,13 +626,13 @@ class PerRankSteps {
     const int ahead = mod(shift, p_);
     // Per kind of path: a record's cost (SDMA) or a notify's flight (RDMA).
     kinds_.clear();
-    for (const PathCost& pc : s.paths->kinds) {
+    for (const PathCost& pc : paths.kinds) {
       kinds_.push_back(Kind{pc.rdma, pc.latency, pc.same_chip ? c_.record_local : c_.record_remote,
                             c_.rdma_notify_bytes / pc.rate});
     }
     const Kind* kinds = kinds_.data();
-    const std::uint8_t* kind_of = s.paths->kind_of.data();
-    const double* rate = s.rate.data();
+    const std::uint8_t* kind_of = paths.kind_of.data();
+    const double* rate = rates.data();
     double* time = t.data();
     double* ready = ready_.data();
     double* done = done_.data();
@@ -644,10 +644,25 @@ class PerRankSteps {
                              before_wait > 0, after_done > 0};
       rdma_records(rc, 0, p_ - ahead, ahead, time, ready);
       rdma_records(rc, p_ - ahead, p_, ahead - p_, time, ready);
-      rdma_writes(rc, 0, p_ - ahead, ahead, time, ready, done, rate);
-      rdma_writes(rc, p_ - ahead, p_, ahead - p_, time, ready, done, rate);
+      // Sender x's rate is rate[x + turn], wrapped once: each piece of
+      // senders in at most two straight runs.
+      const auto writes = [&](int from, int to, int offset) {
+        const int wrap = p_ - static_cast<int>(turn);  // the first sender whose rate wraps
+        if (from < wrap) rdma_writes(rc, from, std::min(to, wrap), offset, time, ready, done, rate + from + turn);
+        if (to > wrap) {
+          const int at = std::max(from, wrap);
+          rdma_writes(rc, at, to, offset, time, ready, done, rate + (at - wrap));
+        }
+      };
+      writes(0, p_ - ahead, ahead);
+      writes(p_ - ahead, p_, ahead - p_);
       rdma_receivers(rc, p_, time, done);
       return;
+    }
+    if (turn != 0) {  // (the loops below read rate[x])
+      rotated_.resize(rates.size());
+      std::rotate_copy(rates.begin(), rates.begin() + static_cast<std::ptrdiff_t>(turn), rates.end(), rotated_.begin());
+      rate = rotated_.data();
     }
     // Receiver x of `sender` records "ready" to it, [copies in].
     auto record_ready = [&](int sender, int x) {
@@ -713,7 +728,8 @@ class PerRankSteps {
       receiver = c.copy_before ? at + c.d + c.fixed + c.copy_in : at;
     }
   }
-  // Sender x waits for "ready", posts its write and "done".
+  // Sender x waits for "ready", posts its write and "done"; `rate` is
+  // sender `from`'s.
   static void rdma_writes(const RdmaStepCosts& c, int from, int to, int offset, double* __restrict time,
                           const double* __restrict ready, double* __restrict done, const double* __restrict rate) {
     for (int x = from; x < to; ++x) {
@@ -721,7 +737,7 @@ class PerRankSteps {
       const double landed = ready[x];
       const double waited = reach + c.wait;
       const double u = (landed > reach ? landed : waited) + c.posts;
-      const double arrived = u + c.bytes / rate[x] + c.latency;
+      const double arrived = u + c.bytes / rate[x - from] + c.latency;
       const double posted = u + c.d + c.post;
       const double noticed = posted + c.notify + c.latency;
       time[x] = posted;
@@ -860,6 +876,7 @@ class PerRankSteps {
   std::vector<int> from_;  // reused by every step
   std::vector<std::size_t> flow_of_;
   std::map<int, EstimateFabric::RankStep> by_shift_;  // step(t, shift, ...)'s, per shift
+  std::vector<double> rotated_;  // step()'s rates in rank order, for a step that takes another's rotated
 };
 
 // Guarded RDMA steps followed rank by rank, every write a flow of its own
@@ -1469,14 +1486,12 @@ double pairwise_per_rank(const EstimateFabric& fabric, const CollectiveSpec& spe
         for (int s = 1; s < p; ++s) {
           const int drawn = stand_in[static_cast<std::size_t>(s)];
           if (drawn == s) continue;
-          // A solved step's shares, rotated onto this step's ranks.
+          // A solved step's shares, rotated onto this step's ranks (read
+          // in place: copies of them were 7 MiB of fresh pages a point).
           EstimateFabric::RankStep& step = out[static_cast<std::size_t>(s)];
-          const std::vector<double>& shares = out[static_cast<std::size_t>(drawn)].rate;
           step.paths = &steps.pairs(s);
-          step.rate.resize(shares.size());
-          const std::size_t turn = drawn_turn(s, shares.size());
-          std::rotate_copy(shares.begin(), shares.begin() + static_cast<std::ptrdiff_t>(turn), shares.end(),
-                           step.rate.begin());
+          step.shares_of = static_cast<std::size_t>(drawn);
+          step.turn = drawn_turn(s, out[static_cast<std::size_t>(drawn)].rate.size());
         }
         return out;
       });
@@ -1502,7 +1517,9 @@ double pairwise_per_rank(const EstimateFabric& fabric, const CollectiveSpec& spe
           }
         }
       }
-      steps.step(t, exchange[static_cast<std::size_t>(s)], s, bytes, 1, false, bytes, bytes);
+      const EstimateFabric::RankStep& st = exchange[static_cast<std::size_t>(s)];
+      const std::vector<double>& rate = st.shares_of != 0 ? exchange[st.shares_of].rate : st.rate;
+      steps.step(t, *st.paths, rate, st.turn, s, bytes, 1, false, bytes, bytes);
     }
     if (spec.count == 0) break;
   }
