@@ -410,7 +410,13 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
       if (cached == round_slots.end()) {
         RoundSlots rs;
         rs.rate.assign(dist.size(), 1e300);
-        for (std::size_t i = 0; i < own; ++i) rs.rate[i % dist.size()] = std::min(rs.rate[i % dist.size()], rates[i]);
+        // (Rank by rank, a read per slot: the flows are listed rank-major.
+        // A division per flow to find its slot was most of a later point
+        // on 99,840 dies.)
+        for (std::size_t first = 0; first < own; first += dist.size()) {
+          const std::size_t n = std::min(dist.size(), own - first);
+          for (std::size_t j = 0; j < n; ++j) rs.rate[j] = std::min(rs.rate[j], rates[first + j]);
+        }
         rs.path.resize(dist.size());
         if (table == nullptr) {
           for (std::size_t j = 0; j < dist.size(); ++j) {
