@@ -530,23 +530,35 @@ class PerRankSteps {
     std::vector<int> alongside;
   };
   EstimateFabric::RankStep shift_step(int shift, const std::vector<int>& alongside) const {
-    return std::move(shift_steps({ShiftStep{shift, alongside}}).front());
+    bool asked = false;
+    return std::move(shift_steps([&]() -> std::optional<ShiftStep> {
+                       if (asked) return std::nullopt;
+                       asked = true;
+                       return ShiftStep{shift, alongside};
+                     }).front());
   }
 
-  // The same for several steps, in order; their solves with the steps
-  // alongside run at once (EstimateFabric::SolveBatch).
-  std::vector<EstimateFabric::RankStep> shift_steps(const std::vector<ShiftStep>& wanted) const {
+  // The same for several steps, each asked of `next` (none: no more) once
+  // the last is listed; their solves with the steps alongside run at once
+  // (EstimateFabric::SolveBatch), so that `next` may work out which step
+  // comes next while the others are solved.
+  std::vector<EstimateFabric::RankStep> shift_steps(const std::function<std::optional<ShiftStep>()>& next) const {
     constexpr std::size_t kNoJob = static_cast<std::size_t>(-1);
     struct Rates {
       const std::vector<double>* sdma = nullptr;
       const std::vector<double>* rdma = nullptr;
       std::size_t mixed = kNoJob;  // rdma's, when solved with the steps alongside: its job
     };
-    std::vector<Rates> rates(wanted.size());
-    std::vector<EstimateFabric::RankStep> out(wanted.size());
+    std::vector<ShiftStep> wanted;
+    std::vector<Rates> rates;
+    std::vector<EstimateFabric::RankStep> out;
     EstimateFabric::SolveBatch batch(f_);  // each job solved while the next is listed and routed
     std::size_t jobs = 0;
-    for (std::size_t i = 0; i < wanted.size(); ++i) {
+    for (std::optional<ShiftStep> step = next(); step; step = next()) {
+      const std::size_t i = wanted.size();
+      wanted.push_back(std::move(*step));
+      rates.emplace_back();
+      out.emplace_back();
       const int shift = wanted[i].shift;
       const std::vector<int>& alongside = wanted[i].alongside;
       Step1 st;
@@ -1420,34 +1432,76 @@ std::size_t drawn_turn(int shift, std::size_t ranks) {
   return static_cast<std::size_t>((static_cast<std::uint64_t>(shift) * 0x9E3779B97F4A7C15ull) >> 40) % ranks;
 }
 
-// Per shift s (1..p-1), the shift whose solved shares step s takes (s itself when solved).
-std::vector<int> drawn_stand_ins(const EstimateFabric& fabric, const PerRankSteps& steps, int p) {
-  std::vector<int> out(static_cast<std::size_t>(std::max(p, 1)));
-  for (int s = 0; s < p; ++s) out[static_cast<std::size_t>(s)] = s;
-  if (fabric.solves_every_step()) return out;
-  auto through_spines = [&](int s) {
-    const EstimateFabric::PairTable& t = steps.pairs(s);
-    return t.kinds.size() == 1 && t.kinds.front().rdma;
-  };
-  std::vector<char> one_kind(static_cast<std::size_t>(std::max(p, 1)), 0);
-  for (int s = 1; s < p; ++s) one_kind[static_cast<std::size_t>(s)] = through_spines(s) ? 1 : 0;
-  std::vector<int> alike;  // shifts that, with both neighbours, take one kind of path
-  for (int s = 2; s + 1 < p; ++s) {
-    if (one_kind[static_cast<std::size_t>(s - 1)] && one_kind[static_cast<std::size_t>(s)] &&
-        one_kind[static_cast<std::size_t>(s + 1)]) {
-      alike.push_back(s);
+// Which steps of a pairwise exchange are solved, found shift by shift so
+// that the steps near the ends (solved each) are solved while the shifts
+// further on are classified: on 1024 A2 NPUs classifying the 1023 shifts
+// took a tenth of the first point, every other thread idle until it ended.
+class StepDrawing {
+ public:
+  StepDrawing(const EstimateFabric& fabric, const PerRankSteps& steps, int p)
+      : fabric_(fabric), steps_(steps), p_(p), one_kind_(static_cast<std::size_t>(std::max(p, 1)), 0),
+        stand_in_(static_cast<std::size_t>(std::max(p, 1))) {
+    for (int s = 0; s < p; ++s) stand_in_[static_cast<std::size_t>(s)] = s;
+  }
+
+  // The next shift to solve, 0 once there is none: every step that is not
+  // alike in order, then the alike ones solved (all of them, or the first
+  // of each of kDrawnSteps blocks).
+  int next_solved() {
+    while (candidate_ < p_) {
+      const int s = candidate_++;
+      if (fabric_.solves_every_step()) return s;
+      classify_through(std::min(s + 1, p_ - 1));
+      if (!alike(s)) return s;
+      alike_.push_back(s);
+    }
+    if (!drawn_) draw();
+    return queued_ < solved_alike_.size() ? solved_alike_[queued_++] : 0;
+  }
+
+  // Once next_solved() has returned 0: per shift s (1..p-1), the shift whose
+  // solved shares step s takes (s itself when solved).
+  const std::vector<int>& stand_ins() const { return stand_in_; }
+
+ private:
+  const EstimateFabric& fabric_;
+  const PerRankSteps& steps_;
+  int p_;
+  std::vector<char> one_kind_;  // per shift: every pair through the spines, by one kind of path
+  int classified_ = 0;          // one_kind_ is known for shifts 1..classified_
+  int candidate_ = 1;
+  std::vector<int> alike_;  // shifts that, with both neighbours, take one kind of path
+  bool drawn_ = false;
+  std::vector<int> solved_alike_;
+  std::size_t queued_ = 0;
+  std::vector<int> stand_in_;
+
+  void classify_through(int last) {
+    for (; classified_ < last; ++classified_) {
+      const EstimateFabric::PairTable& t = steps_.pairs(classified_ + 1);
+      one_kind_[static_cast<std::size_t>(classified_ + 1)] = t.kinds.size() == 1 && t.kinds.front().rdma ? 1 : 0;
     }
   }
-  const std::size_t n = alike.size();
-  if (n <= 2 * static_cast<std::size_t>(kDrawnSteps)) return out;
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::size_t block = i * kDrawnSteps / n;  // the solved one: the block's first
-    const std::size_t first = (block * n + kDrawnSteps - 1) / kDrawnSteps;
-    out[static_cast<std::size_t>(alike[i])] = alike[first];
+  bool alike(int s) const {
+    return s >= 2 && s + 1 < p_ && one_kind_[static_cast<std::size_t>(s - 1)] &&
+           one_kind_[static_cast<std::size_t>(s)] && one_kind_[static_cast<std::size_t>(s + 1)];
   }
-  fabric.count_steps_drawn(n - kDrawnSteps);
-  return out;
-}
+  void draw() {
+    drawn_ = true;
+    const std::size_t n = alike_.size();
+    if (n <= 2 * static_cast<std::size_t>(kDrawnSteps)) {
+      solved_alike_ = alike_;
+      return;
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t block = i * kDrawnSteps / n;  // the solved one: the block's first
+      const std::size_t first = (block * n + kDrawnSteps - 1) / kDrawnSteps;
+      stand_in_[static_cast<std::size_t>(alike_[i])] = alike_[first];
+      if (first == i) solved_alike_.push_back(alike_[i]);
+    }
+    fabric_.count_steps_drawn(n - kDrawnSteps);
+  }
+};
 
 double pairwise_per_rank(const EstimateFabric& fabric, const CollectiveSpec& spec, const GroupLayout& g, double free) {
   const StepCosts& c = fabric.costs();
@@ -1464,25 +1518,28 @@ double pairwise_per_rank(const EstimateFabric& fabric, const CollectiveSpec& spe
           std::to_string(g.group_step),
       [&] {
         std::vector<EstimateFabric::RankStep> out(static_cast<std::size_t>(p));
-        const std::vector<int> stand_in = drawn_stand_ins(fabric, steps, p);
+        StepDrawing drawing(fabric, steps, p);
         // A rank posts its write and goes on once its sender's write has
         // landed, not its own: its write of step s is still in flight in
         // step s + 1, as its sender's of step s - 1 was in step s. So a
         // step's writes share the NICs and spines with those of both
         // neighbours (an ECMP collision of one step is spread over three).
-        std::vector<PerRankSteps::ShiftStep> solved;
-        for (int s = 1; s < p; ++s) {
-          if (stand_in[static_cast<std::size_t>(s)] != s) continue;
-          PerRankSteps::ShiftStep step{s, {}};
-          for (const int q : {s - 1, s + 1}) {
-            if (q >= 1 && q < p) step.alongside.push_back(q);
-          }
-          solved.push_back(std::move(step));
-        }
-        std::vector<EstimateFabric::RankStep> steps_solved = steps.shift_steps(solved);
+        std::vector<int> solved;
+        std::vector<EstimateFabric::RankStep> steps_solved =
+            steps.shift_steps([&]() -> std::optional<PerRankSteps::ShiftStep> {
+              const int s = drawing.next_solved();
+              if (s == 0) return std::nullopt;
+              solved.push_back(s);
+              PerRankSteps::ShiftStep step{s, {}};
+              for (const int q : {s - 1, s + 1}) {
+                if (q >= 1 && q < p) step.alongside.push_back(q);
+              }
+              return step;
+            });
         for (std::size_t i = 0; i < solved.size(); ++i) {
-          out[static_cast<std::size_t>(solved[i].shift)] = std::move(steps_solved[i]);
+          out[static_cast<std::size_t>(solved[i])] = std::move(steps_solved[i]);
         }
+        const std::vector<int>& stand_in = drawing.stand_ins();
         for (int s = 1; s < p; ++s) {
           const int drawn = stand_in[static_cast<std::size_t>(s)];
           if (drawn == s) continue;
