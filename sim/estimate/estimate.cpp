@@ -1,4 +1,5 @@
 #include "sim/estimate/estimate.h"
+#include "sim/estimate/wide_loops.h"
 
 #include <algorithm>
 #include <condition_variable>
@@ -1133,7 +1134,7 @@ namespace {
 // code[k] takes one more bit per pair k of a run: whether the two NPUs'
 // ids at one level are equal (`differ`: unequal). A run of stride 1
 // compares two contiguous stretches, which the compiler vectorizes.
-void add_level_bit(std::uint32_t* code, const int* level, const PairRuns::Run& run, bool differ) {
+WIDE_LOOPS void add_level_bit(std::uint32_t* code, const int* level, const PairRuns::Run& run, bool differ) {
   const int* a = level + run.from;
   const int* b = level + run.to;
   const auto n = static_cast<std::size_t>(run.count);

@@ -8,6 +8,7 @@
 // write instead (RdmaRun), as their writes of different steps and loops
 // are in flight together and share the NICs.
 #include "sim/estimate/level1.h"
+#include "sim/estimate/wide_loops.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -24,19 +25,6 @@
 #include "sim/collectives/plan.h"
 #include "sim/estimate/steps.h"
 #include "sim/executors/executor.h"
-
-// A pairwise exchange followed rank by rank runs a million rank steps a
-// point through a few loops over the ranks: those are built twice, for
-// AVX2 (four doubles a vector) and for the baseline x86-64 (two), the
-// machine's picked when the program loads. AVX2 without FMA rounds every
-// operation as the baseline does, so the times are the same to the bit
-// (1024 A2 NPUs, a later AlltoAll point: 2.8 -> 1.9 ms). Elsewhere, and in
-// the sanitized fuzzing build, one plain version.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__clang__)
-#define WIDE_LOOPS __attribute__((target_clones("avx2", "default")))
-#else
-#define WIDE_LOOPS
-#endif
 
 namespace hcclsim {
 
