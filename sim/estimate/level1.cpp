@@ -591,13 +591,18 @@ class PerRankSteps {
         batch.add(std::move(job));
       }
     }
-    const std::vector<std::vector<double>> mixed = batch.finish();
+    std::vector<std::vector<double>> mixed = batch.finish();
     for (std::size_t i = 0; i < wanted.size(); ++i) {
       Rates& r = rates[i];
       if (r.mixed != kNoJob) r.rdma = &mixed[r.mixed];
       const std::vector<PathCost>& kinds = out[i].paths->kinds;
       // Rank x's flow is the x-th listed; ranks beyond the counted flows take
       // the step's slowest share.
+      const bool every_rdma = std::all_of(kinds.begin(), kinds.end(), [](const PathCost& k) { return k.rdma; });
+      if (every_rdma && r.mixed != kNoJob && mixed[r.mixed].size() == static_cast<std::size_t>(p_)) {
+        out[i].rate = std::move(mixed[r.mixed]);  // every rank's own share, as solved (most steps of an exchange)
+        continue;
+      }
       const double sdma_slowest =
           r.sdma == nullptr || r.sdma->empty() ? c_.copy_rate : *std::min_element(r.sdma->begin(), r.sdma->end());
       const double rdma_slowest =
