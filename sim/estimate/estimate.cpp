@@ -726,8 +726,115 @@ const std::vector<double>& EstimateFabric::solve_with(MaxMinShares& solver, cons
   return w.out;
 }
 
+ChannelCounts EstimateFabric::count_channels(MaxMinShares& solver, const RoutedFlows& flows) const {
+  std::vector<int>& slot_of = solver.work().slot_of;  // (-1 between uses)
+  const std::size_t channels = 2 * spec_.links.size() + static_cast<std::size_t>(spec_.npus);
+  if (slot_of.size() < channels) slot_of.resize(channels, -1);
+  ChannelCounts out;
+  for (const int c : flows.channel) {
+    int& slot = slot_of[static_cast<std::size_t>(c)];
+    if (slot < 0) {
+      slot = static_cast<int>(out.size());
+      out.emplace_back(c, 0);
+    }
+    ++out[static_cast<std::size_t>(slot)].second;
+  }
+  for (const auto& counted : out) slot_of[static_cast<std::size_t>(counted.first)] = -1;
+  return out;
+}
+
+bool EstimateFabric::first_round_by_counts(MaxMinShares& solver, const SolveJob& job, std::vector<double>& out) const {
+  const SlowestOfGroups only = job.only;
+  if (only.groups == 0 || job.least || !job.weight.empty() || job.write || job.parts.empty() ||
+      job.counts.size() != job.parts.size()) {
+    return false;
+  }
+  std::size_t flows = 0;
+  for (std::size_t p = 0; p < job.parts.size(); ++p) {
+    if (job.counts[p] == nullptr || &job.counts[p]->flows() != job.parts[p]) return false;
+    flows += job.parts[p]->size();
+  }
+  if (flows == 0) return false;
+  for (const CountedPart* part : job.counts) {  // (before the merge below takes the slot map)
+    part->counts([&](const RoutedFlows& routed) { return count_channels(solver, routed); });
+  }
+  MaxMinShares::Work& w = solver.work();
+  std::vector<int>& slot_of = w.slot_of;  // (-1 between solves)
+  const std::size_t channels = 2 * spec_.links.size() + static_cast<std::size_t>(spec_.npus);
+  if (slot_of.size() < channels) slot_of.resize(channels, -1);
+  // The channels in the order the flows first cross them (densify's slots), with their hops.
+  std::vector<int>& count = w.unfrozen;
+  std::vector<double>& capacity = w.room;
+  count.clear();
+  capacity.clear();
+  int most = 0;
+  for (const CountedPart* part : job.counts) {
+    for (const auto& [c, n] : part->counts([&](const RoutedFlows& routed) { return count_channels(solver, routed); })) {
+      int& slot = slot_of[static_cast<std::size_t>(c)];
+      if (slot < 0) {
+        slot = static_cast<int>(count.size());
+        count.push_back(0);
+        capacity.push_back(channel_rate(c));
+        w.crossed.push_back(c);
+      }
+      most = std::max(most, count[static_cast<std::size_t>(slot)] += n);
+    }
+  }
+  // A channel's load, the filling's sum of its flows' weights in flow order:
+  // every flow weighs the share, so it is the share added once per hop.
+  const bool partly = job.share != 1;  // (solve_job's weights: the share, each flow)
+  const double weight = partly ? job.share : 1.0;
+  std::vector<double>& load_of = w.load;  // by hops
+  load_of.assign(static_cast<std::size_t>(most) + 1, 0.0);
+  for (std::size_t n = 1; n < load_of.size(); ++n) load_of[n] = load_of[n - 1] + weight;
+  // The least limit: densify's, the cap and (counted for part of the time)
+  // each flow's narrowest channel, every channel being some flow's.
+  double level = kUnlimited;
+  level = std::min(level, job.cap);
+  for (std::size_t k = 0; k < count.size(); ++k) {
+    if (partly) level = std::min(level, capacity[k]);
+  }
+  for (std::size_t k = 0; k < count.size(); ++k) {
+    level = std::min(level, capacity[k] / load_of[static_cast<std::size_t>(count[k])]);
+  }
+  const double slack = level * 1e-12;
+  std::vector<char>& full = w.freezes;
+  full.assign(count.size(), 0);
+  for (std::size_t k = 0; k < count.size(); ++k) {
+    full[k] = capacity[k] / load_of[static_cast<std::size_t>(count[k])] <= level + slack ? 1 : 0;
+  }
+  std::vector<char>& group_frozen = w.group_frozen;
+  group_frozen.assign(only.groups, 0);
+  std::size_t groups_left = only.groups;
+  std::size_t i = 0;  // over the parts' flows
+  for (std::size_t p = 0; p < job.parts.size() && groups_left > 0; ++p) {
+    const RoutedFlows& part = *job.parts[p];
+    for (std::size_t k = 0; k < part.size() && i < std::min(only.flows, flows) && groups_left > 0; ++k, ++i) {
+      if (group_frozen[i % only.groups] != 0) continue;
+      double limit = job.cap;
+      bool crosses_full = false;
+      for (std::size_t j = part.first[k]; j < part.first[k + 1]; ++j) {
+        const auto slot = static_cast<std::size_t>(slot_of[static_cast<std::size_t>(part.channel[j])]);
+        if (partly) limit = std::min(limit, capacity[slot]);
+        crosses_full = crosses_full || full[slot] != 0;
+      }
+      if (limit <= level + slack || crosses_full) {
+        group_frozen[i % only.groups] = 1;
+        --groups_left;
+      }
+    }
+  }
+  for (const int c : w.crossed) slot_of[static_cast<std::size_t>(c)] = -1;
+  w.crossed.clear();
+  if (groups_left > 0) return false;
+  out.assign(job.kept == 0 ? flows : std::min(job.kept, flows), level);
+  ++first_rounds_by_counts_;
+  return true;
+}
+
 void EstimateFabric::solve_job(MaxMinShares& solver, const SolveJob& job, std::vector<double>& out,
                                std::vector<double>& shares) const {
+  if (first_round_by_counts(solver, job, out)) return;
   const std::vector<double>* weight = &job.weight;
   if (job.weight.empty() && job.share != 1) {
     std::size_t flows = 0;

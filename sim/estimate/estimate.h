@@ -29,10 +29,12 @@
 // it differs most and why.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <utility>
@@ -111,6 +113,28 @@ struct RoutedFlows {
   std::vector<std::size_t> first{0};
   std::vector<int> channel;
   std::size_t size() const { return first.size() - 1; }
+};
+
+// How many of some routed flows' hops cross each channel, the channels in
+// the order first crossed (EstimateFabric::count_channels).
+using ChannelCounts = std::vector<std::pair<int, int>>;
+
+// A part of several solves' flows, its channel counts found once, by the
+// first solve that asks, on whichever thread it runs (a SolveBatch's).
+class CountedPart {
+ public:
+  explicit CountedPart(const RoutedFlows& flows) : flows_(flows) {}
+  const RoutedFlows& flows() const { return flows_; }
+  template <class Count>
+  const ChannelCounts& counts(const Count& count) const {
+    std::call_once(once_, [&] { counts_ = count(flows_); });
+    return counts_;
+  }
+
+ private:
+  const RoutedFlows& flows_;
+  mutable std::once_flag once_;
+  mutable ChannelCounts counts_;
 };
 
 // A solve of which only the slowest share of each group is wanted: flow
@@ -213,9 +237,16 @@ class EstimateFabric {
   // flows itself (to reuse the routes of flows that several solves share)
   // and still solves each pattern once per sweep.
   const std::vector<double>& kept_rates(const std::string& key, const std::function<std::vector<double>()>& solve) const;
+  // Each channel the flows cross, with how many hops cross it (`solver`'s
+  // working memory: the thread's own).
+  ChannelCounts count_channels(MaxMinShares& solver, const RoutedFlows& flows) const;
   // One solve_routed, as a job of a SolveBatch.
   struct SolveJob {
     std::vector<const RoutedFlows*> parts;
+    // Per part (empty: none), its channel counts: a solve by groups whose
+    // flows all count `share` then tries its first round from the counts
+    // alone (first_round_by_counts).
+    std::vector<const CountedPart*> counts;
     std::vector<double> weight;  // empty: every flow counts `share`
     double share = 1;            // (one value, not a list per job: 3,000-24,000 flows each)
     double cap = 0;
@@ -263,6 +294,9 @@ class EstimateFabric {
   int solve_threads() const { return solve_threads_; }
   // Threads started by SolveBatches so far (a batch of one job starts none).
   std::uint64_t threads_started() const { return threads_started_; }
+  // The solves by groups that ended in their first round found from their
+  // parts' channel counts (first_round_by_counts), on any thread.
+  std::uint64_t first_rounds_by_counts() const { return first_rounds_by_counts_; }
   // The channels a transfer from `from` to `to` crosses (as the detailed
   // model routes it), and a channel's rate in bytes per ps (channels past
   // the links' are the NPUs' memory), for forms that follow flows starting
@@ -331,6 +365,14 @@ class EstimateFabric {
   // too, as progressive_filling's first pass finds them.
   std::vector<double> densify(MaxMinShares& solver, const std::vector<const RoutedFlows*>& parts,
                               const std::vector<double>& weight, double cap, bool write, bool demand = false) const;
+  // A solve by groups (`job.only`) whose flows all count job.share and whose
+  // parts' channel counts are known: each channel's load is then the share
+  // added once per crossing hop, whatever the flows' order, and the first
+  // round's level follows from the counts alone. If a flow of every group
+  // freezes at it (every_group_in_first_round), `out` gets the level for
+  // the job's kept flows and true is returned, the filling's result
+  // without listing the flows' slots; else false and nothing is changed.
+  bool first_round_by_counts(MaxMinShares& solver, const SolveJob& job, std::vector<double>& out) const;
   // A job's rates (its first `kept`) into `out`; `shares`: room for its one share per flow.
   void solve_job(MaxMinShares& solver, const SolveJob& job, std::vector<double>& out, std::vector<double>& shares) const;
   // solve_routed with `solver`'s working memory (the rates are its, until its next solve).
@@ -367,6 +409,7 @@ class EstimateFabric {
   mutable std::vector<MaxMinShares> helpers_;  // a SolveBatch's other threads'
   int solve_threads_;
   mutable std::uint64_t threads_started_ = 0;
+  mutable std::atomic<std::uint64_t> first_rounds_by_counts_{0};
   bool follow_every_slice_ = false;
   mutable std::uint64_t slices_added_at_once_ = 0;
   bool solve_every_step_ = false;

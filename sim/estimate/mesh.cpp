@@ -315,6 +315,7 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
     return std::min(static_cast<std::size_t>(p), wanted);
   };
   std::map<std::size_t, RoutedFlows> routed;
+  std::map<std::size_t, CountedPart> counted;  // per routed round, for the solves by slots
   auto routed_round = [&](std::size_t q) -> const RoutedFlows& {
     auto found = routed.find(q);
     if (found == routed.end()) {
@@ -325,6 +326,7 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
       }
       found = routed.emplace(q, RoutedFlows{}).first;
       f.route_flows(list, found->second);
+      if (table == nullptr) counted.emplace(std::piecewise_construct, std::forward_as_tuple(q), std::forward_as_tuple(found->second));
     }
     return found->second;
   };
@@ -380,6 +382,13 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
       const std::size_t sample = samples[i];
       EstimateFabric::SolveJob job;
       for (const std::size_t q : in_flight(sample)) job.parts.push_back(&routed_round(q));
+      // Most of these solves end in their first round (each slot's slowest
+      // share known): the rounds' channel counts find that without listing
+      // every flow's slots (EstimateFabric::first_round_by_counts).
+      for (const std::size_t q : in_flight(sample)) {
+        const auto part = counted.find(q);
+        job.counts.push_back(part == counted.end() ? nullptr : &part->second);
+      }
       job.share = 1.0 / static_cast<double>(job.parts.size());
       job.cap = c.copy_rate;
       job.kept = sample_shares[sample].own;  // the round's own reads, first

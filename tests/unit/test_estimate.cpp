@@ -23,6 +23,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <deque>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -522,6 +523,51 @@ TEST_CASE("estimate: a solve for each group's slowest share stops early with the
       CHECK(std::all_of(part.begin(), part.end(), [&](double r) { return r == part.front(); }));
       CHECK(std::all_of(slowest_full.begin(), slowest_full.end(), [&](double r) { return r == part.front(); }));
     }
+  }
+}
+
+// The same solves as jobs of parts with their channel counts (DirectFullmesh's
+// rounds): a solve whose every group freezes at the first level ends there
+// from the counts alone, without listing its flows' slots (far peers); one
+// that goes on falls back to the filling (near and far peers). Either way
+// the rates are the job's without counts, bit for bit.
+TEST_CASE("estimate: a solve by groups ended in its first round from its parts' channel counts", "[estimate]") {
+  const TopologySpec spec = load_topology(topology("cloudmatrix384.json"), {}, 48);
+  const EstimateFabric fabric(spec);
+  const int p = spec.npus;
+  constexpr std::size_t kGroups = 8;
+  const std::vector<int> mixed{1, 2, 4, 7, 150, 250, 350, 450};
+  const std::vector<int> far{150, 200, 250, 300, 350, 400, 450, 500};
+  for (const std::vector<int>* distances : {&mixed, &far}) {
+    std::vector<RoutedFlows> rounds(3);
+    for (int round = 1; round <= 3; ++round) {
+      std::vector<FlowPair> list;
+      for (int r = 0; r < p; ++r) {
+        for (int j = 0; j < static_cast<int>(kGroups); ++j) {
+          list.push_back(FlowPair{(r + p - (*distances)[static_cast<std::size_t>(j)] - 3 * round) % p, r});
+        }
+      }
+      fabric.route_flows(list, rounds[static_cast<std::size_t>(round - 1)]);
+    }
+    const std::deque<CountedPart> counted(rounds.begin(), rounds.end());
+    EstimateFabric::SolveJob plain;
+    for (const RoutedFlows& r : rounds) plain.parts.push_back(&r);
+    plain.share = 1.0 / 3;
+    plain.cap = fabric.costs().copy_rate;
+    plain.kept = rounds[0].size();
+    plain.only = SlowestOfGroups{rounds[0].size(), kGroups};
+    EstimateFabric::SolveJob with_counts = plain;
+    for (const CountedPart& part : counted) with_counts.counts.push_back(&part);
+    const std::uint64_t before = fabric.first_rounds_by_counts();
+    EstimateFabric::SolveBatch batch(fabric);
+    batch.add(plain);
+    batch.add(with_counts);
+    const std::vector<std::vector<double>> rates = batch.finish();
+    INFO((distances == &far ? "far peers" : "near and far peers"));
+    REQUIRE(rates.size() == 2);
+    CHECK(rates[0].size() == rounds[0].size());
+    CHECK(rates[1] == rates[0]);
+    CHECK(fabric.first_rounds_by_counts() - before == (distances == &far ? 1u : 0u));
   }
 }
 
