@@ -473,6 +473,24 @@ TEST_CASE("estimate: max-min shares with the channels that cannot fill left out 
   }
 }
 
+namespace {
+
+// DirectFullmesh-like rounds over the 768 dies of a CloudMatrix384: in
+// round n (1..3) die r reads from r - distance - 3n, one read per group
+// (slot) and distance, rank by rank. Near and far peers mixed (inside the
+// server the slowest share differs from across the supernode's planes),
+// or far peers only.
+constexpr std::size_t kSlots = 8;
+const std::vector<int> kNearAndFar{1, 2, 4, 7, 150, 250, 350, 450};
+const std::vector<int> kFar{150, 200, 250, 300, 350, 400, 450, 500};
+void add_round_reads(std::vector<FlowPair>& list, int dies, const std::vector<int>& distances, int round) {
+  for (int r = 0; r < dies; ++r) {
+    for (std::size_t j = 0; j < kSlots; ++j) list.push_back(FlowPair{(r + dies - distances[j] - 3 * round) % dies, r});
+  }
+}
+
+}  // namespace
+
 // A solve that wants only each group's slowest share stops once every
 // group has a frozen flow: those shares are the full solve's to the bit,
 // and every other flow is given a level no higher than its share. Reads
@@ -485,19 +503,12 @@ TEST_CASE("estimate: a solve for each group's slowest share stops early with the
   const TopologySpec spec = load_topology(topology("cloudmatrix384.json"), {}, 48);
   const EstimateFabric fabric(spec);
   const int p = spec.npus;
-  constexpr std::size_t kGroups = 8;
-  // Near and far peers: inside the server, the slowest share differs from across the supernode's planes.
-  const std::vector<int> mixed{1, 2, 4, 7, 150, 250, 350, 450};
-  const std::vector<int> far{150, 200, 250, 300, 350, 400, 450, 500};
+  constexpr std::size_t kGroups = kSlots;
+  const std::vector<int>& mixed = kNearAndFar;
+  const std::vector<int>& far = kFar;
   for (const std::vector<int>* distances : {&mixed, &far}) {
     std::vector<FlowPair> list;
-    for (int round = 1; round <= 3; ++round) {
-      for (int r = 0; r < p; ++r) {
-        for (int j = 0; j < static_cast<int>(kGroups); ++j) {
-          list.push_back(FlowPair{(r + p - (*distances)[static_cast<std::size_t>(j)] - 3 * round) % p, r});
-        }
-      }
-    }
+    for (int round = 1; round <= 3; ++round) add_round_reads(list, p, *distances, round);
     RoutedFlows routed;
     fabric.route_flows(list, routed);
     const std::vector<double> weight(routed.size(), 1.0 / 3);
@@ -535,18 +546,11 @@ TEST_CASE("estimate: a solve by groups ended in its first round from its parts' 
   const TopologySpec spec = load_topology(topology("cloudmatrix384.json"), {}, 48);
   const EstimateFabric fabric(spec);
   const int p = spec.npus;
-  constexpr std::size_t kGroups = 8;
-  const std::vector<int> mixed{1, 2, 4, 7, 150, 250, 350, 450};
-  const std::vector<int> far{150, 200, 250, 300, 350, 400, 450, 500};
-  for (const std::vector<int>* distances : {&mixed, &far}) {
+  for (const std::vector<int>* distances : {&kNearAndFar, &kFar}) {
     std::vector<RoutedFlows> rounds(3);
     for (int round = 1; round <= 3; ++round) {
       std::vector<FlowPair> list;
-      for (int r = 0; r < p; ++r) {
-        for (int j = 0; j < static_cast<int>(kGroups); ++j) {
-          list.push_back(FlowPair{(r + p - (*distances)[static_cast<std::size_t>(j)] - 3 * round) % p, r});
-        }
-      }
+      add_round_reads(list, p, *distances, round);
       fabric.route_flows(list, rounds[static_cast<std::size_t>(round - 1)]);
     }
     const std::deque<CountedPart> counted(rounds.begin(), rounds.end());
@@ -555,7 +559,7 @@ TEST_CASE("estimate: a solve by groups ended in its first round from its parts' 
     plain.share = 1.0 / 3;
     plain.cap = fabric.costs().copy_rate;
     plain.kept = rounds[0].size();
-    plain.only = SlowestOfGroups{rounds[0].size(), kGroups};
+    plain.only = SlowestOfGroups{rounds[0].size(), kSlots};
     EstimateFabric::SolveJob with_counts = plain;
     for (const CountedPart& part : counted) with_counts.counts.push_back(&part);
     const std::uint64_t before = fabric.first_rounds_by_counts();
@@ -563,11 +567,11 @@ TEST_CASE("estimate: a solve by groups ended in its first round from its parts' 
     batch.add(plain);
     batch.add(with_counts);
     const std::vector<std::vector<double>> rates = batch.finish();
-    INFO((distances == &far ? "far peers" : "near and far peers"));
+    INFO((distances == &kFar ? "far peers" : "near and far peers"));
     REQUIRE(rates.size() == 2);
     CHECK(rates[0].size() == rounds[0].size());
     CHECK(rates[1] == rates[0]);
-    CHECK(fabric.first_rounds_by_counts() - before == (distances == &far ? 1u : 0u));
+    CHECK(fabric.first_rounds_by_counts() - before == (distances == &kFar ? 1u : 0u));
   }
 }
 
