@@ -432,7 +432,8 @@ double slowest_kind(PatternKinds& kinds, const Step1& s, Run run) {
 // (rank, step) pairs, so that a point stays within milliseconds: a ring up
 // to 362 ranks, the logarithmic algorithms up to about 2^14. Beyond, every
 // step costs its slowest kind of pair. The pairwise exchange keeps the
-// per-rank form up to 1024 ranks (about 30 ms a point there): its
+// per-rank form up to 1024 ranks (its first point 15-19 ms there, the
+// others about 2 ms): its
 // representative form is 12-30% off at 1024 A2 NPUs, where the per-rank one
 // is within 7%.
 constexpr double kPerRankBudget = 262144;
