@@ -1031,22 +1031,20 @@ std::vector<double> EstimateFabric::densify(MaxMinShares& solver, const std::vec
         for (std::size_t j = first[k]; j < first[k + 1]; ++j) {
           const int c = channel[j];
           int slot = slot_at[c];
-          double capacity;
           if (slot < 0) {
             slot = static_cast<int>(dense.capacity.size());
             slot_at[c] = slot;
-            capacity = channel_rate(c);
-            dense.capacity.push_back(capacity);
+            const double fresh = channel_rate(c);  // (a copy: the vectors take references, and a
+            dense.capacity.push_back(fresh);       // local whose address escapes stays in memory)
             if (kDemand) w.demand.push_back(0.0);
             w.crossed.push_back(c);
-          } else {
-            capacity = dense.capacity[static_cast<std::size_t>(slot)];
           }
+          const double capacity = dense.capacity[static_cast<std::size_t>(slot)];
           dense_slot[at++] = slot;
-          if (kDemand) narrowest = std::min(narrowest, capacity);
+          if (kDemand) narrowest = capacity < narrowest ? capacity : narrowest;
           // A flow that counts for part of the time still moves no faster
           // than its narrowest channel.
-          if (kPartly) own = std::min(own, capacity);
+          if (kPartly) own = capacity < own ? capacity : own;
           if (kWrite && static_cast<std::size_t>(c) < links) {
             own = std::min(own, rate(spec_.links[static_cast<std::size_t>(c) / 2].params.write_bandwidth));
           }
