@@ -41,28 +41,16 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <string>
 #include <systemc>
 #include <thread>
 
+#include "tools/heap_settings.h"
+
 namespace {
 
-constexpr const char* kHeapTunables =
-    "glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967295:"
-    "glibc.malloc.mmap_max=0:glibc.malloc.top_pad=16777216";
-
-bool heap_settings_off() {
-  const char* off = std::getenv("HCCLSIM_HUGE_PAGES");
-  return off != nullptr && std::strcmp(off, "0") == 0;
-}
-
 void reexec_with_huge_pages(char* argv[]) {
-  if (heap_settings_off()) return;
-  const char* tunables = std::getenv("GLIBC_TUNABLES");
-  std::string wanted = tunables == nullptr ? "" : tunables;
-  if (wanted.find("glibc.malloc.hugetlb") != std::string::npos) return;  // already set (or set otherwise by the user)
-  wanted += wanted.empty() ? kHeapTunables : std::string(":") + kHeapTunables;
-  setenv("GLIBC_TUNABLES", wanted.c_str(), 1);
+  // (Started by the `hcclsim` launcher, the settings are there already.)
+  if (!hcclsim::add_heap_settings()) return;
   execv("/proc/self/exe", argv);
   // exec failed (no /proc): carry on with ordinary pages; the tunable left in
   // the environment only reaches child processes, which is harmless.
@@ -99,7 +87,7 @@ void fault_in_heap_ahead() {
 
 int main(int argc, char* argv[]) {
   reexec_with_huge_pages(argv);
-  if (!heap_settings_off()) fault_in_heap_ahead();
+  if (!hcclsim::heap_settings_off()) fault_in_heap_ahead();
   setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
   return sc_core::sc_elab_and_sim(argc, argv);
 }
