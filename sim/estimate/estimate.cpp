@@ -789,11 +789,11 @@ bool EstimateFabric::first_round_by_counts(MaxMinShares& solver, const SolveJob&
   for (std::size_t n = 1; n < load_of.size(); ++n) load_of[n] = load_of[n - 1] + weight;
   // The least limit: densify's, the cap and (counted for part of the time)
   // each flow's narrowest channel, every channel being some flow's.
-  double level = kUnlimited;
-  level = std::min(level, job.cap);
-  for (std::size_t k = 0; k < count.size(); ++k) {
-    if (partly) level = std::min(level, capacity[k]);
+  double level = std::min(kUnlimited, job.cap);
+  if (partly) {
+    for (const double c : capacity) level = std::min(level, c);
   }
+  // Then every_group_in_first_round's: the least room / load.
   for (std::size_t k = 0; k < count.size(); ++k) {
     level = std::min(level, capacity[k] / load_of[static_cast<std::size_t>(count[k])]);
   }
