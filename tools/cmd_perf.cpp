@@ -83,7 +83,7 @@ class PerfCommand : public Command {
                    "detailed (default): the executor's task graph on the SystemC model; estimate: the same "
                    "executor's task order in closed form (ranks of one server each followed, else one "
                    "representative rank; each step's flows at max-min shares), no SystemC, no data check, trace or "
-                   "link usage, milliseconds a point at 100,000 NPUs (an AlltoAll's first point up to about 20 ms: "
+                   "link usage, milliseconds a point at 100,000 NPUs (an AlltoAll's first point up to about 25 ms on 2 cores: "
                    "it solves each step pattern's shares once for the sweep, on the machine's cores). Leaves out "
                    "flows of different steps "
                    "overlapping in time (AlltoAll counts neighbouring steps' flows as a share instead; beyond 64 "
