@@ -463,11 +463,21 @@ void fill_progressively(MaxMinShares::Work& w, const DenseFlows& in, const std::
   }
 }
 
-// Each flow's bound (its limit, and capacity / weight of each channel it
-// crosses) into w.bound, and its demand on its channels (weight x bound)
-// added to w.demand, for flows [from, to): progressive_filling's first pass,
-// which densify makes as it lists each flow's slots (the hops still in
-// cache). w.bound holds the flows, w.demand the slots crossed.
+// One flow's bound (its limit, and its narrowest channel's capacity / its
+// weight), returned, and its demand on its slots [from, to) (at least one;
+// weight x bound) added to `load`.
+inline double flow_bound_and_demand(double limit, double narrowest, double weight, const int* slot, std::size_t from,
+                                    std::size_t to, double* load) {
+  const double bound = std::min(limit, narrowest / weight);
+  const double wanted = weight * bound;
+  for (std::size_t j = from; j < to; ++j) load[slot[j]] += wanted;
+  return bound;
+}
+
+// Each flow's bound into w.bound and its demand added to w.demand, for
+// flows [from, to): progressive_filling's first pass, which densify makes
+// as it lists each flow's slots (the hops still in cache). w.bound holds
+// the flows, w.demand the slots crossed.
 inline void add_demand(MaxMinShares::Work& w, const DenseFlows& in, const std::vector<double>& limit,
                        const double* weights, std::size_t from, std::size_t to) {
   const std::size_t* first = in.first.data();
@@ -480,10 +490,8 @@ inline void add_demand(MaxMinShares::Work& w, const DenseFlows& in, const std::v
     if (first[i] == first[i + 1]) continue;
     double narrowest = capacity[slot[first[i]]];
     for (std::size_t j = first[i] + 1; j < first[i + 1]; ++j) narrowest = std::min(narrowest, capacity[slot[j]]);
-    const double wi = weights == nullptr ? 1.0 : weights[i];
-    bound[i] = std::min(bound[i], narrowest / wi);
-    const double wanted = wi * bound[i];
-    for (std::size_t j = first[i]; j < first[i + 1]; ++j) load[slot[j]] += wanted;
+    bound[i] = flow_bound_and_demand(limit[i], narrowest, weights == nullptr ? 1.0 : weights[i], slot, first[i],
+                                     first[i + 1], load);
   }
 }
 
@@ -726,10 +734,15 @@ const std::vector<double>& EstimateFabric::solve_with(MaxMinShares& solver, cons
   return w.out;
 }
 
-ChannelCounts EstimateFabric::count_channels(MaxMinShares& solver, const RoutedFlows& flows) const {
-  std::vector<int>& slot_of = solver.work().slot_of;  // (-1 between uses)
+std::vector<int>& EstimateFabric::slot_map(MaxMinShares& solver) const {
+  std::vector<int>& slot_of = solver.work().slot_of;
   const std::size_t channels = 2 * spec_.links.size() + static_cast<std::size_t>(spec_.npus);
   if (slot_of.size() < channels) slot_of.resize(channels, -1);
+  return slot_of;
+}
+
+ChannelCounts EstimateFabric::count_channels(MaxMinShares& solver, const RoutedFlows& flows) const {
+  std::vector<int>& slot_of = slot_map(solver);
   ChannelCounts out;
   for (const int c : flows.channel) {
     int& slot = slot_of[static_cast<std::size_t>(c)];
@@ -755,13 +768,12 @@ bool EstimateFabric::first_round_by_counts(MaxMinShares& solver, const SolveJob&
     flows += job.parts[p]->size();
   }
   if (flows == 0) return false;
-  for (const CountedPart* part : job.counts) {  // (before the merge below takes the slot map)
-    part->counts([&](const RoutedFlows& routed) { return count_channels(solver, routed); });
-  }
+  const auto counts_of = [&](const CountedPart* part) -> const ChannelCounts& {
+    return part->counts([&](const RoutedFlows& routed) { return count_channels(solver, routed); });
+  };
+  for (const CountedPart* part : job.counts) counts_of(part);  // (before the merge below takes the slot map)
   MaxMinShares::Work& w = solver.work();
-  std::vector<int>& slot_of = w.slot_of;  // (-1 between solves)
-  const std::size_t channels = 2 * spec_.links.size() + static_cast<std::size_t>(spec_.npus);
-  if (slot_of.size() < channels) slot_of.resize(channels, -1);
+  std::vector<int>& slot_of = slot_map(solver);
   // The channels in the order the flows first cross them (densify's slots), with their hops.
   std::vector<int>& count = w.unfrozen;
   std::vector<double>& capacity = w.room;
@@ -769,7 +781,7 @@ bool EstimateFabric::first_round_by_counts(MaxMinShares& solver, const SolveJob&
   capacity.clear();
   int most = 0;
   for (const CountedPart* part : job.counts) {
-    for (const auto& [c, n] : part->counts([&](const RoutedFlows& routed) { return count_channels(solver, routed); })) {
+    for (const auto& [c, n] : counts_of(part)) {
       int& slot = slot_of[static_cast<std::size_t>(c)];
       if (slot < 0) {
         slot = static_cast<int>(count.size());
@@ -993,10 +1005,7 @@ std::vector<double> EstimateFabric::densify(MaxMinShares& solver, const std::vec
     hops += part->channel.size();
   }
   MaxMinShares::Work& w = solver.work();
-  std::vector<int>& slot_of = w.slot_of;  // (MaxMinShares::solve's: -1 between solves)
-  if (slot_of.size() < links + static_cast<std::size_t>(spec_.npus)) {
-    slot_of.resize(links + static_cast<std::size_t>(spec_.npus), -1);
-  }
+  std::vector<int>& slot_of = slot_map(solver);
   DenseFlows& dense = w.dense;
   dense.first.resize(count + 1);
   dense.first[0] = 0;
@@ -1052,15 +1061,9 @@ std::vector<double> EstimateFabric::densify(MaxMinShares& solver, const std::vec
         limit[flow] = own;
         dense_first[flow + 1] = at;
         if (kDemand) {  // progressive_filling's first pass (add_demand), the hops still in cache
-          double bound = own;
-          if (at != from) {
-            const double wi = kPartly ? weights[flow] : 1.0;
-            bound = std::min(bound, narrowest / wi);
-            const double wanted = wi * bound;
-            double* load = w.demand.data();
-            for (std::size_t j = from; j < at; ++j) load[dense_slot[j]] += wanted;
-          }
-          w.bound[flow] = bound;
+          w.bound[flow] = at == from ? own
+                                     : flow_bound_and_demand(own, narrowest, kPartly ? weights[flow] : 1.0, dense_slot,
+                                                             from, at, w.demand.data());
         }
       }
     }
@@ -1104,10 +1107,7 @@ double EstimateFabric::slowest_with(MaxMinShares& solver, const RoutedFlows& flo
   // crossed, as densify gives them, without listing the flows' slots.
   const std::size_t links = 2 * spec_.links.size();
   MaxMinShares::Work& w = solver.work();
-  std::vector<int>& slot_of = w.slot_of;  // (-1 between solves)
-  if (slot_of.size() < links + static_cast<std::size_t>(spec_.npus)) {
-    slot_of.resize(links + static_cast<std::size_t>(spec_.npus), -1);
-  }
+  std::vector<int>& slot_of = slot_map(solver);
   std::vector<double>& load = w.load;
   load.clear();
   const bool partly = !weight.empty();

@@ -364,7 +364,10 @@ class EstimateFabric {
   // flow's limit. `demand`: each flow's bound and its demand on its channels
   // too, as progressive_filling's first pass finds them.
   std::vector<double> densify(MaxMinShares& solver, const std::vector<const RoutedFlows*>& parts,
-                              const std::vector<double>& weight, double cap, bool write, bool demand = false) const;
+                              const std::vector<double>& weight, double cap, bool write, bool demand) const;
+  // `solver`'s map from a channel to its dense slot (-1 between uses), one
+  // entry per channel of the fabric.
+  std::vector<int>& slot_map(MaxMinShares& solver) const;
   // A solve by groups (`job.only`) whose flows all count job.share and whose
   // parts' channel counts are known: each channel's load is then the share
   // added once per crossing hop, whatever the flows' order, and the first

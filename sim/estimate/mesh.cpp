@@ -326,7 +326,9 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
       }
       found = routed.emplace(q, RoutedFlows{}).first;
       f.route_flows(list, found->second);
-      if (table == nullptr) counted.emplace(std::piecewise_construct, std::forward_as_tuple(q), std::forward_as_tuple(found->second));
+      if (table == nullptr) {
+        counted.emplace(std::piecewise_construct, std::forward_as_tuple(q), std::forward_as_tuple(found->second));
+      }
     }
     return found->second;
   };
