@@ -238,6 +238,8 @@ struct MaxMinShares::Work {
   std::vector<double> limit_values;  // order_by_limit's distinct limits
   LevelHeap heap;
   std::vector<double> out;  // the shares
+  std::vector<int> slot_scratch;  // densify's: each slot's channel
+  std::vector<double> capacity_scratch, demand_scratch;  // and its capacity, demand
 };
 
 namespace {
@@ -1009,64 +1011,79 @@ std::vector<double> EstimateFabric::densify(MaxMinShares& solver, const std::vec
   DenseFlows& dense = w.dense;
   dense.first.resize(count + 1);
   dense.first[0] = 0;
-  dense.capacity.clear();
   dense.slot.resize(hops);
+  // A solve has at most one slot per hop: the per-slot arrays are filled in
+  // scratch arrays of that size (grown, never shrunk: no zeroing per solve)
+  // and copied out at the end, so that the loop below keeps its pointers in
+  // registers (no push_back that may move them).
+  if (w.slot_scratch.size() < hops) {
+    w.slot_scratch.resize(hops);
+    w.capacity_scratch.resize(hops);
+    w.demand_scratch.resize(hops);
+  }
   std::vector<double> limit(count, cap);
   const bool partly = !weight.empty();
-  const double* weights = partly ? weight.data() : nullptr;
-  if (demand) {
-    w.bound.resize(count);
-    w.demand.clear();
-  }
-  // (Plain pointers and a flow's limit in a local: through the vectors,
-  // every hop reloaded them, a third of a solve's set-up. The loop is made
-  // once per kind of solve, so that no hop tests what the solve fixes.)
-  int* slot_at = slot_of.data();
-  int* dense_slot = dense.slot.data();
-  std::size_t* dense_first = dense.first.data();
+  if (demand) w.bound.resize(count);
+  std::size_t slots = 0;
+  // Every array as a plain pointer copied into the loop's own locals: through
+  // the vectors, or through a lambda's captures, every hop reloaded them (and
+  // kept a flow's running minimum in memory), most of a solve's set-up. The
+  // loop is made once per kind of solve, so that no hop tests what the solve fixes.
   auto list = [&](auto partly_kind, auto write_kind, auto demand_kind) {
     constexpr bool kPartly = decltype(partly_kind)::value;
     constexpr bool kWrite = decltype(write_kind)::value;
     constexpr bool kDemand = decltype(demand_kind)::value;
-    std::size_t flow = 0;  // counted over the parts
-    std::size_t at = 0;    // its first hop in dense.slot
+    int* const slot_at = slot_of.data();
+    int* const dense_slot = dense.slot.data();
+    std::size_t* const dense_first = dense.first.data();
+    double* const capacity_of = w.capacity_scratch.data();
+    int* const crossed = w.slot_scratch.data();
+    double* const limit_of = limit.data();
+    double* const bound_of = kDemand ? w.bound.data() : nullptr;
+    double* const load = kDemand ? w.demand_scratch.data() : nullptr;
+    const double* const weights = kPartly ? weight.data() : nullptr;
+    const double own_cap = cap;
+    std::size_t found = 0;  // slots so far
+    std::size_t flow = 0;   // counted over the parts
+    std::size_t at = 0;     // its first hop in dense.slot
     for (const RoutedFlows* part : parts) {
-      const std::size_t* first = part->first.data();
-      const int* channel = part->channel.data();
-      for (std::size_t k = 0; k < part->size(); ++k, ++flow) {
-        double own = cap;
+      const std::size_t* const first = part->first.data();
+      const int* const channel = part->channel.data();
+      const std::size_t flows = part->size();
+      for (std::size_t k = 0; k < flows; ++k, ++flow) {
+        double own = own_cap;
         double narrowest = kUnlimited;
         const std::size_t from = at;
         for (std::size_t j = first[k]; j < first[k + 1]; ++j) {
           const int c = channel[j];
           int slot = slot_at[c];
           if (slot < 0) {
-            slot = static_cast<int>(dense.capacity.size());
+            slot = static_cast<int>(found);
             slot_at[c] = slot;
-            const double fresh = channel_rate(c);  // (a copy: the vectors take references, and a
-            dense.capacity.push_back(fresh);       // local whose address escapes stays in memory)
-            if (kDemand) w.demand.push_back(0.0);
-            w.crossed.push_back(c);
+            capacity_of[found] = channel_rate(c);
+            if (kDemand) load[found] = 0.0;
+            crossed[found++] = c;
           }
-          const double capacity = dense.capacity[static_cast<std::size_t>(slot)];
+          const double capacity = capacity_of[slot];
           dense_slot[at++] = slot;
-          if (kDemand) narrowest = capacity < narrowest ? capacity : narrowest;
-          // A flow that counts for part of the time still moves no faster
-          // than its narrowest channel.
-          if (kPartly) own = capacity < own ? capacity : own;
+          narrowest = capacity < narrowest ? capacity : narrowest;
           if (kWrite && static_cast<std::size_t>(c) < links) {
             own = std::min(own, rate(spec_.links[static_cast<std::size_t>(c) / 2].params.write_bandwidth));
           }
         }
-        limit[flow] = own;
+        // A flow that counts for part of the time still moves no faster
+        // than its narrowest channel.
+        if (kPartly) own = narrowest < own ? narrowest : own;
+        limit_of[flow] = own;
         dense_first[flow + 1] = at;
         if (kDemand) {  // progressive_filling's first pass (add_demand), the hops still in cache
-          w.bound[flow] = at == from ? own
-                                     : flow_bound_and_demand(own, narrowest, kPartly ? weights[flow] : 1.0, dense_slot,
-                                                             from, at, w.demand.data());
+          bound_of[flow] = at == from ? own
+                                      : flow_bound_and_demand(own, narrowest, kPartly ? weights[flow] : 1.0, dense_slot,
+                                                              from, at, load);
         }
       }
     }
+    slots = found;
   };
   using Yes = std::true_type;
   using No = std::false_type;
@@ -1089,8 +1106,10 @@ std::vector<double> EstimateFabric::densify(MaxMinShares& solver, const std::vec
   } else {
     with_partly(No{});
   }
-  for (const int c : w.crossed) slot_of[static_cast<std::size_t>(c)] = -1;
-  w.crossed.clear();
+  const auto found = static_cast<std::ptrdiff_t>(slots);
+  dense.capacity.assign(w.capacity_scratch.begin(), w.capacity_scratch.begin() + found);
+  if (demand) w.demand.assign(w.demand_scratch.begin(), w.demand_scratch.begin() + found);
+  for (std::size_t k = 0; k < slots; ++k) slot_of[static_cast<std::size_t>(w.slot_scratch[k])] = -1;
   return limit;
 }
 
