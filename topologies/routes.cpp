@@ -21,16 +21,29 @@ std::uint64_t pair_hash(int src, int dst) {
 }
 }  // namespace
 
+std::size_t RouteFinder::spine_pick(int src, int dst, std::size_t count) {
+  const std::uint64_t hash = pair_hash(src, dst);
+  // (A power of two, as most spine counts are, without the division.)
+  return static_cast<std::size_t>((count & (count - 1)) == 0 ? hash & (count - 1) : hash % count);
+}
+
 RouteFinder::RouteFinder(const TopologySpec& spec)
     : spec_(&spec),
       leaf_links_(spec.fabrics.size()),
       leaf_spines_at_(spec.fabrics.size()),
       spine_lists_(spec.fabrics.size()),
       spines_between_(spec.fabrics.size()) {
+  int fabrics_of_kind[2] = {0, 0};
   for (std::size_t f = 0; f < spec.fabrics.size(); ++f) {
     roce_.push_back(spec.fabrics[f].kind == "roce" ? 1 : 0);
+    const std::size_t kind = roce_.back() != 0 ? 1 : 0;
+    only_fabric_[kind] = static_cast<int>(f);
+    ++fabrics_of_kind[kind];
     leaf_links_[f].resize(static_cast<std::size_t>(spec.npus));
     leaf_spines_at_[f].assign(spec.fabrics[f].spines_of.size(), -1);
+  }
+  for (int kind = 0; kind < 2; ++kind) {
+    if (fabrics_of_kind[kind] != 1) only_fabric_[kind] = -1;
   }
   // Compressed rows: count each node's links, then place them, in link
   // order, and sort each row by neighbour (one array, not a vector per node:
@@ -143,7 +156,7 @@ bool RouteFinder::fabric_path(std::size_t fabric_index, int src, int dst, std::v
   const LeafSpines to = dst_listed ? leaf_spines(fabric_index, leaf_dst) : LeafSpines{};
   if (from.list >= 0 && from.list == to.list) {  // the same spines, all linked: spines_between's k-th is spine k
     if (from.count == 0) return false;
-    const std::size_t k = static_cast<std::size_t>(pair_hash(src, dst) % from.count);
+    const std::size_t k = spine_pick(src, dst, from.count);
     path.push_back(up);
     path.push_back(leaf_spine_hops_[from.first + k].first);
     path.push_back(leaf_spine_hops_[to.first + k].second);
@@ -152,7 +165,7 @@ bool RouteFinder::fabric_path(std::size_t fabric_index, int src, int dst, std::v
   }
   const SpineHops& shared = spines_between(fabric_index, leaf_src, leaf_dst);
   if (shared.count == 0) return false;
-  const SpineHop& hop = spine_hops_[shared.first + static_cast<std::size_t>(pair_hash(src, dst) % shared.count)];
+  const SpineHop& hop = spine_hops_[shared.first + spine_pick(src, dst, shared.count)];
   // (push_back: an initializer list's range insert cost a fifth of routing a flow)
   path.push_back(up);
   path.push_back(hop.first);
@@ -193,7 +206,7 @@ std::vector<int> RouteFinder::path(int src, int dst) const {
   return out;
 }
 
-void RouteFinder::append_path(int src, int dst, std::vector<int>& out) const {
+void RouteFinder::append_path_general(int src, int dst, std::vector<int>& out) const {
   const int direct = may_link(src, dst) ? channel(src, dst) : -1;
   if (direct >= 0) {
     out.push_back(direct);

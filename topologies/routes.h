@@ -29,8 +29,14 @@ class RouteFinder {
   // of (src, dst) as ECMP does -> that leaf) -> NPU; else the fewest-hop
   // path over links (ties broken by lowest node id). Empty when no path exists.
   std::vector<int> path(int src, int dst) const;
-  // The same, appended to `out` (no allocation per path for callers routing millions).
-  void append_path(int src, int dst, std::vector<int>& out) const;
+  // The same, appended to `out` (no allocation per path for callers routing
+  // millions). Inline: the common route, between NPUs that no link joins,
+  // through the one fabric for their kind of traffic, is taken here without
+  // the general search's calls (a pairwise AlltoAll routes a quarter of a
+  // million flows at its first point).
+  void append_path(int src, int dst, std::vector<int>& out) const {
+    if (!leaf_spine_path(src, dst, out)) append_path_general(src, dst, out);
+  }
   const TopologySpec& spec() const { return *spec_; }
 
  private:
@@ -46,6 +52,51 @@ class RouteFinder {
     int down = -2;
   };
   bool fabric_path(std::size_t fabric, int src, int dst, std::vector<int>& path) const;
+  void append_path_general(int src, int dst, std::vector<int>& out) const;
+  // append_path's route when no link may join src and dst, one fabric
+  // carries their kind of traffic, and both are under leaves of it whose
+  // spines are alike (or one leaf): fabric_path's channels, appended, and
+  // true; else false and nothing appended.
+  bool leaf_spine_path(int src, int dst, std::vector<int>& out) const {
+    if (may_link(src, dst) || src < 0 || dst < 0) return false;
+    const auto s = static_cast<std::size_t>(src);
+    const auto d = static_cast<std::size_t>(dst);
+    const std::vector<int>& domain = spec_->sdma_domain_of;
+    if (!domain.empty() && (s >= domain.size() || d >= domain.size())) return false;
+    const bool rdma = !domain.empty() && domain[s] != domain[d];
+    const int f = only_fabric_[rdma ? 1 : 0];
+    if (f < 0) return false;
+    const auto fabric_index = static_cast<std::size_t>(f);
+    const std::vector<int>& leaf_of = spec_->fabrics[fabric_index].leaf_of;
+    if (s >= leaf_of.size() || d >= leaf_of.size()) return false;
+    const int leaf_src = leaf_of[s];
+    const int leaf_dst = leaf_of[d];
+    if (leaf_src < 0 || leaf_dst < 0) return false;
+    const int up = leaf_links(fabric_index, src, leaf_src).up;
+    const int down = leaf_links(fabric_index, dst, leaf_dst).down;
+    if (up < 0 || down < 0) return false;
+    if (leaf_src == leaf_dst) {
+      out.push_back(up);
+      out.push_back(down);
+      return true;
+    }
+    const std::size_t listed = spec_->fabrics[fabric_index].spines_of.size();
+    if (static_cast<std::size_t>(leaf_src) >= listed || static_cast<std::size_t>(leaf_dst) >= listed) return false;
+    const LeafSpines from = leaf_spines(fabric_index, leaf_src);
+    const LeafSpines to = leaf_spines(fabric_index, leaf_dst);
+    if (from.list < 0 || from.list != to.list || from.count == 0) return false;
+    const std::size_t k = spine_pick(src, dst, from.count);
+    const std::size_t at = out.size();
+    out.resize(at + 4);
+    int* hops = out.data() + at;
+    hops[0] = up;
+    hops[1] = leaf_spine_hops_[from.first + k].first;
+    hops[2] = leaf_spine_hops_[to.first + k].second;
+    hops[3] = down;
+    return true;
+  }
+  // ECMP's pick among `count` spines for (src, dst): pair_hash(src, dst) % count.
+  static std::size_t spine_pick(int src, int dst, std::size_t count);
   // A leaf's channels to and from each of its spines, in spines_of order:
   // leaf_spine_hops_[first .. first + count), each (leaf -> spine, spine -> leaf).
   struct LeafSpines {
@@ -84,6 +135,9 @@ class RouteFinder {
   std::vector<std::size_t> first_neighbour_;
   std::vector<std::pair<int, int>> neighbours_;
   std::vector<char> roce_;  // per fabric: its kind is "roce" (carries the RDMA traffic)
+  // The fabric carrying SDMA traffic [0] and RDMA traffic [1] when exactly
+  // one does (leaf_spine_path's), else -1.
+  int only_fabric_[2] = {-1, -1};
   // Per fabric, per NPU (sized up front), looked up when the NPU is first routed over it.
   mutable std::vector<std::vector<LeafLinks>> leaf_links_;
   // Per fabric, per leaf, looked up when the leaf is first routed through;
