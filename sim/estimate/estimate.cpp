@@ -465,6 +465,11 @@ void fill_progressively(MaxMinShares::Work& w, const DenseFlows& in, const std::
   }
 }
 
+// A channel is kept in a solve unless its demand fits with a margin far
+// above rounding and far below any share that matters (a tie, demand equal
+// to capacity, fills only when its flows reach their bounds anyway).
+constexpr double kFits = 1 + 1e-9;
+
 // One flow's bound (its limit, and its narrowest channel's capacity / its
 // weight), returned, and its demand on its slots [from, to) (at least one;
 // weight x bound) added to `load`.
@@ -526,10 +531,6 @@ void progressive_filling(MaxMinShares::Work& w, const DenseFlows& in, const std:
     add_demand(w, in, limit, weights, 0, flows);
   }
   double* load = demand.data();
-  // A channel is kept unless its demand fits with a margin far above
-  // rounding and far below any share that matters (a tie, demand equal to
-  // capacity, fills only when its flows reach their bounds anyway).
-  constexpr double kFits = 1 + 1e-9;
   std::vector<int>& kept_as = w.kept_as;
   kept_as.assign(slots, -1);
   DenseFlows& reduced = w.reduced;
@@ -846,9 +847,145 @@ bool EstimateFabric::first_round_by_counts(MaxMinShares& solver, const SolveJob&
   return true;
 }
 
+bool EstimateFabric::solve_alike_flows(MaxMinShares& solver, const SolveJob& job, std::vector<double>& out) const {
+  if (job.only.groups != 0 || job.least || !job.weight.empty() || job.write || job.parts.empty()) return false;
+  const bool partly = job.share != 1;  // (solve_job's weights: the share, each flow)
+  const double weight = partly ? job.share : 1.0;
+  // A channel crossed once by each part can then never fill (below).
+  if (weight * static_cast<double>(job.parts.size()) > 1 + 1e-12) return false;
+  std::size_t flows = 0;
+  std::size_t hops = 0;
+  for (const RoutedFlows* part : job.parts) {
+    flows += part->size();
+    hops += part->channel.size();
+  }
+  if (flows == 0) return false;
+  MaxMinShares::Work& w = solver.work();
+  if (w.slot_scratch.size() < hops) {
+    w.slot_scratch.resize(hops);
+    w.capacity_scratch.resize(hops);
+    w.demand_scratch.resize(hops);
+  }
+  int* const slot_of = slot_map(solver).data();
+  int* const crossed = w.slot_scratch.data();
+  double* const capacity = w.capacity_scratch.data();
+  std::vector<int>& count = w.unfrozen;  // per channel: its hops
+  count.resize(hops);
+  int* const crossings = count.data();
+  // The channels in the order the flows first cross them (densify's
+  // slots), with their hops counted; every flow must cross one and have
+  // the same narrowest channel.
+  std::size_t slots = 0;
+  double narrowest_of_all = 0;
+  bool alike = true;
+  for (const RoutedFlows* part : job.parts) {
+    const std::size_t* const first = part->first.data();
+    const int* const channel = part->channel.data();
+    for (std::size_t i = 0; i < part->size() && alike; ++i) {
+      double narrowest = kUnlimited;
+      for (std::size_t j = first[i]; j < first[i + 1]; ++j) {
+        const int c = channel[j];
+        int slot = slot_of[c];
+        if (slot < 0) {
+          slot = static_cast<int>(slots);
+          slot_of[c] = slot;
+          capacity[slots] = channel_rate(c);
+          crossings[slots] = 0;
+          crossed[slots++] = c;
+        }
+        ++crossings[slot];
+        const double rate_of = capacity[slot];
+        narrowest = rate_of < narrowest ? rate_of : narrowest;  // (densify's minimum)
+      }
+      if (part == job.parts.front() && i == 0) narrowest_of_all = narrowest;
+      alike = first[i] != first[i + 1] && narrowest == narrowest_of_all;
+    }
+  }
+  const auto clear_slots = [&] {
+    for (std::size_t k = 0; k < slots; ++k) slot_of[crossed[k]] = -1;
+  };
+  if (!alike) {
+    clear_slots();
+    return false;
+  }
+  // Every flow's limit and bound, as densify finds them.
+  const double limit = partly ? (narrowest_of_all < job.cap ? narrowest_of_all : job.cap) : job.cap;
+  const double bound = std::min(limit, narrowest_of_all / weight);  // (flow_bound_and_demand's)
+  // Kept: the channels whose demand (their hops' flows at the bound) does
+  // not fit, progressive_filling's rule, numbered in order. (The demand is
+  // the hops times one flow's, not summed hop by hop: it only decides which
+  // channels are kept, with a margin far above the rounding.) A channel
+  // crossed once by each of n parts is never kept: n x weight x bound is at
+  // most its capacity, each flow's narrowest channel being at most it.
+  const double wanted = weight * bound;
+  std::vector<int>& kept_slot = w.kept_as;  // per slot: its kept slot, -1 when dropped
+  kept_slot.resize(slots);
+  DenseFlows& reduced = w.reduced;
+  reduced.capacity.clear();
+  for (std::size_t k = 0; k < slots; ++k) {
+    kept_slot[k] = -1;
+    if (static_cast<double>(crossings[k]) * wanted > capacity[k] * kFits) {
+      kept_slot[k] = static_cast<int>(reduced.capacity.size());
+      reduced.capacity.push_back(capacity[k]);
+    }
+  }
+  ++alike_solves_;
+  const std::size_t wanted_rates = job.kept == 0 ? flows : std::min(job.kept, flows);
+  out.assign(wanted_rates, bound);  // every flow at its bound, until filled
+  if (reduced.capacity.empty()) {  // no channel can fill
+    clear_slots();
+    return true;
+  }
+  // The flows that cross a kept channel, in flow order, with their kept
+  // hops and their limits from the dropped ones (progressive_filling's
+  // reduced problem).
+  std::vector<std::size_t>& filled = w.filled;
+  filled.clear();
+  std::vector<double>& reduced_limit = w.reduced_limit;
+  reduced_limit.clear();
+  std::vector<double>& reduced_weight = w.reduced_weight;  // empty while every flow counts fully
+  reduced_weight.clear();
+  reduced.first.assign(1, 0);
+  reduced.slot.resize(hops);
+  int* const reduced_slot = reduced.slot.data();
+  const int* const kept = kept_slot.data();
+  std::size_t at = 0;
+  std::size_t flow = 0;
+  for (const RoutedFlows* part : job.parts) {
+    const std::size_t* const first = part->first.data();
+    const int* const channel = part->channel.data();
+    for (std::size_t i = 0; i < part->size(); ++i, ++flow) {
+      double narrowest_dropped = 0;
+      bool dropped = false;
+      const std::size_t from = at;
+      for (std::size_t j = first[i]; j < first[i + 1]; ++j) {
+        const int slot = slot_of[channel[j]];
+        const int k = kept[slot];
+        if (k >= 0) {
+          reduced_slot[at++] = k;
+        } else {
+          narrowest_dropped = dropped ? std::min(narrowest_dropped, capacity[slot]) : capacity[slot];
+          dropped = true;
+        }
+      }
+      if (at == from) continue;
+      filled.push_back(flow);
+      reduced_limit.push_back(dropped ? std::min(limit, narrowest_dropped / weight) : limit);
+      if (partly) reduced_weight.push_back(weight);
+      reduced.first.push_back(at);
+    }
+  }
+  reduced.slot.resize(at);
+  clear_slots();
+  fill_progressively(w, reduced, reduced_limit, reduced_weight, {});
+  for (std::size_t k = 0; k < filled.size() && filled[k] < wanted_rates; ++k) out[filled[k]] = w.out[k];
+  return true;
+}
+
 void EstimateFabric::solve_job(MaxMinShares& solver, const SolveJob& job, std::vector<double>& out,
                                std::vector<double>& shares) const {
   if (first_round_by_counts(solver, job, out)) return;
+  if (solve_alike_flows(solver, job, out)) return;
   const std::vector<double>* weight = &job.weight;
   if (job.weight.empty() && job.share != 1) {
     std::size_t flows = 0;

@@ -297,6 +297,8 @@ class EstimateFabric {
   // The solves by groups that ended in their first round found from their
   // parts' channel counts (first_round_by_counts), on any thread.
   std::uint64_t first_rounds_by_counts() const { return first_rounds_by_counts_; }
+  // The solves taken by solve_alike_flows, on any thread.
+  std::uint64_t alike_solves() const { return alike_solves_; }
   // The channels a transfer from `from` to `to` crosses (as the detailed
   // model routes it), and a channel's rate in bytes per ps (channels past
   // the links' are the NPUs' memory), for forms that follow flows starting
@@ -376,6 +378,15 @@ class EstimateFabric {
   // the job's kept flows and true is returned, the filling's result
   // without listing the flows' slots; else false and nothing is changed.
   bool first_round_by_counts(MaxMinShares& solver, const SolveJob& job, std::vector<double>& out) const;
+  // A solve of every share (no groups, no write caps) whose flows all count
+  // job.share, all cross a channel and all have the same narrowest channel
+  // (a pairwise step's RDMA writes with its neighbours'): every flow's
+  // bound and demand are then one value, so a pass counting each channel's
+  // hops decides which channels can fill, and only the flows crossing one
+  // are listed for the filling (progressive_filling's reduced problem,
+  // without densify's lists). `out` gets the job's kept rates, the same as
+  // solve_with's, and true is returned; else false, `out` unchanged.
+  bool solve_alike_flows(MaxMinShares& solver, const SolveJob& job, std::vector<double>& out) const;
   // A job's rates (its first `kept`) into `out`; `shares`: room for its one share per flow.
   void solve_job(MaxMinShares& solver, const SolveJob& job, std::vector<double>& out, std::vector<double>& shares) const;
   // solve_routed with `solver`'s working memory (the rates are its, until its next solve).
@@ -413,6 +424,7 @@ class EstimateFabric {
   int solve_threads_;
   mutable std::uint64_t threads_started_ = 0;
   mutable std::atomic<std::uint64_t> first_rounds_by_counts_{0};
+  mutable std::atomic<std::uint64_t> alike_solves_{0};
   bool follow_every_slice_ = false;
   mutable std::uint64_t slices_added_at_once_ = 0;
   bool solve_every_step_ = false;

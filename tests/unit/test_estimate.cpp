@@ -575,6 +575,68 @@ TEST_CASE("estimate: a solve by groups ended in its first round from its parts' 
   }
 }
 
+// A pairwise step's solve with its neighbours' flows, every flow counting
+// one share and limited by the same narrowest channel (its NIC), is taken
+// by solve_alike_flows: a count of each channel's hops decides which can
+// fill, and only the flows crossing one are filled. Its rates must be
+// solve_routed's (densify, then the filling of every flow through the
+// kept channels) bit for bit: with and without a channel that fills, with
+// a cap above and below the narrowest channel, one part counting fully or
+// several counting 1 / parts. A step whose flows differ in their narrowest
+// channel (pairs inside a server and between servers) falls back.
+TEST_CASE("estimate: a solve of flows alike in their share and narrowest channel gives solve_routed's rates",
+          "[estimate]") {
+  const TopologySpec spec = load_topology(topology("a2-cluster.json"), {}, 32);
+  const EstimateFabric fabric(spec);
+  const int p = spec.npus;
+  std::map<int, RoutedFlows> routed;
+  const auto shift_part = [&](int shift) -> const RoutedFlows& {
+    auto found = routed.find(shift);
+    if (found == routed.end()) {
+      std::vector<FlowPair> list;
+      for (int x = 0; x < p; ++x) list.push_back(FlowPair{x, (x + shift) % p});
+      found = routed.emplace(shift, RoutedFlows{}).first;
+      fabric.route_flows(list, found->second);
+    }
+    return found->second;
+  };
+  int filled = 0;  // solves in which some channel can fill
+  int compared = 0;
+  for (const int shift : {3, 9, 40, 64, 100, 129, 200}) {
+    for (const bool neighbours : {false, true}) {
+      for (const double cap : {1e30, fabric.costs().copy_rate, 1e-3}) {
+        EstimateFabric::SolveJob job;
+        job.parts.push_back(&shift_part(shift));
+        if (neighbours) {
+          job.parts.push_back(&shift_part(shift - 1));
+          job.parts.push_back(&shift_part(shift + 1));
+        }
+        job.share = 1.0 / static_cast<double>(job.parts.size());
+        job.cap = cap;
+        job.kept = job.parts.front()->size();
+        const std::uint64_t before = fabric.alike_solves();
+        EstimateFabric::SolveBatch batch(fabric);
+        batch.add(job);
+        const std::vector<double> rates = batch.finish().front();
+        const bool alike = shift >= 8;  // below, some pairs stay inside a server
+        INFO("shift " << shift << (neighbours ? " with its neighbours" : " alone") << ", cap " << cap);
+        CHECK(fabric.alike_solves() - before == (alike ? 1u : 0u));
+        std::vector<double> weight;
+        if (job.share != 1) weight.assign(static_cast<std::size_t>(p) * job.parts.size(), job.share);
+        std::vector<double> expected = fabric.solve_routed(job.parts, weight, job.cap, false);
+        expected.resize(job.kept);
+        CHECK(rates == expected);
+        if (*std::min_element(expected.begin(), expected.end()) < *std::max_element(expected.begin(), expected.end())) {
+          ++filled;
+        }
+        ++compared;
+      }
+    }
+  }
+  CHECK(compared == 7 * 2 * 3);
+  CHECK(filled > 0);  // (ECMP collisions on the spines: some flows held back below the others)
+}
+
 // shared_rate finds a step's slowest share as the level at which the first
 // flow would freeze, without the filling: it must equal the least of the
 // filled rates (flow_rates) bit for bit, with every flow counting fully or
