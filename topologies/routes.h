@@ -86,13 +86,11 @@ class RouteFinder {
     const LeafSpines to = leaf_spines(fabric_index, leaf_dst);
     if (from.list < 0 || from.list != to.list || from.count == 0) return false;
     const std::size_t k = spine_pick(src, dst, from.count);
-    const std::size_t at = out.size();
-    out.resize(at + 4);
-    int* hops = out.data() + at;
-    hops[0] = up;
-    hops[1] = leaf_spine_hops_[from.first + k].first;
-    hops[2] = leaf_spine_hops_[to.first + k].second;
-    hops[3] = down;
+    // (push_back: resize is a call that zeroes before the writes)
+    out.push_back(up);
+    out.push_back(leaf_spine_hops_[from.first + k].first);
+    out.push_back(leaf_spine_hops_[to.first + k].second);
+    out.push_back(down);
     return true;
   }
   // ECMP's pick among `count` spines for (src, dst): pair_hash(src, dst) % count.

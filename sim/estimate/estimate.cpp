@@ -238,8 +238,11 @@ struct MaxMinShares::Work {
   std::vector<double> limit_values;  // order_by_limit's distinct limits
   LevelHeap heap;
   std::vector<double> out;  // the shares
-  std::vector<int> slot_scratch;  // densify's: each slot's channel
-  std::vector<double> capacity_scratch, demand_scratch;  // and its capacity, demand
+  // Per slot, sized to a solve's hops (grown, never shrunk): densify's and
+  // solve_alike_flows' channel, capacity, demand and hops of each slot.
+  std::vector<int> slot_scratch;
+  std::vector<double> capacity_scratch, demand_scratch;
+  std::vector<int> count_scratch;
 };
 
 namespace {
@@ -865,13 +868,12 @@ bool EstimateFabric::solve_alike_flows(MaxMinShares& solver, const SolveJob& job
     w.slot_scratch.resize(hops);
     w.capacity_scratch.resize(hops);
     w.demand_scratch.resize(hops);
+    w.count_scratch.resize(hops);
   }
   int* const slot_of = slot_map(solver).data();
   int* const crossed = w.slot_scratch.data();
   double* const capacity = w.capacity_scratch.data();
-  std::vector<int>& count = w.unfrozen;  // per channel: its hops
-  count.resize(hops);
-  int* const crossings = count.data();
+  int* const crossings = w.count_scratch.data();  // per channel: its hops
   // The channels in the order the flows first cross them (densify's
   // slots), with their hops counted; every flow must cross one and have
   // the same narrowest channel.
@@ -1157,6 +1159,7 @@ std::vector<double> EstimateFabric::densify(MaxMinShares& solver, const std::vec
     w.slot_scratch.resize(hops);
     w.capacity_scratch.resize(hops);
     w.demand_scratch.resize(hops);
+    w.count_scratch.resize(hops);
   }
   std::vector<double> limit(count, cap);
   const bool partly = !weight.empty();
