@@ -1266,38 +1266,51 @@ double EstimateFabric::slowest_with(MaxMinShares& solver, const RoutedFlows& flo
   // crossed, as densify gives them, without listing the flows' slots.
   const std::size_t links = 2 * spec_.links.size();
   MaxMinShares::Work& w = solver.work();
-  std::vector<int>& slot_of = slot_map(solver);
-  std::vector<double>& load = w.load;
-  load.clear();
+  // (Per slot, densify's scratch arrays: plain pointers that no push_back
+  // moves, and each channel's capacity found once, not at every hop.)
+  const std::size_t hops = flows.channel.size();
+  if (w.slot_scratch.size() < hops) {
+    w.slot_scratch.resize(hops);
+    w.capacity_scratch.resize(hops);
+    w.demand_scratch.resize(hops);
+    w.count_scratch.resize(hops);
+  }
+  int* const slot_of = slot_map(solver).data();
+  int* const crossed = w.slot_scratch.data();
+  double* const capacity = w.capacity_scratch.data();
+  double* const load = w.demand_scratch.data();
+  const std::size_t* const first = flows.first.data();
+  const int* const channel = flows.channel.data();
   const bool partly = !weight.empty();
+  std::size_t slots = 0;
   double level = kUnlimited;
   for (std::size_t i = 0; i < flows.size(); ++i) {
     const double wi = partly ? weight[i] : 1.0;
     double limit = cap;
-    for (std::size_t j = flows.first[i]; j < flows.first[i + 1]; ++j) {
-      const int c = flows.channel[j];
-      int& slot = slot_of[static_cast<std::size_t>(c)];
+    for (std::size_t j = first[i]; j < first[i + 1]; ++j) {
+      const int c = channel[j];
+      int slot = slot_of[c];
       if (slot < 0) {
-        slot = static_cast<int>(load.size());
-        load.push_back(0.0);
-        w.crossed.push_back(c);
+        slot = static_cast<int>(slots);
+        slot_of[c] = slot;
+        capacity[slots] = channel_rate(c);
+        load[slots] = 0.0;
+        crossed[slots++] = c;
       }
-      load[static_cast<std::size_t>(slot)] += wi;
+      load[slot] += wi;
       // (densify's limits: a flow counted for part of the time still moves
       // no faster than its narrowest channel; a write, than its links' write caps)
-      if (partly) limit = std::min(limit, channel_rate(c));
+      if (partly) limit = std::min(limit, capacity[slot]);
       if (write && static_cast<std::size_t>(c) < links) {
         limit = std::min(limit, rate(spec_.links[static_cast<std::size_t>(c) / 2].params.write_bandwidth));
       }
     }
     level = std::min(level, limit);
   }
-  for (std::size_t k = 0; k < load.size(); ++k) {
-    const int c = w.crossed[k];
-    if (load[k] > 0) level = std::min(level, channel_rate(c) / load[k]);
-    slot_of[static_cast<std::size_t>(c)] = -1;
+  for (std::size_t k = 0; k < slots; ++k) {
+    if (load[k] > 0) level = std::min(level, capacity[k] / load[k]);
+    slot_of[crossed[k]] = -1;
   }
-  w.crossed.clear();
   return level;
 }
 
