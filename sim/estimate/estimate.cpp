@@ -67,6 +67,23 @@ const std::vector<int>& EstimateFabric::places() const {
       places_[2 * npus + i] = domain.empty() ? 0 : domain[i];
       for (std::size_t f = 0; f < spec_.fabrics.size(); ++f) places_[(3 + f) * npus + i] = spec_.fabrics[f].leaf_of[i];
     }
+    blocks_.assign(3 + spec_.fabrics.size(), 0);
+    for (std::size_t l = 0; l < blocks_.size() && npus > 0; ++l) {
+      const int* id = places_.data() + l * npus;
+      std::size_t block = 1;
+      while (block < npus && id[block] == id[0]) ++block;
+      int differ = 0;  // (a count, not a flag: the loops vectorize)
+      if (block == 1) {  // (one NPU a block: rising ids, without a loop per block)
+        for (std::size_t n = 1; n < npus; ++n) differ += id[n] > id[n - 1] ? 0 : 1;
+      }
+      for (std::size_t start = block; block > 1 && start < npus && differ == 0; start += block) {
+        differ += id[start] > id[start - block] ? 0 : 1;
+        const int first = id[start];
+        const std::size_t end = std::min(start + block, npus);
+        for (std::size_t n = start + 1; n < end; ++n) differ += id[n] != first ? 1 : 0;
+      }
+      if (differ == 0) blocks_[l] = static_cast<int>(block);
+    }
   }
   return places_;
 }
@@ -1443,10 +1460,27 @@ void EstimateFabric::classify(const PairRuns& pairs, std::vector<PathCost>& kind
   std::vector<std::uint32_t>& code = codes_;
   code.resize(packed ? pairs.pairs : 0);
   const int* level = places().data();
+  // A run of pairs a constant distance apart whose every level is known
+  // for all its pairs from the levels' blocks (the same block, or a block
+  // or more apart) has one relation: its first pair's, its pairs' kinds
+  // found once (most steps of a pairwise exchange: a million pairs on 1024
+  // A2 NPUs, every pair found one by one before).
+  constexpr int kRunOfOne = 64;  // (shorter runs: the per-pair loops cost no more than the check)
+  const auto one_relation = [&](const PairRuns::Run& run) {
+    if (run.stride != 1 || run.count < kRunOfOne) return false;
+    const auto distance = static_cast<std::size_t>(std::abs(run.to - run.from));
+    for (std::size_t l = 0; l < levels; ++l) {
+      const auto block = static_cast<std::size_t>(blocks_[l]);
+      if (block == 0 || (distance != 0 && distance < block && block < npus)) return false;
+    }
+    return true;
+  };
   std::size_t at = 0;
   for (const PairRuns::Run& run : packed ? pairs.runs : std::vector<PairRuns::Run>{}) {
-    std::fill_n(code.begin() + static_cast<std::ptrdiff_t>(at), run.count, run.from == run.to ? 1 : 0);
-    for (std::size_t l = 0; l < levels; ++l) add_level_bit(code.data() + at, level + l * npus, run, l == 2);
+    if (!one_relation(run)) {
+      std::fill_n(code.begin() + static_cast<std::ptrdiff_t>(at), run.count, run.from == run.to ? 1 : 0);
+      for (std::size_t l = 0; l < levels; ++l) add_level_bit(code.data() + at, level + l * npus, run, l == 2);
+    }
     at += static_cast<std::size_t>(run.count);
   }
   constexpr std::size_t kTableBits = 12;
@@ -1470,6 +1504,20 @@ void EstimateFabric::classify(const PairRuns& pairs, std::vector<PathCost>& kind
   std::uint8_t* out = kind_of != nullptr ? kind_of->data() : nullptr;
   at = 0;
   for (const PairRuns::Run& run : pairs.runs) {
+    if (one_relation(run)) {
+      const std::uint64_t rel = relation(run.from, run.to);
+      int kind = -1;
+      if (!by_relation.empty()) {
+        kind = by_relation[rel];
+      } else {
+        const auto known = std::find_if(seen.begin(), seen.end(), [rel](const auto& s) { return s.first == rel; });
+        if (known != seen.end()) kind = known->second;
+      }
+      if (kind < 0) kind = first_seen(rel, run.from, run.to);
+      if (out != nullptr) std::fill_n(out + at, run.count, static_cast<std::uint8_t>(kind));
+      at += static_cast<std::size_t>(run.count);
+      continue;
+    }
     if (packed && !by_relation.empty()) {  // the common case, a lookup per pair
       const std::int16_t* table = by_relation.data();
       for (int k = 0; k < run.count; ++k, ++at) {

@@ -407,6 +407,11 @@ class EstimateFabric {
 
   const TopologySpec& spec_;  // the caller's: 100,000 NPUs' links are not copied
   mutable std::vector<int> places_;  // places()'s, built on first use
+  // Per level of places_, the size of the blocks of consecutive NPUs that
+  // share an id there (each NPU's id its block's, the blocks' ids rising),
+  // or 0 when the level is not so: a run of pairs a constant distance apart
+  // then differs at that level when the distance is a block or more.
+  mutable std::vector<int> blocks_;
   mutable std::vector<std::uint32_t> codes_;  // classify()'s relation codes
   StepCosts costs_;
   RouteFinder routes_;
