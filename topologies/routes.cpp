@@ -8,25 +8,6 @@
 
 namespace hcclsim {
 
-namespace {
-// ECMP: a fixed mix of (src, dst) (splitmix64's finalizer), so that a pair
-// always takes the same spine and different pairs spread over the spines.
-std::uint64_t pair_hash(int src, int dst) {
-  std::uint64_t x = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(src)) << 32) |
-                    static_cast<std::uint32_t>(dst);
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-}  // namespace
-
-std::size_t RouteFinder::spine_pick(int src, int dst, std::size_t count) {
-  const std::uint64_t hash = pair_hash(src, dst);
-  // (A power of two, as most spine counts are, without the division.)
-  return static_cast<std::size_t>((count & (count - 1)) == 0 ? hash & (count - 1) : hash % count);
-}
-
 RouteFinder::RouteFinder(const TopologySpec& spec)
     : spec_(&spec),
       leaf_links_(spec.fabrics.size()),

@@ -93,8 +93,20 @@ class RouteFinder {
     out.push_back(down);
     return true;
   }
-  // ECMP's pick among `count` spines for (src, dst): pair_hash(src, dst) % count.
-  static std::size_t spine_pick(int src, int dst, std::size_t count);
+  // ECMP's pick among `count` spines for (src, dst): a fixed mix of the
+  // pair (splitmix64's finalizer), so that a pair always takes the same
+  // spine and different pairs spread over the spines, modulo count
+  // (inline: a pairwise step routes thousands of pairs).
+  static std::size_t spine_pick(int src, int dst, std::size_t count) {
+    std::uint64_t x = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(src)) << 32) |
+                      static_cast<std::uint32_t>(dst);
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    const std::uint64_t hash = x ^ (x >> 31);
+    // (A power of two, as most spine counts are, without the division.)
+    return static_cast<std::size_t>((count & (count - 1)) == 0 ? hash & (count - 1) : hash % count);
+  }
   // A leaf's channels to and from each of its spines, in spines_of order:
   // leaf_spine_hops_[first .. first + count), each (leaf -> spine, spine -> leaf).
   struct LeafSpines {
