@@ -117,37 +117,11 @@ const RouteFinder::SpineHops& RouteFinder::spines_between(std::size_t fabric, in
   return memo.emplace(key, hops).first->second;
 }
 
-bool RouteFinder::fabric_path(std::size_t fabric_index, int src, int dst, std::vector<int>& path) const {
-  const FabricSpec& fabric = spec_->fabrics[fabric_index];
-  const int leaf_src = fabric.leaf_of[static_cast<std::size_t>(src)];
-  const int leaf_dst = fabric.leaf_of[static_cast<std::size_t>(dst)];
-  if (leaf_src < 0 || leaf_dst < 0) return false;
-  const int up = leaf_links(fabric_index, src, leaf_src).up;
-  const int down = leaf_links(fabric_index, dst, leaf_dst).down;
-  if (up < 0 || down < 0) return false;
-  if (leaf_src == leaf_dst) {
-    path.push_back(up);
-    path.push_back(down);
-    return true;
-  }
-  if (static_cast<std::size_t>(leaf_src) >= fabric.spines_of.size()) return false;
-  // The hash picks one of the spines both leaves reach.
-  const LeafSpines from = leaf_spines(fabric_index, leaf_src);
-  const bool dst_listed = static_cast<std::size_t>(leaf_dst) < fabric.spines_of.size();
-  const LeafSpines to = dst_listed ? leaf_spines(fabric_index, leaf_dst) : LeafSpines{};
-  if (from.list >= 0 && from.list == to.list) {  // the same spines, all linked: spines_between's k-th is spine k
-    if (from.count == 0) return false;
-    const std::size_t k = spine_pick(src, dst, from.count);
-    path.push_back(up);
-    path.push_back(leaf_spine_hops_[from.first + k].first);
-    path.push_back(leaf_spine_hops_[to.first + k].second);
-    path.push_back(down);
-    return true;
-  }
+bool RouteFinder::spines_path(std::size_t fabric_index, int src, int dst, int leaf_src, int leaf_dst, int up, int down,
+                              std::vector<int>& path) const {
   const SpineHops& shared = spines_between(fabric_index, leaf_src, leaf_dst);
   if (shared.count == 0) return false;
   const SpineHop& hop = spine_hops_[shared.first + spine_pick(src, dst, shared.count)];
-  // (push_back: an initializer list's range insert cost a fifth of routing a flow)
   path.push_back(up);
   path.push_back(hop.first);
   path.push_back(hop.second);

@@ -51,11 +51,42 @@ class RouteFinder {
     int up = -2;  // -2: not looked up yet
     int down = -2;
   };
-  bool fabric_path(std::size_t fabric, int src, int dst, std::vector<int>& path) const;
+  // (Inline, for leaf_spine_path; the leaves whose spines differ go to spines_path.)
+  bool fabric_path(std::size_t fabric_index, int src, int dst, std::vector<int>& path) const {
+    const FabricSpec& fabric = spec_->fabrics[fabric_index];
+    const int leaf_src = fabric.leaf_of[static_cast<std::size_t>(src)];
+    const int leaf_dst = fabric.leaf_of[static_cast<std::size_t>(dst)];
+    if (leaf_src < 0 || leaf_dst < 0) return false;
+    const int up = leaf_links(fabric_index, src, leaf_src).up;
+    const int down = leaf_links(fabric_index, dst, leaf_dst).down;
+    if (up < 0 || down < 0) return false;
+    if (leaf_src == leaf_dst) {
+      path.push_back(up);
+      path.push_back(down);
+      return true;
+    }
+    if (static_cast<std::size_t>(leaf_src) >= fabric.spines_of.size()) return false;
+    // The hash picks one of the spines both leaves reach.
+    const LeafSpines from = leaf_spines(fabric_index, leaf_src);
+    const bool dst_listed = static_cast<std::size_t>(leaf_dst) < fabric.spines_of.size();
+    const LeafSpines to = dst_listed ? leaf_spines(fabric_index, leaf_dst) : LeafSpines{};
+    if (from.list < 0 || from.list != to.list) return spines_path(fabric_index, src, dst, leaf_src, leaf_dst, up, down, path);
+    // The same spines, all linked: spines_between's k-th is spine k.
+    if (from.count == 0) return false;
+    const std::size_t k = spine_pick(src, dst, from.count);
+    // (push_back: an initializer list's range insert, or a resize, cost a fifth of routing a flow)
+    path.push_back(up);
+    path.push_back(leaf_spine_hops_[from.first + k].first);
+    path.push_back(leaf_spine_hops_[to.first + k].second);
+    path.push_back(down);
+    return true;
+  }
+  // fabric_path between leaves whose spines differ: through one both reach (spines_between).
+  bool spines_path(std::size_t fabric_index, int src, int dst, int leaf_src, int leaf_dst, int up, int down,
+                   std::vector<int>& path) const;
   void append_path_general(int src, int dst, std::vector<int>& out) const;
-  // append_path's route when no link may join src and dst, one fabric
-  // carries their kind of traffic, and both are under leaves of it whose
-  // spines are alike (or one leaf): fabric_path's channels, appended, and
+  // append_path's route when no link may join src and dst and one fabric
+  // carries their kind of traffic: fabric_path's channels, appended, and
   // true; else false and nothing appended.
   bool leaf_spine_path(int src, int dst, std::vector<int>& out) const {
     if (may_link(src, dst) || src < 0 || dst < 0) return false;
@@ -63,35 +94,10 @@ class RouteFinder {
     const auto d = static_cast<std::size_t>(dst);
     const std::vector<int>& domain = spec_->sdma_domain_of;
     if (!domain.empty() && (s >= domain.size() || d >= domain.size())) return false;
-    const bool rdma = !domain.empty() && domain[s] != domain[d];
-    const int f = only_fabric_[rdma ? 1 : 0];
+    const int f = only_fabric_[!domain.empty() && domain[s] != domain[d] ? 1 : 0];
     if (f < 0) return false;
-    const auto fabric_index = static_cast<std::size_t>(f);
-    const std::vector<int>& leaf_of = spec_->fabrics[fabric_index].leaf_of;
-    if (s >= leaf_of.size() || d >= leaf_of.size()) return false;
-    const int leaf_src = leaf_of[s];
-    const int leaf_dst = leaf_of[d];
-    if (leaf_src < 0 || leaf_dst < 0) return false;
-    const int up = leaf_links(fabric_index, src, leaf_src).up;
-    const int down = leaf_links(fabric_index, dst, leaf_dst).down;
-    if (up < 0 || down < 0) return false;
-    if (leaf_src == leaf_dst) {
-      out.push_back(up);
-      out.push_back(down);
-      return true;
-    }
-    const std::size_t listed = spec_->fabrics[fabric_index].spines_of.size();
-    if (static_cast<std::size_t>(leaf_src) >= listed || static_cast<std::size_t>(leaf_dst) >= listed) return false;
-    const LeafSpines from = leaf_spines(fabric_index, leaf_src);
-    const LeafSpines to = leaf_spines(fabric_index, leaf_dst);
-    if (from.list < 0 || from.list != to.list || from.count == 0) return false;
-    const std::size_t k = spine_pick(src, dst, from.count);
-    // (push_back: resize is a call that zeroes before the writes)
-    out.push_back(up);
-    out.push_back(leaf_spine_hops_[from.first + k].first);
-    out.push_back(leaf_spine_hops_[to.first + k].second);
-    out.push_back(down);
-    return true;
+    const std::vector<int>& leaf_of = spec_->fabrics[static_cast<std::size_t>(f)].leaf_of;
+    return s < leaf_of.size() && d < leaf_of.size() && fabric_path(static_cast<std::size_t>(f), src, dst, out);
   }
   // ECMP's pick among `count` spines for (src, dst): a fixed mix of the
   // pair (splitmix64's finalizer), so that a pair always takes the same

@@ -490,6 +490,32 @@ void fill_progressively(MaxMinShares::Work& w, const DenseFlows& in, const std::
 // to capacity, fills only when its flows reach their bounds anyway).
 constexpr double kFits = 1 + 1e-9;
 
+// Channels given dense slots in the order the flows first cross them (a
+// solve's own numbering) through the solver's map `slot_of` (-1 between
+// uses), each slot's channel into `channel`; `fresh(k, c)` sets up what
+// the caller keeps for slot k, given to channel c. (A struct of plain
+// pointers, a local of the loop: they stay in registers.)
+struct FirstCrossing {
+  int* slot_of;
+  int* channel;
+  std::size_t slots = 0;
+  template <class Fresh>
+  int slot(int c, const Fresh& fresh) {
+    int s = slot_of[c];
+    if (s < 0) {
+      s = static_cast<int>(slots);
+      slot_of[c] = s;
+      channel[slots] = c;
+      fresh(slots++, c);
+    }
+    return s;
+  }
+  // slot_of as it was.
+  void forget() const {
+    for (std::size_t k = 0; k < slots; ++k) slot_of[channel[k]] = -1;
+  }
+};
+
 // One flow's bound (its limit, and its narrowest channel's capacity / its
 // weight), returned, and its demand on its slots [from, to) (at least one;
 // weight x bound) added to `load`.
@@ -888,13 +914,16 @@ bool EstimateFabric::solve_alike_flows(MaxMinShares& solver, const SolveJob& job
     w.count_scratch.resize(hops);
   }
   int* const slot_of = slot_map(solver).data();
-  int* const crossed = w.slot_scratch.data();
   double* const capacity = w.capacity_scratch.data();
   int* const crossings = w.count_scratch.data();  // per channel: its hops
   // The channels in the order the flows first cross them (densify's
   // slots), with their hops counted; every flow must cross one and have
   // the same narrowest channel.
-  std::size_t slots = 0;
+  FirstCrossing slots{slot_of, w.slot_scratch.data()};
+  const auto fresh = [&](std::size_t k, int c) {
+    capacity[k] = channel_rate(c);
+    crossings[k] = 0;
+  };
   double narrowest_of_all = 0;
   bool alike = true;
   for (const RoutedFlows* part : job.parts) {
@@ -903,15 +932,7 @@ bool EstimateFabric::solve_alike_flows(MaxMinShares& solver, const SolveJob& job
     for (std::size_t i = 0; i < part->size() && alike; ++i) {
       double narrowest = kUnlimited;
       for (std::size_t j = first[i]; j < first[i + 1]; ++j) {
-        const int c = channel[j];
-        int slot = slot_of[c];
-        if (slot < 0) {
-          slot = static_cast<int>(slots);
-          slot_of[c] = slot;
-          capacity[slots] = channel_rate(c);
-          crossings[slots] = 0;
-          crossed[slots++] = c;
-        }
+        const int slot = slots.slot(channel[j], fresh);
         ++crossings[slot];
         const double rate_of = capacity[slot];
         narrowest = rate_of < narrowest ? rate_of : narrowest;  // (densify's minimum)
@@ -920,11 +941,8 @@ bool EstimateFabric::solve_alike_flows(MaxMinShares& solver, const SolveJob& job
       alike = first[i] != first[i + 1] && narrowest == narrowest_of_all;
     }
   }
-  const auto clear_slots = [&] {
-    for (std::size_t k = 0; k < slots; ++k) slot_of[crossed[k]] = -1;
-  };
   if (!alike) {
-    clear_slots();
+    slots.forget();
     return false;
   }
   // Every flow's limit and bound, as densify finds them.
@@ -938,10 +956,10 @@ bool EstimateFabric::solve_alike_flows(MaxMinShares& solver, const SolveJob& job
   // most its capacity, each flow's narrowest channel being at most it.
   const double wanted = weight * bound;
   std::vector<int>& kept_slot = w.kept_as;  // per slot: its kept slot, -1 when dropped
-  kept_slot.resize(slots);
+  kept_slot.resize(slots.slots);
   DenseFlows& reduced = w.reduced;
   reduced.capacity.clear();
-  for (std::size_t k = 0; k < slots; ++k) {
+  for (std::size_t k = 0; k < slots.slots; ++k) {
     kept_slot[k] = -1;
     if (static_cast<double>(crossings[k]) * wanted > capacity[k] * kFits) {
       kept_slot[k] = static_cast<int>(reduced.capacity.size());
@@ -952,7 +970,7 @@ bool EstimateFabric::solve_alike_flows(MaxMinShares& solver, const SolveJob& job
   const std::size_t wanted_rates = job.kept == 0 ? flows : std::min(job.kept, flows);
   out.assign(wanted_rates, bound);  // every flow at its bound, until filled
   if (reduced.capacity.empty()) {  // no channel can fill
-    clear_slots();
+    slots.forget();
     return true;
   }
   // The flows that cross a kept channel, in flow order, with their kept
@@ -995,7 +1013,7 @@ bool EstimateFabric::solve_alike_flows(MaxMinShares& solver, const SolveJob& job
     }
   }
   reduced.slot.resize(at);
-  clear_slots();
+  slots.forget();
   fill_progressively(w, reduced, reduced_limit, reduced_weight, {});
   for (std::size_t k = 0; k < filled.size() && filled[k] < wanted_rates; ++k) out[filled[k]] = w.out[k];
   return true;
@@ -1190,17 +1208,19 @@ std::vector<double> EstimateFabric::densify(MaxMinShares& solver, const std::vec
     constexpr bool kPartly = decltype(partly_kind)::value;
     constexpr bool kWrite = decltype(write_kind)::value;
     constexpr bool kDemand = decltype(demand_kind)::value;
-    int* const slot_at = slot_of.data();
     int* const dense_slot = dense.slot.data();
     std::size_t* const dense_first = dense.first.data();
     double* const capacity_of = w.capacity_scratch.data();
-    int* const crossed = w.slot_scratch.data();
     double* const limit_of = limit.data();
     double* const bound_of = kDemand ? w.bound.data() : nullptr;
     double* const load = kDemand ? w.demand_scratch.data() : nullptr;
     const double* const weights = kPartly ? weight.data() : nullptr;
     const double own_cap = cap;
-    std::size_t found = 0;  // slots so far
+    FirstCrossing found{slot_of.data(), w.slot_scratch.data()};
+    const auto fresh = [&](std::size_t k, int c) {
+      capacity_of[k] = channel_rate(c);
+      if (kDemand) load[k] = 0.0;
+    };
     std::size_t flow = 0;   // counted over the parts
     std::size_t at = 0;     // its first hop in dense.slot
     for (const RoutedFlows* part : parts) {
@@ -1213,14 +1233,7 @@ std::vector<double> EstimateFabric::densify(MaxMinShares& solver, const std::vec
         const std::size_t from = at;
         for (std::size_t j = first[k]; j < first[k + 1]; ++j) {
           const int c = channel[j];
-          int slot = slot_at[c];
-          if (slot < 0) {
-            slot = static_cast<int>(found);
-            slot_at[c] = slot;
-            capacity_of[found] = channel_rate(c);
-            if (kDemand) load[found] = 0.0;
-            crossed[found++] = c;
-          }
+          const int slot = found.slot(c, fresh);
           const double capacity = capacity_of[slot];
           dense_slot[at++] = slot;
           narrowest = capacity < narrowest ? capacity : narrowest;
@@ -1240,7 +1253,7 @@ std::vector<double> EstimateFabric::densify(MaxMinShares& solver, const std::vec
         }
       }
     }
-    slots = found;
+    slots = found.slots;
   };
   using Yes = std::true_type;
   using No = std::false_type;
@@ -1292,28 +1305,23 @@ double EstimateFabric::slowest_with(MaxMinShares& solver, const RoutedFlows& flo
     w.demand_scratch.resize(hops);
     w.count_scratch.resize(hops);
   }
-  int* const slot_of = slot_map(solver).data();
-  int* const crossed = w.slot_scratch.data();
   double* const capacity = w.capacity_scratch.data();
   double* const load = w.demand_scratch.data();
+  FirstCrossing slots{slot_map(solver).data(), w.slot_scratch.data()};
+  const auto fresh = [&](std::size_t k, int c) {
+    capacity[k] = channel_rate(c);
+    load[k] = 0.0;
+  };
   const std::size_t* const first = flows.first.data();
   const int* const channel = flows.channel.data();
   const bool partly = !weight.empty();
-  std::size_t slots = 0;
   double level = kUnlimited;
   for (std::size_t i = 0; i < flows.size(); ++i) {
     const double wi = partly ? weight[i] : 1.0;
     double limit = cap;
     for (std::size_t j = first[i]; j < first[i + 1]; ++j) {
       const int c = channel[j];
-      int slot = slot_of[c];
-      if (slot < 0) {
-        slot = static_cast<int>(slots);
-        slot_of[c] = slot;
-        capacity[slots] = channel_rate(c);
-        load[slots] = 0.0;
-        crossed[slots++] = c;
-      }
+      const int slot = slots.slot(c, fresh);
       load[slot] += wi;
       // (densify's limits: a flow counted for part of the time still moves
       // no faster than its narrowest channel; a write, than its links' write caps)
@@ -1324,10 +1332,10 @@ double EstimateFabric::slowest_with(MaxMinShares& solver, const RoutedFlows& flo
     }
     level = std::min(level, limit);
   }
-  for (std::size_t k = 0; k < slots; ++k) {
+  for (std::size_t k = 0; k < slots.slots; ++k) {
     if (load[k] > 0) level = std::min(level, capacity[k] / load[k]);
-    slot_of[crossed[k]] = -1;
   }
+  slots.forget();
   return level;
 }
 
@@ -1500,20 +1508,23 @@ void EstimateFabric::classify(const PairRuns& pairs, std::vector<PathCost>& kind
     }
     return kind;
   };
+  // A relation's kind, by the table or among those seen, else first_seen's.
+  const auto kind_of_relation = [&](std::uint64_t rel, int from, int to) {
+    int kind = -1;
+    if (!by_relation.empty()) {
+      kind = by_relation[rel];
+    } else {
+      const auto known = std::find_if(seen.begin(), seen.end(), [rel](const auto& s) { return s.first == rel; });
+      if (known != seen.end()) kind = known->second;
+    }
+    return kind < 0 ? first_seen(rel, from, to) : kind;
+  };
   if (kind_of != nullptr) kind_of->resize(pairs.pairs);
   std::uint8_t* out = kind_of != nullptr ? kind_of->data() : nullptr;
   at = 0;
   for (const PairRuns::Run& run : pairs.runs) {
     if (one_relation(run)) {
-      const std::uint64_t rel = relation(run.from, run.to);
-      int kind = -1;
-      if (!by_relation.empty()) {
-        kind = by_relation[rel];
-      } else {
-        const auto known = std::find_if(seen.begin(), seen.end(), [rel](const auto& s) { return s.first == rel; });
-        if (known != seen.end()) kind = known->second;
-      }
-      if (kind < 0) kind = first_seen(rel, run.from, run.to);
+      const int kind = kind_of_relation(relation(run.from, run.to), run.from, run.to);
       if (out != nullptr) std::fill_n(out + at, run.count, static_cast<std::uint8_t>(kind));
       at += static_cast<std::size_t>(run.count);
       continue;
@@ -1530,15 +1541,7 @@ void EstimateFabric::classify(const PairRuns& pairs, std::vector<PathCost>& kind
     for (int k = 0; k < run.count; ++k, ++at) {
       const int from = run.from + k * run.stride;
       const int to = run.to + k * run.stride;
-      const std::uint64_t rel = packed ? code[at] : relation(from, to);
-      int kind = -1;
-      if (!by_relation.empty()) {
-        kind = by_relation[rel];
-      } else {
-        const auto known = std::find_if(seen.begin(), seen.end(), [rel](const auto& s) { return s.first == rel; });
-        if (known != seen.end()) kind = known->second;
-      }
-      if (kind < 0) kind = first_seen(rel, from, to);
+      const int kind = kind_of_relation(packed ? code[at] : relation(from, to), from, to);
       if (out != nullptr) out[at] = static_cast<std::uint8_t>(kind);
     }
   }
