@@ -10,6 +10,7 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <numeric>
 #include <system_error>
 #include <thread>
 #include <type_traits>
@@ -1465,30 +1466,46 @@ void EstimateFabric::classify(const PairRuns& pairs, std::vector<PathCost>& kind
   const std::size_t levels = 3 + spec_.fabrics.size();
   const std::size_t bits = 1 + levels;
   const bool packed = bits <= 32;
-  std::vector<std::uint32_t>& code = codes_;
-  code.resize(packed ? pairs.pairs : 0);
   const int* level = places().data();
-  // A run of pairs a constant distance apart whose every level is known
-  // for all its pairs from the levels' blocks (the same block, or a block
-  // or more apart) has one relation: its first pair's, its pairs' kinds
-  // found once (most steps of a pairwise exchange: a million pairs on 1024
-  // A2 NPUs, every pair found one by one before).
-  constexpr int kRunOfOne = 64;  // (shorter runs: the per-pair loops cost no more than the check)
-  const auto one_relation = [&](const PairRuns::Run& run) {
-    if (run.stride != 1 || run.count < kRunOfOne) return false;
+  // A run of pairs a constant distance d apart repeats its relations: at a
+  // level of blocks of size B (blocks_) the pairs (a, a + d) share a block
+  // as a mod B + d lies in [0, B) when |d| is under B, never when it is B
+  // or more, always in one block. So the relations repeat every lcm of the
+  // blocks of the levels where |d| is under a block (1 when there is none:
+  // the whole run one relation), and only that head of the run is
+  // classified, the rest a copy of it (a pairwise step on 1024 A2 NPUs is
+  // one relation a run; DirectFullmesh's near distances on 99,840 dies
+  // repeat every 768 pairs of 8,192).
+  constexpr std::size_t kRunOfOne = 64;  // (shorter runs: the per-pair loops cost no more than the check)
+  const auto head_of = [&](const PairRuns::Run& run) {
+    PairRuns::Run head = run;
+    const auto count = static_cast<std::size_t>(std::max(run.count, 0));
+    if (run.stride != 1 || count < kRunOfOne) return head;
     const auto distance = static_cast<std::size_t>(std::abs(run.to - run.from));
+    std::size_t period = 1;
     for (std::size_t l = 0; l < levels; ++l) {
       const auto block = static_cast<std::size_t>(blocks_[l]);
-      if (block == 0 || (distance != 0 && distance < block && block < npus)) return false;
+      if (block == 0) return head;
+      if (distance == 0 || distance >= block || block >= npus) continue;
+      period = std::lcm(period, block);
+      if (2 * period > count) return head;
     }
-    return true;
+    head.count = static_cast<int>(period);
+    return head;
   };
+  std::vector<PairRuns::Run> heads;
+  heads.reserve(pairs.runs.size());
+  std::size_t head_pairs = 0;
+  for (const PairRuns::Run& run : pairs.runs) {
+    heads.push_back(head_of(run));
+    head_pairs += static_cast<std::size_t>(heads.back().count);
+  }
+  std::vector<std::uint32_t>& code = codes_;
+  code.resize(packed ? head_pairs : 0);
   std::size_t at = 0;
-  for (const PairRuns::Run& run : packed ? pairs.runs : std::vector<PairRuns::Run>{}) {
-    if (!one_relation(run)) {
-      std::fill_n(code.begin() + static_cast<std::ptrdiff_t>(at), run.count, run.from == run.to ? 1 : 0);
-      for (std::size_t l = 0; l < levels; ++l) add_level_bit(code.data() + at, level + l * npus, run, l == 2);
-    }
+  for (const PairRuns::Run& run : packed ? heads : std::vector<PairRuns::Run>{}) {
+    std::fill_n(code.begin() + static_cast<std::ptrdiff_t>(at), run.count, run.from == run.to ? 1 : 0);
+    for (std::size_t l = 0; l < levels; ++l) add_level_bit(code.data() + at, level + l * npus, run, l == 2);
     at += static_cast<std::size_t>(run.count);
   }
   constexpr std::size_t kTableBits = 12;
@@ -1521,29 +1538,36 @@ void EstimateFabric::classify(const PairRuns& pairs, std::vector<PathCost>& kind
   };
   if (kind_of != nullptr) kind_of->resize(pairs.pairs);
   std::uint8_t* out = kind_of != nullptr ? kind_of->data() : nullptr;
-  at = 0;
-  for (const PairRuns::Run& run : pairs.runs) {
-    if (one_relation(run)) {
-      const int kind = kind_of_relation(relation(run.from, run.to), run.from, run.to);
-      if (out != nullptr) std::fill_n(out + at, run.count, static_cast<std::uint8_t>(kind));
-      at += static_cast<std::size_t>(run.count);
-      continue;
-    }
+  at = 0;                 // the run's first pair in `out`
+  std::size_t coded = 0;  // its head's first in `code`
+  for (std::size_t r = 0; r < heads.size(); ++r) {
+    const PairRuns::Run& run = heads[r];
     if (packed && !by_relation.empty()) {  // the common case, a lookup per pair
       const std::int16_t* table = by_relation.data();
-      for (int k = 0; k < run.count; ++k, ++at) {
-        int kind = table[code[at]];
-        if (kind < 0) kind = first_seen(code[at], run.from + k * run.stride, run.to + k * run.stride);
-        if (out != nullptr) out[at] = static_cast<std::uint8_t>(kind);
+      for (int k = 0; k < run.count; ++k) {
+        const std::uint32_t rel = code[coded + static_cast<std::size_t>(k)];
+        int kind = table[rel];
+        if (kind < 0) kind = first_seen(rel, run.from + k * run.stride, run.to + k * run.stride);
+        if (out != nullptr) out[at + static_cast<std::size_t>(k)] = static_cast<std::uint8_t>(kind);
       }
-      continue;
+    } else {
+      for (int k = 0; k < run.count; ++k) {
+        const int from = run.from + k * run.stride;
+        const int to = run.to + k * run.stride;
+        const int kind = kind_of_relation(packed ? code[coded + static_cast<std::size_t>(k)] : relation(from, to), from, to);
+        if (out != nullptr) out[at + static_cast<std::size_t>(k)] = static_cast<std::uint8_t>(kind);
+      }
     }
-    for (int k = 0; k < run.count; ++k, ++at) {
-      const int from = run.from + k * run.stride;
-      const int to = run.to + k * run.stride;
-      const int kind = kind_of_relation(packed ? code[at] : relation(from, to), from, to);
-      if (out != nullptr) out[at] = static_cast<std::uint8_t>(kind);
+    // The rest of the run: its head's kinds again, period after period.
+    const auto period = static_cast<std::size_t>(run.count);
+    const auto count = static_cast<std::size_t>(pairs.runs[r].count);
+    for (std::size_t done = period; out != nullptr && done < count;) {
+      const std::size_t copied = std::min(done, count - done);
+      std::copy_n(out + at, copied, out + at + done);
+      done += copied;
     }
+    at += count;
+    coded += period;
   }
 }
 
