@@ -261,6 +261,13 @@ struct MaxMinShares::Work {
   std::vector<int> slot_scratch;
   std::vector<double> capacity_scratch, demand_scratch;
   std::vector<int> count_scratch;
+  void scratch_for(std::size_t hops) {
+    if (slot_scratch.size() >= hops) return;
+    slot_scratch.resize(hops);
+    capacity_scratch.resize(hops);
+    demand_scratch.resize(hops);
+    count_scratch.resize(hops);
+  }
 };
 
 namespace {
@@ -898,8 +905,6 @@ bool EstimateFabric::solve_alike_flows(MaxMinShares& solver, const SolveJob& job
   if (job.only.groups != 0 || job.least || !job.weight.empty() || job.write || job.parts.empty()) return false;
   const bool partly = job.share != 1;  // (solve_job's weights: the share, each flow)
   const double weight = partly ? job.share : 1.0;
-  // A channel crossed once by each part can then never fill (below).
-  if (weight * static_cast<double>(job.parts.size()) > 1 + 1e-12) return false;
   std::size_t flows = 0;
   std::size_t hops = 0;
   for (const RoutedFlows* part : job.parts) {
@@ -908,12 +913,7 @@ bool EstimateFabric::solve_alike_flows(MaxMinShares& solver, const SolveJob& job
   }
   if (flows == 0) return false;
   MaxMinShares::Work& w = solver.work();
-  if (w.slot_scratch.size() < hops) {
-    w.slot_scratch.resize(hops);
-    w.capacity_scratch.resize(hops);
-    w.demand_scratch.resize(hops);
-    w.count_scratch.resize(hops);
-  }
+  w.scratch_for(hops);
   int* const slot_of = slot_map(solver).data();
   double* const capacity = w.capacity_scratch.data();
   int* const crossings = w.count_scratch.data();  // per channel: its hops
@@ -952,9 +952,7 @@ bool EstimateFabric::solve_alike_flows(MaxMinShares& solver, const SolveJob& job
   // Kept: the channels whose demand (their hops' flows at the bound) does
   // not fit, progressive_filling's rule, numbered in order. (The demand is
   // the hops times one flow's, not summed hop by hop: it only decides which
-  // channels are kept, with a margin far above the rounding.) A channel
-  // crossed once by each of n parts is never kept: n x weight x bound is at
-  // most its capacity, each flow's narrowest channel being at most it.
+  // channels are kept, with a margin far above the rounding.)
   const double wanted = weight * bound;
   std::vector<int>& kept_slot = w.kept_as;  // per slot: its kept slot, -1 when dropped
   kept_slot.resize(slots.slots);
@@ -1191,12 +1189,7 @@ std::vector<double> EstimateFabric::densify(MaxMinShares& solver, const std::vec
   // scratch arrays of that size (grown, never shrunk: no zeroing per solve)
   // and copied out at the end, so that the loop below keeps its pointers in
   // registers (no push_back that may move them).
-  if (w.slot_scratch.size() < hops) {
-    w.slot_scratch.resize(hops);
-    w.capacity_scratch.resize(hops);
-    w.demand_scratch.resize(hops);
-    w.count_scratch.resize(hops);
-  }
+  w.scratch_for(hops);
   std::vector<double> limit(count, cap);
   const bool partly = !weight.empty();
   if (demand) w.bound.resize(count);
@@ -1300,12 +1293,7 @@ double EstimateFabric::slowest_with(MaxMinShares& solver, const RoutedFlows& flo
   // (Per slot, densify's scratch arrays: plain pointers that no push_back
   // moves, and each channel's capacity found once, not at every hop.)
   const std::size_t hops = flows.channel.size();
-  if (w.slot_scratch.size() < hops) {
-    w.slot_scratch.resize(hops);
-    w.capacity_scratch.resize(hops);
-    w.demand_scratch.resize(hops);
-    w.count_scratch.resize(hops);
-  }
+  w.scratch_for(hops);
   double* const capacity = w.capacity_scratch.data();
   double* const load = w.demand_scratch.data();
   FirstCrossing slots{slot_map(solver).data(), w.slot_scratch.data()};
