@@ -271,7 +271,7 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
   const int concurrent = plan.concurrent;
   const int groups = plan.groups;
   const std::uint64_t block = plan.block;
-  const std::vector<std::vector<int>>& rounds = plan.rounds;
+  const DistanceRounds& rounds = plan.rounds;
   const std::uint64_t steps = std::max<std::uint64_t>(1, plan.steps);
   const double d = c.dispatch;
   // The own block, on Main, while the rest runs; local copies go at the memory's rate / copies at once.
@@ -356,10 +356,10 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
     // kept for every step (a round's key and count, built per round, took
     // most of a point on 99,840 dies: 12,480 rounds a step), all of them
     // at once (EstimateFabric::kept_rates_each).
+    // (The first 32 rounds are the samples, each its own: sample_of maps
+    // every later round onto rounds 16..31.)
     std::vector<std::size_t> samples;
-    for (std::size_t ri = 0; ri < rounds.size(); ++ri) {
-      if (std::find(samples.begin(), samples.end(), sample_of(ri)) == samples.end()) samples.push_back(sample_of(ri));
-    }
+    for (std::size_t ri = 0; ri < std::min<std::size_t>(rounds.size(), 32); ++ri) samples.push_back(sample_of(ri));
     auto in_flight = [&rounds](std::size_t sample) {
       std::vector<std::size_t> out{sample};
       if (sample >= 1) {
@@ -412,7 +412,7 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
     for (std::size_t ri = 0; ri < rounds.size(); ++ri) {
       const int group = use++ % groups;
       const std::size_t sample = sample_of(ri);
-      const std::vector<int>& dist = rounds[sample];
+      const DistanceRounds::Round dist = rounds[sample];
       const SampleShares& shares = sample_shares[sample];
       const std::vector<double>& rates = *shares.rates;
       const std::size_t own = shares.own;  // this round's flows, first in `rates`

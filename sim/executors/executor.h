@@ -96,11 +96,39 @@ bool sdma_inline_reduce(DataType dtype, ReduceOp op);
 // (distances +-i in rounds), one or two groups of CCL_IN blocks (two for
 // AlltoAllV or pairs over 1 MiB), `steps` pieces of `block` elements for the
 // largest pair. Shared by the builder and the closed form (sim/estimate).
+// The distances of each round, flat: a round per 4 distances, 25,000 of
+// them on 99,840 dies, where one small vector each cost a millisecond a
+// point to allocate.
+class DistanceRounds {
+ public:
+  struct Round {  // one round's distances, in place
+    const int* first;
+    std::size_t count;
+    std::size_t size() const { return count; }
+    int operator[](std::size_t j) const { return first[j]; }
+    const int* begin() const { return first; }
+    const int* end() const { return first + count; }
+  };
+  std::size_t size() const { return ends_.size(); }
+  Round operator[](std::size_t k) const {
+    const std::size_t from = k == 0 ? 0 : ends_[k - 1];
+    return Round{distances_.data() + from, ends_[k] - from};
+  }
+  void add(int distance) { distances_.push_back(distance); }
+  // Ends the round of the distances added since the last (none: no round).
+  void end_round() {
+    if (distances_.size() > (ends_.empty() ? 0 : ends_.back())) ends_.push_back(distances_.size());
+  }
+
+ private:
+  std::vector<int> distances_;
+  std::vector<std::size_t> ends_;  // round k ends at distances_[ends_[k]]
+};
 struct DirectFullmeshPlan {
   int concurrent = 1;
   int groups = 1;
-  std::uint64_t block = 1;                // elements
-  std::vector<std::vector<int>> rounds;   // the distances of each round
+  std::uint64_t block = 1;  // elements
+  DistanceRounds rounds;
   std::uint64_t steps = 0;
 };
 DirectFullmeshPlan direct_fullmesh_plan(const CollectiveSpec& spec, std::uint64_t largest_pair, bool alltoallv);

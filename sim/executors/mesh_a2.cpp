@@ -331,7 +331,7 @@ class AlltoAllExec : public ExecBuilder {
     const int concurrent = plan.concurrent;
     const int groups = plan.groups;
     const std::uint64_t block = plan.block;
-    const std::vector<std::vector<int>>& rounds = plan.rounds;
+    const DistanceRounds& rounds = plan.rounds;
     const Handshake ready = new_handshake();
     const Handshake done = new_handshake();
     const int copy_ready = notifies_.take(concurrent * groups);
@@ -344,7 +344,8 @@ class AlltoAllExec : public ExecBuilder {
     }
     int use = 0;
     for (std::uint64_t step = 0; step < std::max<std::uint64_t>(steps, 1); ++step) {
-      for (const std::vector<int>& distances : rounds) {
+      for (std::size_t k = 0; k < rounds.size(); ++k) {
+        const DistanceRounds::Round distances = rounds[k];
         const int group = use++ % groups;
         for (int r = 0; r < p_; ++r) {
           for (std::size_t j = 0; j < distances.size(); ++j) {
@@ -413,16 +414,15 @@ DirectFullmeshPlan direct_fullmesh_plan(const CollectiveSpec& spec, std::uint64_
   // Rounds of distances: round k pairs +-(4k+1..4k+4).
   std::vector<int> seen(static_cast<std::size_t>(std::max(p, 1)), 0);
   for (int base = 1; base < p; base += 4) {
-    std::vector<int> distances;
     for (int d = base; d < base + 4 && d < p; ++d) {
       for (int dist : {d, p - d}) {
         if (dist > 0 && dist < p && !seen[static_cast<std::size_t>(dist)]) {
           seen[static_cast<std::size_t>(dist)] = 1;
-          distances.push_back(dist);
+          plan.rounds.add(dist);
         }
       }
     }
-    if (!distances.empty()) plan.rounds.push_back(distances);
+    plan.rounds.end_round();
   }
   plan.steps = (largest_pair + plan.block - 1) / plan.block;
   return plan;
