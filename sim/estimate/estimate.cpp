@@ -19,6 +19,9 @@ namespace hcclsim {
 
 namespace {
 constexpr double kUnlimited = 1e30;  // bytes per ps: no cap
+// fill_groups_by_counts' rounds before it leaves a solve to the filling
+// (DirectFullmesh's solves by groups end within 6).
+constexpr std::uint32_t kMostRoundsByCounts = 16;
 double ps(Time t) { return static_cast<double>(t.ps); }
 double rate(Bandwidth b) { return b.bytes_per_s == 0 ? kUnlimited : static_cast<double>(b.bytes_per_s) / 1e12; }
 }  // namespace
@@ -256,6 +259,9 @@ struct MaxMinShares::Work {
   std::vector<double> limit_values;  // order_by_limit's distinct limits
   LevelHeap heap;
   std::vector<double> out;  // the shares
+  // fill_groups_by_counts': per slot its room, load and room / load; per flow its limit.
+  std::vector<double> count_room, count_load, count_level;
+  std::vector<double> flow_limit;
   // Per slot, sized to a solve's hops (grown, never shrunk): densify's and
   // solve_alike_flows' channel, capacity, demand and hops of each slot.
   std::vector<int> slot_scratch;
@@ -491,6 +497,36 @@ void fill_progressively(MaxMinShares::Work& w, const DenseFlows& in, const std::
       return;
     }
   }
+}
+
+// The flows crossing each of a part's `channels` counted channels, and
+// each flow's narrowest channel: `own(c)` gives channel c's number among
+// them and its capacity.
+template <class Own>
+ChannelCrossings list_crossings(const RoutedFlows& flows, std::size_t channels, const Own& own) {
+  ChannelCrossings out;
+  out.narrowest.resize(flows.size());
+  out.first.assign(channels + 1, 0);
+  std::vector<std::uint32_t> own_of(flows.channel.size());  // per hop
+  for (std::size_t i = 0; i < flows.size(); ++i) {
+    double narrowest = kUnlimited;  // (densify's minimum)
+    for (std::size_t j = flows.first[i]; j < flows.first[i + 1]; ++j) {
+      const auto [number, capacity] = own(flows.channel[j]);
+      own_of[j] = number;
+      ++out.first[number + 1];
+      narrowest = capacity < narrowest ? capacity : narrowest;
+    }
+    out.narrowest[i] = narrowest;
+  }
+  for (std::size_t k = 0; k < channels; ++k) out.first[k + 1] += out.first[k];
+  std::vector<std::uint32_t> next(out.first.begin(), out.first.end() - 1);
+  out.crossing.resize(flows.channel.size());
+  for (std::size_t i = 0; i < flows.size(); ++i) {
+    for (std::size_t j = flows.first[i]; j < flows.first[i + 1]; ++j) {
+      out.crossing[next[own_of[j]]++] = static_cast<std::uint32_t>(i);
+    }
+  }
+  return out;
 }
 
 // A channel is kept in a solve unless its demand fits with a margin far
@@ -813,7 +849,7 @@ ChannelCounts EstimateFabric::count_channels(MaxMinShares& solver, const RoutedF
   return out;
 }
 
-bool EstimateFabric::first_round_by_counts(MaxMinShares& solver, const SolveJob& job, std::vector<double>& out) const {
+bool EstimateFabric::fill_groups_by_counts(MaxMinShares& solver, const SolveJob& job, std::vector<double>& out) const {
   const SlowestOfGroups only = job.only;
   if (only.groups == 0 || job.least || !job.weight.empty() || job.write || job.parts.empty() ||
       job.counts.size() != job.parts.size()) {
@@ -824,7 +860,7 @@ bool EstimateFabric::first_round_by_counts(MaxMinShares& solver, const SolveJob&
     if (job.counts[p] == nullptr || &job.counts[p]->flows() != job.parts[p]) return false;
     flows += job.parts[p]->size();
   }
-  if (flows == 0) return false;
+  if (flows == 0 || flows > std::numeric_limits<std::uint32_t>::max()) return false;
   const auto counts_of = [&](const CountedPart* part) -> const ChannelCounts& {
     return part->counts([&](const RoutedFlows& routed) { return count_channels(solver, routed); });
   };
@@ -893,11 +929,165 @@ bool EstimateFabric::first_round_by_counts(MaxMinShares& solver, const SolveJob&
       }
     }
   }
+  const bool solved = groups_left == 0 || later_rounds_by_counts(solver, job, flows, weight, out);
+  if (groups_left == 0) {
+    out.assign(job.kept == 0 ? flows : std::min(job.kept, flows), level);
+    ++first_rounds_by_counts_;
+  }
   for (const int c : w.crossed) slot_of[static_cast<std::size_t>(c)] = -1;
   w.crossed.clear();
-  if (groups_left > 0) return false;
-  out.assign(job.kept == 0 ? flows : std::min(job.kept, flows), level);
-  ++first_rounds_by_counts_;
+  return solved;
+}
+
+bool EstimateFabric::later_rounds_by_counts(MaxMinShares& solver, const SolveJob& job, std::size_t flows, double weight,
+                                            std::vector<double>& out) const {
+  const SlowestOfGroups only = job.only;
+  MaxMinShares::Work& w = solver.work();
+  const std::vector<int>& slot_of = w.slot_of;
+  const std::size_t parts = job.parts.size();
+  // fill_groups_by_counts' slots: each one's channel, hops and capacity.
+  std::vector<int>& unfrozen = w.unfrozen;  // per slot: its hops not yet frozen
+  const std::vector<double>& capacity = w.room;
+  const std::size_t slots = unfrozen.size();
+  const std::vector<double>& load_of = w.load;  // by hops
+  const bool partly = job.share != 1;  // (solve_job's weights: the share, each flow)
+  // Per slot and part, the part's own number for the channel (-1: not crossed).
+  std::vector<int>& part_slot = w.kept_as;
+  part_slot.assign(slots * parts, -1);
+  std::vector<const ChannelCounts*> counted(parts);
+  for (std::size_t p = 0; p < parts; ++p) {
+    counted[p] = &job.counts[p]->counts([&](const RoutedFlows& routed) { return count_channels(solver, routed); });
+    for (std::size_t own = 0; own < counted[p]->size(); ++own) {
+      const auto k = static_cast<std::size_t>(slot_of[static_cast<std::size_t>((*counted[p])[own].first)]);
+      part_slot[k * parts + p] = static_cast<int>(own);
+    }
+  }
+  // Each part's lists, made by the first solve that wants them, through this one's slots.
+  const auto lists_of = [&](std::size_t p) -> const ChannelCrossings& {
+    return job.counts[p]->crossings([&](const RoutedFlows& routed) {
+      return list_crossings(routed, counted[p]->size(), [&](int c) {
+        const auto k = static_cast<std::size_t>(slot_of[static_cast<std::size_t>(c)]);
+        return std::make_pair(static_cast<std::uint32_t>(part_slot[k * parts + p]), capacity[k]);
+      });
+    });
+  };
+  std::vector<double>& room = w.count_room;
+  room.assign(capacity.begin(), capacity.end());
+  std::vector<double>& load = w.count_load;
+  load.resize(slots);
+  std::vector<double>& level_of = w.count_level;  // room / load: the filling's heap key
+  level_of.resize(slots);
+  for (std::size_t k = 0; k < slots; ++k) {
+    load[k] = load_of[static_cast<std::size_t>(unfrozen[k])];
+    level_of[k] = room[k] / load[k];
+  }
+  // Each flow's limit, densify's: the cap and (counted for part of the
+  // time) its narrowest channel; the parts' flows numbered in order.
+  std::vector<double>& limit = w.flow_limit;
+  limit.resize(flows);
+  std::vector<std::size_t>& part_first = w.first;  // per part, its first flow's number
+  part_first.assign(1, 0);
+  for (std::size_t p = 0; p < parts; ++p) {
+    const std::vector<double>& narrowest = lists_of(p).narrowest;
+    double* const to = limit.data() + part_first[p];
+    for (std::size_t f = 0; f < narrowest.size(); ++f) {
+      to[f] = partly ? (narrowest[f] < job.cap ? narrowest[f] : job.cap) : job.cap;
+    }
+    part_first.push_back(part_first[p] + narrowest.size());
+  }
+  const std::size_t wanted = job.kept == 0 ? flows : std::min(job.kept, flows);
+  std::vector<char>& frozen = w.frozen;
+  frozen.assign(flows, 0);
+  std::vector<char>& freezes = w.freezes;  // listed in `freezing` this round
+  freezes.assign(flows, 0);
+  std::vector<double>& rates = w.out;
+  rates.assign(wanted, 0.0);
+  std::vector<char>& group_frozen = w.group_frozen;
+  group_frozen.assign(only.groups, 0);
+  std::size_t groups_left = only.groups;
+  std::size_t remaining = flows;
+  std::vector<std::size_t>& freezing = w.freezing;
+  std::vector<std::size_t>& changed = w.changed;
+  std::vector<std::uint32_t>& changed_in = w.changed_in;
+  changed_in.assign(slots, 0);
+  bool solved = false;
+  std::uint32_t round = 1;
+  for (; round <= kMostRoundsByCounts && !solved; ++round) {
+    // The level: the least limit of a flow still rising, and the least room / load of a loaded channel.
+    double level = kUnlimited;
+    for (std::size_t i = 0; i < flows; ++i) {
+      if (frozen[i] == 0) level = std::min(level, limit[i]);
+    }
+    for (std::size_t k = 0; k < slots; ++k) {
+      if (unfrozen[k] > 0) level = std::min(level, level_of[k]);
+    }
+    const double top = level + level * 1e-12;  // (the filling's slack)
+    // The flows that freeze: at their limit, or crossing a full channel
+    // (found through each part's list of the flows crossing it).
+    freezing.clear();
+    const auto freeze_later = [&](std::size_t i) {
+      if (frozen[i] == 0 && freezes[i] == 0) {
+        freezes[i] = 1;
+        freezing.push_back(i);
+      }
+    };
+    for (std::size_t i = 0; i < flows; ++i) {
+      if (limit[i] <= top) freeze_later(i);
+    }
+    for (std::size_t k = 0; k < slots; ++k) {
+      if (unfrozen[k] == 0 || level_of[k] > top) continue;
+      for (std::size_t p = 0; p < parts; ++p) {
+        const int own = part_slot[k * parts + p];
+        if (own < 0) continue;
+        const ChannelCrossings& lists = lists_of(p);
+        const auto o = static_cast<std::size_t>(own);
+        for (std::uint32_t e = lists.first[o]; e < lists.first[o + 1]; ++e) freeze_later(part_first[p] + lists.crossing[e]);
+      }
+    }
+    std::sort(freezing.begin(), freezing.end());  // (flow order, as the filling takes them)
+    for (const std::size_t i : freezing) {
+      frozen[i] = 1;
+      freezes[i] = 0;
+      if (i < wanted) rates[i] = level;
+      if (i < only.flows && group_frozen[i % only.groups] == 0) {
+        group_frozen[i % only.groups] = 1;
+        --groups_left;
+      }
+    }
+    remaining -= freezing.size();
+    if (groups_left == 0 || remaining == 0) {  // every group's slowest share known: the rest at the level
+      for (std::size_t i = 0; i < wanted; ++i) {
+        if (frozen[i] == 0) rates[i] = level;
+      }
+      solved = true;
+      break;
+    }
+    // The frozen flows leave their channels: each hop takes the weight x
+    // the level from the room and the weight from the load.
+    const double taken = weight * level;
+    changed.clear();
+    std::size_t p = 0;
+    for (const std::size_t i : freezing) {
+      while (i >= part_first[p + 1]) ++p;
+      const RoutedFlows& part = *job.parts[p];
+      const std::size_t f = i - part_first[p];
+      for (std::size_t j = part.first[f]; j < part.first[f + 1]; ++j) {
+        const auto k = static_cast<std::size_t>(slot_of[static_cast<std::size_t>(part.channel[j])]);
+        room[k] = std::max(0.0, room[k] - taken);
+        load[k] = --unfrozen[k] == 0 ? 0.0 : load[k] - weight;
+        if (changed_in[k] != round) {
+          changed_in[k] = round;
+          changed.push_back(k);
+        }
+      }
+    }
+    for (const std::size_t k : changed) {
+      if (unfrozen[k] > 0) level_of[k] = room[k] / load[k];
+    }
+  }
+  if (!solved) return false;
+  out.assign(rates.begin(), rates.end());
+  ++later_rounds_by_counts_;
   return true;
 }
 
@@ -1020,7 +1210,7 @@ bool EstimateFabric::solve_alike_flows(MaxMinShares& solver, const SolveJob& job
 
 void EstimateFabric::solve_job(MaxMinShares& solver, const SolveJob& job, std::vector<double>& out,
                                std::vector<double>& shares) const {
-  if (first_round_by_counts(solver, job, out)) return;
+  if (fill_groups_by_counts(solver, job, out)) return;
   if (solve_alike_flows(solver, job, out)) return;
   const std::vector<double>* weight = &job.weight;
   if (job.weight.empty() && job.share != 1) {

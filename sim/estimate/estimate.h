@@ -118,23 +118,38 @@ struct RoutedFlows {
 // How many of some routed flows' hops cross each channel, the channels in
 // the order first crossed (EstimateFabric::count_channels).
 using ChannelCounts = std::vector<std::pair<int, int>>;
+// The flows crossing each of those channels, and each flow's narrowest
+// channel (estimate.cpp's list_crossings).
+struct ChannelCrossings {
+  // The flows crossing the channel counted k-th, in flow order, once per
+  // hop: crossing[first[k] .. first[k + 1]).
+  std::vector<std::uint32_t> first, crossing;
+  std::vector<double> narrowest;  // per flow: its least capacity (none crossed: no limit)
+};
 
-// A part of several solves' flows, its channel counts found once, by the
-// first solve that asks, on whichever thread it runs (a SolveBatch's).
+// A part of several solves' flows, its channel counts (and, for a solve
+// that asks, its crossings) found once, by the first solve that asks, on
+// whichever thread it runs (a SolveBatch's).
 class CountedPart {
  public:
   explicit CountedPart(const RoutedFlows& flows) : flows_(flows) {}
   const RoutedFlows& flows() const { return flows_; }
   template <class Count>
   const ChannelCounts& counts(const Count& count) const {
-    std::call_once(once_, [&] { counts_ = count(flows_); });
+    std::call_once(counted_, [&] { counts_ = count(flows_); });
     return counts_;
+  }
+  template <class List>
+  const ChannelCrossings& crossings(const List& list) const {
+    std::call_once(listed_, [&] { crossings_ = list(flows_); });
+    return crossings_;
   }
 
  private:
   const RoutedFlows& flows_;
-  mutable std::once_flag once_;
+  mutable std::once_flag counted_, listed_;
   mutable ChannelCounts counts_;
+  mutable ChannelCrossings crossings_;
 };
 
 // A solve of which only the slowest share of each group is wanted: flow
@@ -244,8 +259,8 @@ class EstimateFabric {
   struct SolveJob {
     std::vector<const RoutedFlows*> parts;
     // Per part (empty: none), its channel counts: a solve by groups whose
-    // flows all count `share` then tries its first round from the counts
-    // alone (first_round_by_counts).
+    // flows all count `share` then fills from the counts
+    // (fill_groups_by_counts).
     std::vector<const CountedPart*> counts;
     std::vector<double> weight;  // empty: every flow counts `share`
     double share = 1;            // (one value, not a list per job: 3,000-24,000 flows each)
@@ -295,8 +310,11 @@ class EstimateFabric {
   // Threads started by SolveBatches so far (a batch of one job starts none).
   std::uint64_t threads_started() const { return threads_started_; }
   // The solves by groups that ended in their first round found from their
-  // parts' channel counts (first_round_by_counts), on any thread.
+  // parts' channel counts (fill_groups_by_counts), on any thread.
   std::uint64_t first_rounds_by_counts() const { return first_rounds_by_counts_; }
+  // The solves by groups that went past their first round and ended from
+  // the counts too (fill_groups_by_counts), on any thread.
+  std::uint64_t later_rounds_by_counts() const { return later_rounds_by_counts_; }
   // The solves taken by solve_alike_flows, on any thread.
   std::uint64_t alike_solves() const { return alike_solves_; }
   // The channels a transfer from `from` to `to` crosses (as the detailed
@@ -376,8 +394,19 @@ class EstimateFabric {
   // round's level follows from the counts alone. If a flow of every group
   // freezes at it (every_group_in_first_round), `out` gets the level for
   // the job's kept flows and true is returned, the filling's result
-  // without listing the flows' slots; else false and nothing is changed.
-  bool first_round_by_counts(MaxMinShares& solver, const SolveJob& job, std::vector<double>& out) const;
+  // without listing the flows' slots; else the later rounds go on from the
+  // counts (later_rounds_by_counts). False, with nothing changed, when the
+  // job is not of that kind or takes too many rounds.
+  bool fill_groups_by_counts(MaxMinShares& solver, const SolveJob& job, std::vector<double>& out) const;
+  // The filling's rounds from the first, for fill_groups_by_counts (its
+  // merged slots in `w`): a round takes the same room (the share x the
+  // level) and load (the share) from each channel per hop that freezes,
+  // whatever the order, so the rounds follow from the counts, each round's
+  // freezing flows found through the parts' lists of the flows crossing
+  // each full channel. fill_progressively's rules, its rates bit for bit.
+  bool later_rounds_by_counts(MaxMinShares& solver, const SolveJob& job, std::size_t flows, double weight,
+                              std::vector<double>& out) const;
+
   // A solve of every share (no groups, no write caps) whose flows all count
   // job.share, all cross a channel and all have the same narrowest channel
   // (a pairwise step's RDMA writes with its neighbours'): every flow's
@@ -429,6 +458,7 @@ class EstimateFabric {
   int solve_threads_;
   mutable std::uint64_t threads_started_ = 0;
   mutable std::atomic<std::uint64_t> first_rounds_by_counts_{0};
+  mutable std::atomic<std::uint64_t> later_rounds_by_counts_{0};
   mutable std::atomic<std::uint64_t> alike_solves_{0};
   bool follow_every_slice_ = false;
   mutable std::uint64_t slices_added_at_once_ = 0;
