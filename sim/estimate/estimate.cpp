@@ -1010,14 +1010,15 @@ bool EstimateFabric::later_rounds_by_counts(MaxMinShares& solver, const SolveJob
   std::vector<std::size_t>& changed = w.changed;
   std::vector<std::uint32_t>& changed_in = w.changed_in;
   changed_in.assign(slots, 0);
+  order_by_limit(w, limit);  // (the flows by limit, as the filling takes them)
+  const std::vector<std::size_t>& by_limit = w.by_limit;
+  std::size_t next_limit = 0;  // by_limit[next_limit..] may still be rising
   bool solved = false;
   std::uint32_t round = 1;
   for (; round <= kMostRoundsByCounts && !solved; ++round) {
     // The level: the least limit of a flow still rising, and the least room / load of a loaded channel.
-    double level = kUnlimited;
-    for (std::size_t i = 0; i < flows; ++i) {
-      if (frozen[i] == 0) level = std::min(level, limit[i]);
-    }
+    while (next_limit < flows && frozen[by_limit[next_limit]] != 0) ++next_limit;
+    double level = next_limit < flows ? limit[by_limit[next_limit]] : kUnlimited;
     for (std::size_t k = 0; k < slots; ++k) {
       if (unfrozen[k] > 0) level = std::min(level, level_of[k]);
     }
@@ -1031,9 +1032,7 @@ bool EstimateFabric::later_rounds_by_counts(MaxMinShares& solver, const SolveJob
         freezing.push_back(i);
       }
     };
-    for (std::size_t i = 0; i < flows; ++i) {
-      if (limit[i] <= top) freeze_later(i);
-    }
+    for (std::size_t k = next_limit; k < flows && limit[by_limit[k]] <= top; ++k) freeze_later(by_limit[k]);
     for (std::size_t k = 0; k < slots; ++k) {
       if (unfrozen[k] == 0 || level_of[k] > top) continue;
       for (std::size_t p = 0; p < parts; ++p) {

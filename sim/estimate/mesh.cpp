@@ -321,6 +321,7 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
     if (found == routed.end()) {
       std::vector<FlowPair> list;
       const std::size_t listed = listed_ranks(rounds[q].size());
+      list.reserve(listed * rounds[q].size());
       for (std::size_t r = 0; r < listed; ++r) {
         for (int x : rounds[q]) list.push_back(FlowPair{(static_cast<int>(r) + p - x) % p, static_cast<int>(r)});
       }
