@@ -896,3 +896,43 @@ TEST_CASE("AlltoAllMeshAivExecutor: simulated time is the closed form of its tas
     check_time(platform, cs, "AlltoAllMeshAivExecutor", aiv_alltoall(c, p, static_cast<double>(x)));
   }
 }
+
+// RunAlltoAllDirectFullmesh's plan (shared by the builder and the estimate):
+// every peer distance 1..p-1 in exactly one round, a round holding the
+// distances d and p - d of four consecutive d (4k+1..4k+4), in order, at
+// most 8 of them; the boundaries of p where d and p - d meet or rounds run
+// out (2, 3, 8, 9, 17) and two large ones.
+TEST_CASE("DirectFullmesh's plan: every peer distance in one round, four pairs a round", "[executors]") {
+  for (const int p : {2, 3, 4, 5, 8, 9, 16, 17, 768, 99840}) {
+    CollectiveSpec spec;
+    spec.op = CollOp::AlltoAll;
+    spec.ranks = p;
+    spec.count = 4096;
+    spec.buffer_bytes = 200ull << 20;
+    const DirectFullmeshPlan plan = direct_fullmesh_plan(spec, spec.count, false);
+    INFO("p " << p);
+    CHECK(plan.concurrent == std::min(8, p - 1));
+    std::vector<int> seen(static_cast<std::size_t>(p), 0);
+    int last_base = 0;
+    for (std::size_t k = 0; k < plan.rounds.size(); ++k) {
+      const DistanceRounds::Round round = plan.rounds[k];
+      REQUIRE(round.size() >= 1);
+      CHECK(round.size() <= 8);
+      // The round's base: its distances are d or p - d for d in base..base+3.
+      const int near = std::min(round[0], p - round[0]);
+      const int base = (near - 1) / 4 * 4 + 1;
+      CHECK(base > last_base);
+      last_base = base;
+      for (const int d : round) {
+        REQUIRE(d >= 1);
+        REQUIRE(d < p);
+        CHECK(((d >= base && d < base + 4) || (p - d >= base && p - d < base + 4)));
+        ++seen[static_cast<std::size_t>(d)];
+      }
+    }
+    for (int d = 1; d < p; ++d) {
+      INFO("distance " << d);
+      CHECK(seen[static_cast<std::size_t>(d)] == 1);
+    }
+  }
+}
