@@ -929,7 +929,12 @@ bool EstimateFabric::fill_groups_by_counts(MaxMinShares& solver, const SolveJob&
       }
     }
   }
-  const bool solved = groups_left == 0 || later_rounds_by_counts(solver, job, flows, weight, out);
+  bool solved = groups_left == 0;
+  if (!solved) {
+    std::vector<const ChannelCounts*> counted;
+    for (const CountedPart* part : job.counts) counted.push_back(&counts_of(part));
+    solved = rounds_by_counts(solver, job, counted, flows, weight, out);
+  }
   if (groups_left == 0) {
     out.assign(job.kept == 0 ? flows : std::min(job.kept, flows), level);
     ++first_rounds_by_counts_;
@@ -939,8 +944,9 @@ bool EstimateFabric::fill_groups_by_counts(MaxMinShares& solver, const SolveJob&
   return solved;
 }
 
-bool EstimateFabric::later_rounds_by_counts(MaxMinShares& solver, const SolveJob& job, std::size_t flows, double weight,
-                                            std::vector<double>& out) const {
+bool EstimateFabric::rounds_by_counts(MaxMinShares& solver, const SolveJob& job,
+                                      const std::vector<const ChannelCounts*>& counted, std::size_t flows, double weight,
+                                      std::vector<double>& out) const {
   const SlowestOfGroups only = job.only;
   MaxMinShares::Work& w = solver.work();
   const std::vector<int>& slot_of = w.slot_of;
@@ -954,9 +960,7 @@ bool EstimateFabric::later_rounds_by_counts(MaxMinShares& solver, const SolveJob
   // Per slot and part, the part's own number for the channel (-1: not crossed).
   std::vector<int>& part_slot = w.kept_as;
   part_slot.assign(slots * parts, -1);
-  std::vector<const ChannelCounts*> counted(parts);
   for (std::size_t p = 0; p < parts; ++p) {
-    counted[p] = &job.counts[p]->counts([&](const RoutedFlows& routed) { return count_channels(solver, routed); });
     for (std::size_t own = 0; own < counted[p]->size(); ++own) {
       const auto k = static_cast<std::size_t>(slot_of[static_cast<std::size_t>((*counted[p])[own].first)]);
       part_slot[k * parts + p] = static_cast<int>(own);

@@ -394,18 +394,18 @@ class EstimateFabric {
   // round's level follows from the counts alone. If a flow of every group
   // freezes at it (every_group_in_first_round), `out` gets the level for
   // the job's kept flows and true is returned, the filling's result
-  // without listing the flows' slots; else the later rounds go on from the
-  // counts (later_rounds_by_counts). False, with nothing changed, when the
-  // job is not of that kind or takes too many rounds.
+  // without listing the flows' slots; else the rounds go on from the
+  // counts (rounds_by_counts). False, with nothing changed, when the job is
+  // not of that kind or takes too many rounds.
   bool fill_groups_by_counts(MaxMinShares& solver, const SolveJob& job, std::vector<double>& out) const;
   // The filling's rounds from the first, for fill_groups_by_counts (its
-  // merged slots in `w`): a round takes the same room (the share x the
+  // merged slots in `w`, its parts' counts in `counted`): a round takes the same room (the share x the
   // level) and load (the share) from each channel per hop that freezes,
   // whatever the order, so the rounds follow from the counts, each round's
   // freezing flows found through the parts' lists of the flows crossing
   // each full channel. fill_progressively's rules, its rates bit for bit.
-  bool later_rounds_by_counts(MaxMinShares& solver, const SolveJob& job, std::size_t flows, double weight,
-                              std::vector<double>& out) const;
+  bool rounds_by_counts(MaxMinShares& solver, const SolveJob& job, const std::vector<const ChannelCounts*>& counted,
+                        std::size_t flows, double weight, std::vector<double>& out) const;
 
   // A solve of every share (no groups, no write caps) whose flows all count
   // job.share, all cross a channel and all have the same narrowest channel

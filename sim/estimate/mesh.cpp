@@ -359,8 +359,8 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
     // at once (EstimateFabric::kept_rates_each).
     // (The first 32 rounds are the samples, each its own: sample_of maps
     // every later round onto rounds 16..31.) Listed far rounds first: their
-    // solves go on for more rounds (99,840 dies: 0.6-1.1 ms each against
-    // 0.15 ms), so the other threads start on them while the near rounds
+    // solves go on for more rounds (99,840 dies: several times a near
+    // round's), so the other threads start on them while the near rounds
     // are still being routed, instead of waiting for them at the end.
     std::vector<std::size_t> samples;
     for (std::size_t ri = 0; ri < std::min<std::size_t>(rounds.size(), 32); ++ri) samples.push_back(sample_of(ri));

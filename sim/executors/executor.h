@@ -92,13 +92,9 @@ TaskGraph build_executor(const CollectiveSpec& spec, const ExecContext& ctx, con
 // IsSupportSDMAReduce); other dtypes and prod take HCCL's non-inline paths.
 bool sdma_inline_reduce(DataType dtype, ReduceOp op);
 
-// RunAlltoAllDirectFullmesh's layout (mesh_a2.cpp): up to 8 peers at once
-// (distances +-i in rounds), one or two groups of CCL_IN blocks (two for
-// AlltoAllV or pairs over 1 MiB), `steps` pieces of `block` elements for the
-// largest pair. Shared by the builder and the closed form (sim/estimate).
-// The distances of each round, flat: a round per 4 distances, 25,000 of
-// them on 99,840 dies, where one small vector each cost a millisecond a
-// point to allocate.
+// The distances of each round, flat: up to 8 a round, 12,480 rounds on
+// 99,840 dies, where one small vector each cost a millisecond a point to
+// allocate.
 class DistanceRounds {
  public:
   struct Round {  // one round's distances, in place
@@ -124,6 +120,10 @@ class DistanceRounds {
   std::vector<int> distances_;
   std::vector<std::size_t> ends_;  // round k ends at distances_[ends_[k]]
 };
+// RunAlltoAllDirectFullmesh's layout (mesh_a2.cpp): up to 8 peers at once
+// (distances +-i in rounds), one or two groups of CCL_IN blocks (two for
+// AlltoAllV or pairs over 1 MiB), `steps` pieces of `block` elements for the
+// largest pair. Shared by the builder and the closed form (sim/estimate).
 struct DirectFullmeshPlan {
   int concurrent = 1;
   int groups = 1;
