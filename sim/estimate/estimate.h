@@ -322,7 +322,10 @@ class EstimateFabric {
   // the links' are the NPUs' memory), for forms that follow flows starting
   // and draining one by one.
   const std::vector<int>& route(int from, int to) const;  // memoized
-  double channel_rate(int channel) const;
+  double channel_rate(int channel) const {  // (inline: a solve asks it of every channel it meets)
+    const auto link = static_cast<std::size_t>(channel) / 2;
+    return link < link_rates_.size() ? link_rates_[link] : costs_.local_rate;
+  }
   // The slowest of them: a step ends with its slowest flow.
   double shared_rate(const std::string& key, const std::function<void(std::vector<FlowPair>&)>& flows, double cap,
                      bool write) const;
@@ -444,6 +447,7 @@ class EstimateFabric {
   mutable std::vector<std::uint32_t> codes_;  // classify()'s relation codes
   StepCosts costs_;
   RouteFinder routes_;
+  std::vector<double> link_rates_;  // per link: its channels' rate, worked out once (8 bytes a link)
   mutable std::map<std::string, std::vector<double>> rates_;  // key + cap + write -> each flow's rate
   mutable std::map<std::string, double> slowest_;  // shared_rate's, by key + cap + write
   mutable Listed listed_;  // listed()'s last
