@@ -1243,8 +1243,12 @@ struct EstimateFabric::SolveBatch::State {
   std::condition_variable added;
   std::deque<SolveJob> jobs;
   std::deque<std::vector<double>> rates;
-  std::size_t next = 0;   // the first job not taken
-  bool closed = false;    // no job will be added (or the batch is given up)
+  std::deque<char> solved;  // per job: its rates are in
+  std::size_t next = 0;     // the first job not taken
+  std::size_t leading = 0;  // the jobs before it are all solved
+  bool closed = false;      // no job will be added (or the batch is given up)
+  bool given_up = false;    // a thread failed: the others stop after their current job
+  std::condition_variable solved_one;  // (finish(progress) waits on it for the helpers' jobs)
   std::vector<std::exception_ptr> failed;  // per thread; the caller's is 0
   std::vector<std::thread> helpers;
 };
@@ -1286,39 +1290,101 @@ void EstimateFabric::SolveBatch::add(SolveJob job) {
     const std::lock_guard<std::mutex> lock(state_->mutex);
     state_->jobs.push_back(std::move(job));
     state_->rates.emplace_back();
+    state_->solved.push_back(0);
     jobs = state_->jobs.size();
   }
   if (jobs == 2) start_helpers();
   state_->added.notify_one();
 }
 
+// Solves job i on `thread`; false when it failed (the batch is given up).
+bool EstimateFabric::SolveBatch::solve(MaxMinShares& solver, std::size_t thread, std::size_t i,
+                                       std::vector<double>& shares) {
+  State& s = *state_;
+  try {
+    s.fabric.solve_job(solver, s.jobs[i], s.rates[i], shares);
+  } catch (...) {
+    s.failed[thread] = std::current_exception();
+    {
+      const std::lock_guard<std::mutex> lock(s.mutex);
+      s.closed = s.given_up = true;
+      s.next = s.jobs.size();  // the others stop after their current job
+    }
+    s.added.notify_all();
+    s.solved_one.notify_all();
+    return false;
+  }
+  {
+    const std::lock_guard<std::mutex> lock(s.mutex);
+    s.solved[i] = 1;
+    while (s.leading < s.solved.size() && s.solved[s.leading] != 0) ++s.leading;
+  }
+  s.solved_one.notify_all();
+  return true;
+}
+
 void EstimateFabric::SolveBatch::work(MaxMinShares& solver, std::size_t thread) {
   State& s = *state_;
   std::vector<double> shares;
   for (;;) {
-    const SolveJob* job = nullptr;
-    std::vector<double>* out = nullptr;
+    std::size_t i = 0;
     {
       std::unique_lock<std::mutex> lock(s.mutex);
       s.added.wait(lock, [&s] { return s.next < s.jobs.size() || s.closed; });
       if (s.next >= s.jobs.size()) return;  // closed, every job taken
-      job = &s.jobs[s.next];
-      out = &s.rates[s.next];
-      ++s.next;
+      i = s.next++;
     }
-    try {
-      s.fabric.solve_job(solver, *job, *out, shares);
-    } catch (...) {
-      s.failed[thread] = std::current_exception();
-      {
-        const std::lock_guard<std::mutex> lock(s.mutex);
-        s.closed = true;
-        s.next = s.jobs.size();  // the others stop after their current job
-      }
-      s.added.notify_all();
-      return;
-    }
+    if (!solve(solver, thread, i, shares)) return;
   }
+}
+
+std::vector<double>& EstimateFabric::SolveBatch::rates_of(std::size_t job) { return state_->rates[job]; }
+
+std::vector<std::vector<double>> EstimateFabric::SolveBatch::finish(const std::function<void(std::size_t)>& progress) {
+  State& s = *state_;
+  {
+    const std::lock_guard<std::mutex> lock(s.mutex);
+    s.closed = true;
+  }
+  s.added.notify_all();
+  std::vector<double> shares;
+  std::size_t told = 0;  // progress was last given this many
+  try {
+    for (;;) {
+      constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+      std::size_t take = kNone;
+      std::size_t leading = 0;
+      {
+        std::unique_lock<std::mutex> lock(s.mutex);
+        if (s.next < s.jobs.size()) {
+          take = s.next++;
+        } else {  // every job taken: wait for the helpers' to come in
+          s.solved_one.wait(lock, [&] { return s.leading > told || s.leading == s.jobs.size() || s.given_up; });
+        }
+        if (s.given_up) break;
+        leading = s.leading;
+      }
+      // (What is solved is given first: the caller goes on while the job it takes is solved.)
+      if (leading > told) progress(told = leading);
+      if (take != kNone) {
+        if (!solve(s.fabric.solver_, 0, take, shares)) break;
+      } else if (leading == s.jobs.size()) {
+        break;
+      }
+    }
+  } catch (...) {  // progress failed: the helpers stop after their current job
+    {
+      const std::lock_guard<std::mutex> lock(s.mutex);
+      s.next = s.jobs.size();
+    }
+    for (std::thread& t : s.helpers) t.join();
+    throw;
+  }
+  for (std::thread& t : s.helpers) t.join();
+  for (const std::exception_ptr& e : s.failed) {
+    if (e) std::rethrow_exception(e);
+  }
+  return std::vector<std::vector<double>>(std::make_move_iterator(s.rates.begin()), std::make_move_iterator(s.rates.end()));
 }
 
 std::vector<std::vector<double>> EstimateFabric::SolveBatch::finish() {

@@ -289,11 +289,19 @@ class EstimateFabric {
     SolveBatch& operator=(const SolveBatch&) = delete;
     void add(SolveJob job);
     std::vector<std::vector<double>> finish();  // the rates, in the order added
+    // finish(), calling progress(n) on this thread between its jobs each
+    // time the first n jobs added are all solved (n rising to every job):
+    // their rates (rates_of) may then be read, or moved from. So that
+    // the caller works on what the first jobs give while the others are
+    // solved, instead of after the last.
+    std::vector<std::vector<double>> finish(const std::function<void(std::size_t)>& progress);
+    std::vector<double>& rates_of(std::size_t job);  // job < the last n given to progress
 
    private:
     struct State;
     void start_helpers();
     void work(MaxMinShares& solver, std::size_t thread);
+    bool solve(MaxMinShares& solver, std::size_t thread, std::size_t job, std::vector<double>& shares);
     std::unique_ptr<State> state_;
   };
   // kept_rates for each key: job(i) (called on this thread, in order) for

@@ -29,6 +29,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "sim/estimate/estimate.h"
@@ -337,6 +338,32 @@ TEST_CASE("estimate: solves run at once on several threads give the rates of one
   const std::vector<std::vector<double>> alone = solve_together({jobs.front()});
   CHECK(fabric.threads_started() == 3);
   CHECK(alone.front() == at_once.front());
+  // finish(progress): the first n jobs' rates, each time n rises, on the
+  // caller's thread, ending with every job; the rates are finish()'s.
+  {
+    EstimateFabric::SolveBatch batch(fabric);
+    for (const EstimateFabric::SolveJob& job : jobs) batch.add(job);
+    const std::thread::id caller = std::this_thread::get_id();
+    std::vector<std::size_t> told;
+    std::vector<std::vector<double>> seen(jobs.size());
+    const std::vector<std::vector<double>> rates = batch.finish([&](std::size_t n) {
+      CHECK(std::this_thread::get_id() == caller);
+      CHECK((told.empty() || n > told.back()));
+      for (std::size_t j = told.empty() ? 0 : told.back(); j < n; ++j) seen[j] = batch.rates_of(j);
+      told.push_back(n);
+    });
+    REQUIRE(!told.empty());
+    CHECK(told.back() == jobs.size());
+    CHECK(rates == at_once);
+    CHECK(seen == at_once);
+  }
+  // A progress that throws stops the batch: the helpers are joined and the
+  // error reaches the caller.
+  {
+    EstimateFabric::SolveBatch batch(fabric);
+    for (const EstimateFabric::SolveJob& job : jobs) batch.add(job);
+    CHECK_THROWS_AS(batch.finish([](std::size_t) { throw std::runtime_error("stop"); }), std::runtime_error);
+  }
   const TopologySpec cm = load_topology(topology("cloudmatrix384.json"), {}, 48);
   const PerfRequest request = request_on(cm, CollOp::AllReduce, {1 * MiB, 64 * MiB, 1 * GiB});
   const std::vector<PerfRow> rows = estimate_perf(cm, request);
