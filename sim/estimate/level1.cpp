@@ -543,8 +543,13 @@ class PerRankSteps {
   // The same for several steps, each asked of `next` (none: no more) once
   // the last is listed; their solves with the steps alongside run at once
   // (EstimateFabric::SolveBatch), so that `next` may work out which step
-  // comes next while the others are solved.
-  std::vector<EstimateFabric::RankStep> shift_steps(const std::function<std::optional<ShiftStep>()>& next) const {
+  // comes next while the others are solved. Once they are listed,
+  // ready(n, steps) is called each time the first n steps asked are
+  // known (n rising to all of them; they may be moved from), while the
+  // others are still solved.
+  using StepsReady = std::function<void(std::size_t, std::vector<EstimateFabric::RankStep>&)>;
+  std::vector<EstimateFabric::RankStep> shift_steps(const std::function<std::optional<ShiftStep>()>& next,
+                                                    const StepsReady& ready = {}) const {
     constexpr std::size_t kNoJob = static_cast<std::size_t>(-1);
     struct Rates {
       const std::vector<double>* sdma = nullptr;
@@ -592,17 +597,18 @@ class PerRankSteps {
         batch.add(std::move(job));
       }
     }
-    std::vector<std::vector<double>> mixed = batch.finish();
-    for (std::size_t i = 0; i < wanted.size(); ++i) {
+    // Step i once its job (if any) is solved: each rank's share.
+    auto known = [&](std::size_t i) {
       Rates& r = rates[i];
-      if (r.mixed != kNoJob) r.rdma = &mixed[r.mixed];
+      std::vector<double>* solved = r.mixed != kNoJob ? &batch.rates_of(r.mixed) : nullptr;
+      if (solved != nullptr) r.rdma = solved;
       const std::vector<PathCost>& kinds = out[i].paths->kinds;
       // Rank x's flow is the x-th listed; ranks beyond the counted flows take
       // the step's slowest share.
       const bool every_rdma = std::all_of(kinds.begin(), kinds.end(), [](const PathCost& k) { return k.rdma; });
-      if (every_rdma && r.mixed != kNoJob && mixed[r.mixed].size() == static_cast<std::size_t>(p_)) {
-        out[i].rate = std::move(mixed[r.mixed]);  // every rank's own share, as solved (most steps of an exchange)
-        continue;
+      if (every_rdma && solved != nullptr && solved->size() == static_cast<std::size_t>(p_)) {
+        out[i].rate = std::move(*solved);  // every rank's own share, as solved (most steps of an exchange)
+        return;
       }
       const double sdma_slowest =
           r.sdma == nullptr || r.sdma->empty() ? c_.copy_rate : *std::min_element(r.sdma->begin(), r.sdma->end());
@@ -614,7 +620,19 @@ class PerRankSteps {
         const std::vector<double>& each = over_rdma ? *r.rdma : *r.sdma;
         out[i].rate[x] = x < each.size() ? each[x] : (over_rdma ? rdma_slowest : sdma_slowest);
       }
-    }
+    };
+    // The steps in order, each as soon as the jobs up to its own are solved.
+    std::size_t steps_known = 0;
+    auto through = [&](std::size_t jobs_solved) {
+      const std::size_t before = steps_known;
+      while (steps_known < wanted.size() &&
+             (rates[steps_known].mixed == kNoJob || rates[steps_known].mixed < jobs_solved)) {
+        known(steps_known++);
+      }
+      if (ready && steps_known > before) ready(steps_known, out);
+    };
+    batch.finish(through);
+    through(jobs);  // (the steps after the last job, or all of them when there was none)
     // A pairwise exchange asks for the shifts in order: a shift below the
     // last step's lower neighbour is not asked for again.
     if (!wanted.empty() && !wanted.back().alongside.empty()) {
@@ -1520,12 +1538,46 @@ double pairwise_per_rank(const EstimateFabric& fabric, const CollectiveSpec& spe
   const int window = p - 1 <= 120 ? p - 1 : 100;
   const double local = std::min(c.local_rate, c.copy_rate);
   PerRankSteps steps(fabric, g, p);
-  // Step s's paths and shares (index s; 0 unused), solved at the first size only.
+  std::vector<double> t(static_cast<std::size_t>(p), free), ready(t);
+  // A loop over the buffer: every rank's copy in, then the steps in order.
+  double bytes = 0;
+  auto loop_start = [&](std::uint64_t first) {
+    bytes = static_cast<double>(std::min(per_loop, spec.count - std::min(spec.count, first))) * esz;
+    for (double& x : t) x = sdma_task(c, x, c.sdma_fixed, bytes, local, c.local_latency);
+  };
+  auto run_step = [&](const std::vector<EstimateFabric::RankStep>& exchange, int s) {
+    if ((s - 1) % window == 0 && window < p - 1 && s > 1) {
+      // The dissemination barrier between rounds: record to x + 2^i, wait
+      // from x - 2^i (the pairs of step 2^i, whose paths are known).
+      for (int i = 0; i < ceil_log2(p); ++i) {
+        const int ahead = 1 << i;
+        const EstimateFabric::PairTable& pairs = steps.pairs(ahead);
+        for (int x = 0; x < p; ++x) {
+          const auto [at, lands] =
+              steps.record(t[static_cast<std::size_t>(x)], pairs.kinds[pairs.kind_of[static_cast<std::size_t>(x)]]);
+          t[static_cast<std::size_t>(x)] = at;
+          ready[static_cast<std::size_t>(x + ahead < p ? x + ahead : x + ahead - p)] = lands;
+        }
+        for (int x = 0; x < p; ++x) {
+          t[static_cast<std::size_t>(x)] = c.wait_end(t[static_cast<std::size_t>(x)] + d, ready[static_cast<std::size_t>(x)]);
+        }
+      }
+    }
+    const EstimateFabric::RankStep& st = exchange[static_cast<std::size_t>(s)];
+    const std::vector<double>& rate = st.shares_of != 0 ? exchange[st.shares_of].rate : st.rate;
+    steps.step(t, *st.paths, rate, st.turn, s, bytes, 1, false, bytes, bytes);
+  };
+  loop_start(0);
+  int next_step = 1;  // of the first loop
+  // Step s's paths and shares (index s; 0 unused), solved at the first size
+  // only; meanwhile the first loop runs each step as soon as its shares
+  // are known, while the later steps are solved.
   const std::vector<EstimateFabric::RankStep>& exchange = fabric.rank_steps(
       "pairwise/" + std::to_string(p) + "/" + std::to_string(g.stride) + "/" + std::to_string(g.groups) + "/" +
           std::to_string(g.group_step),
       [&] {
         std::vector<EstimateFabric::RankStep> out(static_cast<std::size_t>(p));
+        std::vector<char> known(static_cast<std::size_t>(p), 0);
         StepDrawing drawing(fabric, steps, p);
         // A rank posts its write and goes on once its sender's write has
         // landed, not its own: its write of step s is still in flight in
@@ -1533,8 +1585,32 @@ double pairwise_per_rank(const EstimateFabric& fabric, const CollectiveSpec& spe
         // step's writes share the NICs and spines with those of both
         // neighbours (an ECMP collision of one step is spread over three).
         std::vector<int> solved;
-        std::vector<EstimateFabric::RankStep> steps_solved =
-            steps.shift_steps([&]() -> std::optional<PerRankSteps::ShiftStep> {
+        // Step s, once known: a solved step's own shares, or those of the
+        // solved step it stands in for, rotated onto its ranks (read in
+        // place: copies of them were 7 MiB of fresh pages a point).
+        auto take_stand_in = [&](int s) {
+          const int drawn = drawing.stand_ins()[static_cast<std::size_t>(s)];
+          if (drawn == s || known[static_cast<std::size_t>(s)] != 0 || known[static_cast<std::size_t>(drawn)] == 0) return;
+          EstimateFabric::RankStep& step = out[static_cast<std::size_t>(s)];
+          step.paths = &steps.pairs(s);
+          step.shares_of = static_cast<std::size_t>(drawn);
+          step.turn = drawn_turn(s, out[static_cast<std::size_t>(drawn)].rate.size());
+          known[static_cast<std::size_t>(s)] = 1;
+        };
+        std::size_t moved = 0;
+        auto take_solved = [&](std::size_t n, std::vector<EstimateFabric::RankStep>& listed) {
+          for (; moved < n; ++moved) {
+            out[static_cast<std::size_t>(solved[moved])] = std::move(listed[moved]);
+            known[static_cast<std::size_t>(solved[moved])] = 1;
+          }
+          for (; next_step < p; ++next_step) {
+            take_stand_in(next_step);
+            if (known[static_cast<std::size_t>(next_step)] == 0) break;
+            run_step(out, next_step);
+          }
+        };
+        std::vector<EstimateFabric::RankStep> listed = steps.shift_steps(
+            [&]() -> std::optional<PerRankSteps::ShiftStep> {
               const int s = drawing.next_solved();
               if (s == 0) return std::nullopt;
               solved.push_back(s);
@@ -1543,50 +1619,18 @@ double pairwise_per_rank(const EstimateFabric& fabric, const CollectiveSpec& spe
                 if (q >= 1 && q < p) step.alongside.push_back(q);
               }
               return step;
-            });
-        for (std::size_t i = 0; i < solved.size(); ++i) {
-          out[static_cast<std::size_t>(solved[i])] = std::move(steps_solved[i]);
-        }
-        const std::vector<int>& stand_in = drawing.stand_ins();
-        for (int s = 1; s < p; ++s) {
-          const int drawn = stand_in[static_cast<std::size_t>(s)];
-          if (drawn == s) continue;
-          // A solved step's shares, rotated onto this step's ranks (read
-          // in place: copies of them were 7 MiB of fresh pages a point).
-          EstimateFabric::RankStep& step = out[static_cast<std::size_t>(s)];
-          step.paths = &steps.pairs(s);
-          step.shares_of = static_cast<std::size_t>(drawn);
-          step.turn = drawn_turn(s, out[static_cast<std::size_t>(drawn)].rate.size());
-        }
+            },
+            take_solved);
+        take_solved(listed.size(), listed);
+        for (int s = 1; s < p; ++s) take_stand_in(s);
         return out;
       });
-  std::vector<double> t(static_cast<std::size_t>(p), free), ready(t);
-  for (std::uint64_t first = 0; first < std::max<std::uint64_t>(spec.count, 1); first += per_loop) {
-    const double bytes = static_cast<double>(std::min(per_loop, spec.count - first)) * esz;
-    for (double& x : t) x = sdma_task(c, x, c.sdma_fixed, bytes, local, c.local_latency);
-    for (int s = 1; s < p; ++s) {
-      if ((s - 1) % window == 0 && window < p - 1 && s > 1) {
-        // The dissemination barrier between rounds: record to x + 2^i, wait
-        // from x - 2^i (the pairs of step 2^i, whose paths are known).
-        for (int i = 0; i < ceil_log2(p); ++i) {
-          const int ahead = 1 << i;
-          const EstimateFabric::PairTable& pairs = *exchange[static_cast<std::size_t>(ahead)].paths;
-          for (int x = 0; x < p; ++x) {
-            const auto [at, lands] =
-                steps.record(t[static_cast<std::size_t>(x)], pairs.kinds[pairs.kind_of[static_cast<std::size_t>(x)]]);
-            t[static_cast<std::size_t>(x)] = at;
-            ready[static_cast<std::size_t>(x + ahead < p ? x + ahead : x + ahead - p)] = lands;
-          }
-          for (int x = 0; x < p; ++x) {
-            t[static_cast<std::size_t>(x)] = c.wait_end(t[static_cast<std::size_t>(x)] + d, ready[static_cast<std::size_t>(x)]);
-          }
-        }
-      }
-      const EstimateFabric::RankStep& st = exchange[static_cast<std::size_t>(s)];
-      const std::vector<double>& rate = st.shares_of != 0 ? exchange[st.shares_of].rate : st.rate;
-      steps.step(t, *st.paths, rate, st.turn, s, bytes, 1, false, bytes, bytes);
+  for (; next_step < p; ++next_step) run_step(exchange, next_step);  // (kept from an earlier size: all known)
+  if (spec.count > per_loop) {
+    for (std::uint64_t first = per_loop; first < spec.count; first += per_loop) {
+      loop_start(first);
+      for (int s = 1; s < p; ++s) run_step(exchange, s);
     }
-    if (spec.count == 0) break;
   }
   return *std::max_element(t.begin(), t.end());
 }
