@@ -800,11 +800,20 @@ TEST_CASE("estimate: pairs listed in runs take each pair's own kind of path", "[
         const EstimateFabric::PairTable& one_by_one = fabric.pair_table("one/" + key, [&](PairRuns& pairs) {
           for (const FlowPair& f : listed) pairs.add_run(f.from, f.to, 1, 1);
         });
+        // The kinds alone (path_kinds: a run of stride 1 walked from one
+        // pair where its relation may change to the next): the table's, in
+        // the order first seen.
+        const std::vector<PathCost>& walked = fabric.path_kinds("kinds/" + key, [&](PairRuns& pairs) {
+          pairs.add_run(0, ahead * stride, stride, members - ahead);
+          pairs.add_run((members - ahead) * stride, 0, stride, ahead);
+        });
         INFO(key);
         REQUIRE(runs.kind_of.size() == listed.size());
         CHECK(runs.kind_of == one_by_one.kind_of);
         REQUIRE(runs.kinds.size() == one_by_one.kinds.size());
         for (std::size_t k = 0; k < runs.kinds.size(); ++k) CHECK(same(runs.kinds[k], one_by_one.kinds[k]));
+        REQUIRE(walked.size() == runs.kinds.size());
+        for (std::size_t k = 0; k < walked.size(); ++k) CHECK(same(walked[k], runs.kinds[k]));
         int wrong = 0;
         for (std::size_t i = 0; i < listed.size(); ++i) {
           if (!same(runs.kinds[runs.kind_of[i]], fabric.path(listed[i].from, listed[i].to))) ++wrong;
