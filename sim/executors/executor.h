@@ -111,6 +111,10 @@ class DistanceRounds {
     return Round{distances_.data() + from, ends_[k] - from};
   }
   void add(int distance) { distances_.push_back(distance); }
+  void reserve(std::size_t distances, std::size_t rounds) {
+    distances_.reserve(distances);
+    ends_.reserve(rounds);
+  }
   // Ends the round of the distances added since the last (none: no round).
   void end_round() {
     if (distances_.size() > (ends_.empty() ? 0 : ends_.back())) ends_.push_back(distances_.size());

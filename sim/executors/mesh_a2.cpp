@@ -411,14 +411,20 @@ DirectFullmeshPlan direct_fullmesh_plan(const CollectiveSpec& spec, std::uint64_
   const std::uint64_t slots = static_cast<std::uint64_t>(std::max(1, plan.concurrent * plan.groups));
   plan.block = buffer / slots / align * align;
   if (plan.block == 0) plan.block = std::max<std::uint64_t>(1, buffer / slots);
-  // Rounds of distances: round k pairs +-(4k+1..4k+4).
-  std::vector<int> seen(static_cast<std::size_t>(std::max(p, 1)), 0);
-  for (int base = 1; base < p; base += 4) {
+  // Rounds of distances: round k pairs +-(4k+1..4k+4). (Once every
+  // distance is in, the rounds left are empty: the loop stops there, half
+  // way on 99,840 dies, whose plan is built at every point of an estimate.)
+  std::vector<char> seen(static_cast<std::size_t>(std::max(p, 1)), 0);
+  const int distances = std::max(p - 1, 0);
+  plan.rounds.reserve(static_cast<std::size_t>(distances), static_cast<std::size_t>(distances / 8 + 2));
+  int added = 0;
+  for (int base = 1; base < p && added < distances; base += 4) {
     for (int d = base; d < base + 4 && d < p; ++d) {
       for (int dist : {d, p - d}) {
         if (dist > 0 && dist < p && !seen[static_cast<std::size_t>(dist)]) {
           seen[static_cast<std::size_t>(dist)] = 1;
           plan.rounds.add(dist);
+          ++added;
         }
       }
     }
