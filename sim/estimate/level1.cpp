@@ -1626,11 +1626,9 @@ double pairwise_per_rank(const EstimateFabric& fabric, const CollectiveSpec& spe
         return out;
       });
   for (; next_step < p; ++next_step) run_step(exchange, next_step);  // (kept from an earlier size: all known)
-  if (spec.count > per_loop) {
-    for (std::uint64_t first = per_loop; first < spec.count; first += per_loop) {
-      loop_start(first);
-      for (int s = 1; s < p; ++s) run_step(exchange, s);
-    }
+  for (std::uint64_t first = per_loop; first < spec.count; first += per_loop) {  // the later loops
+    loop_start(first);
+    for (int s = 1; s < p; ++s) run_step(exchange, s);
   }
   return *std::max_element(t.begin(), t.end());
 }
