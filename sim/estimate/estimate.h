@@ -293,7 +293,8 @@ class EstimateFabric {
     // time the first n jobs added are all solved (n rising to every job):
     // their rates (rates_of) may then be read, or moved from. So that
     // the caller works on what the first jobs give while the others are
-    // solved, instead of after the last.
+    // solved, instead of after the last. (progress keeps the caller's rule
+    // above: the helpers are still solving.)
     std::vector<std::vector<double>> finish(const std::function<void(std::size_t)>& progress);
     std::vector<double>& rates_of(std::size_t job);  // job < the last n given to progress
 
