@@ -357,6 +357,20 @@ TEST_CASE("estimate: solves run at once on several threads give the rates of one
     CHECK(rates == at_once);
     CHECK(seen == at_once);
   }
+  // On one thread (no helpers) every job is the caller's: n rises by one
+  // job at a time.
+  {
+    EstimateFabric alone_fabric(spec);
+    alone_fabric.set_solve_threads(1);
+    EstimateFabric::SolveBatch batch(alone_fabric);
+    for (const EstimateFabric::SolveJob& job : jobs) batch.add(job);
+    std::vector<std::size_t> told;
+    const std::vector<std::vector<double>> rates = batch.finish([&](std::size_t n) { told.push_back(n); });
+    std::vector<std::size_t> each(jobs.size());
+    for (std::size_t j = 0; j < each.size(); ++j) each[j] = j + 1;
+    CHECK(told == each);
+    CHECK(rates == at_once);
+  }
   // A progress that throws stops the batch: the helpers are joined and the
   // error reaches the caller.
   {
