@@ -1322,6 +1322,9 @@ bool EstimateFabric::SolveBatch::solve(MaxMinShares& solver, std::size_t thread,
   State& s = *state_;
   try {
     s.fabric.solve_job(solver, s.jobs[i], s.rates[i], shares);
+    for (const CountedPart* part : s.jobs[i].counts) {
+      if (part != nullptr) part->solved_one();
+    }
   } catch (...) {
     s.failed[thread] = std::current_exception();
     {

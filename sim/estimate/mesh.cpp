@@ -319,6 +319,9 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
   };
   std::map<std::size_t, RoutedFlows> routed;
   std::map<std::size_t, CountedPart> counted;  // per routed round, for the solves by slots
+  // Per round, the solves its flows take part in: its part is freed after
+  // the last (a count too high, a solve kept from an earlier point, keeps it).
+  std::map<std::size_t, int> round_users;
   auto routed_round = [&](std::size_t q) -> const RoutedFlows& {
     auto found = routed.find(q);
     if (found == routed.end()) {
@@ -331,7 +334,8 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
       found = routed.emplace(q, RoutedFlows{}).first;
       f.route_flows(list, found->second);
       if (table == nullptr) {
-        counted.emplace(std::piecewise_construct, std::forward_as_tuple(q), std::forward_as_tuple(found->second));
+        counted.emplace(std::piecewise_construct, std::forward_as_tuple(q),
+                        std::forward_as_tuple(found->second, round_users.at(q)));
       }
     }
     return found->second;
@@ -379,6 +383,7 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
     };
     std::vector<std::string> keys;
     for (const std::size_t sample : samples) {
+      for (const std::size_t q : in_flight(sample)) ++round_users[q];
       std::string key = "a2a/" + std::to_string(p);
       for (const std::size_t q : in_flight(sample)) key += "/" + std::to_string(q);
       keys.push_back(key);
