@@ -634,24 +634,22 @@ TEST_CASE("estimate: a solve by groups filled from its parts' channel counts", "
   CHECK(later == 6);
 }
 
-// A part made with the number of jobs that take it is freed (its routes
-// emptied) once the last of them is solved, not before: each job's rates
-// are those of a job on a copy of its routes that is never freed; a part
-// with a user still to come is kept.
+// A part made with the number of jobs that take it frees its counts (and
+// crossings) once the last of them is solved, not before: each job's
+// rates are those of a job on a part that is never freed; a part with a
+// user still to come keeps its counts. (Counted once, a part's counts are
+// read back as they are: empty once freed.)
 TEST_CASE("estimate: a counted part is freed after the last job that takes it", "[estimate]") {
   const TopologySpec spec = load_topology(topology("cloudmatrix384.json"), {}, 48);
   const EstimateFabric fabric(spec);
   std::vector<FlowPair> list;
   add_round_reads(list, spec.npus, kNearAndFar, 1);
-  RoutedFlows kept_routes;
-  fabric.route_flows(list, kept_routes);
-  RoutedFlows last_users, user_to_come;  // the same routes, in parts that free them
-  fabric.route_flows(list, last_users);
-  fabric.route_flows(list, user_to_come);
-  const CountedPart kept(kept_routes);
-  const CountedPart freed(last_users, 2);
-  const CountedPart waiting(user_to_come, 3);
-  auto job_on = [&](const RoutedFlows& routes, const CountedPart& part) {
+  RoutedFlows routes;
+  fabric.route_flows(list, routes);
+  const CountedPart kept(routes);
+  const CountedPart freed(routes, 2);
+  const CountedPart waiting(routes, 3);
+  auto job_on = [&](const CountedPart& part) {
     EstimateFabric::SolveJob job;
     job.parts = {&routes};
     job.counts = {&part};
@@ -661,17 +659,17 @@ TEST_CASE("estimate: a counted part is freed after the last job that takes it", 
     return job;
   };
   EstimateFabric::SolveBatch batch(fabric);
-  batch.add(job_on(kept_routes, kept));
-  for (int k = 0; k < 2; ++k) batch.add(job_on(last_users, freed));
-  for (int k = 0; k < 2; ++k) batch.add(job_on(user_to_come, waiting));
+  batch.add(job_on(kept));
+  for (int k = 0; k < 2; ++k) batch.add(job_on(freed));
+  for (int k = 0; k < 2; ++k) batch.add(job_on(waiting));
   const std::vector<std::vector<double>> rates = batch.finish();
   REQUIRE(rates.size() == 5);
   REQUIRE(rates[0].size() == list.size());
   for (std::size_t k = 1; k < rates.size(); ++k) CHECK(rates[k] == rates[0]);
-  CHECK(last_users.size() == 0);
-  CHECK(last_users.channel.empty());
-  CHECK(user_to_come.size() == list.size());
-  CHECK(kept_routes.size() == list.size());
+  const auto counted_already = [](const RoutedFlows&) -> ChannelCounts { throw std::logic_error("counted twice"); };
+  CHECK_FALSE(kept.counts(counted_already).empty());
+  CHECK(freed.counts(counted_already).empty());
+  CHECK_FALSE(waiting.counts(counted_already).empty());
 }
 
 // A later round's level from the room the frozen flows left: channels A
