@@ -136,9 +136,9 @@ class CountedPart {
   // A part that `users` jobs of a SolveBatch take: once the last of them
   // is solved its counts and crossings are freed (left empty), so that
   // the parts solved after it reuse their memory instead of fresh pages.
-  // (Its routes are its maker's: freeing them too, on either thread,
-  // slowed the routing of the rounds after, CloudMatrix384's first
-  // AlltoAll point 5.9 -> 6.7 ms, medians of 12 and 15 runs.)
+  // (Its routes are its maker's: freeing them too slowed the routing of
+  // the rounds after, CloudMatrix384's first AlltoAll point 5.9 -> 6.7
+  // ms, medians of 15 runs, and 6.9 ms when the maker freed them.)
   CountedPart(const RoutedFlows& flows, int users) : flows_(flows), freed_after_(true), users_(users) {}
   // A job taking this part was solved (SolveBatch calls it).
   void solved_one() const {

@@ -319,8 +319,9 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
   };
   std::map<std::size_t, RoutedFlows> routed;
   std::map<std::size_t, CountedPart> counted;  // per routed round, for the solves by slots
-  // Per round, the solves its flows take part in: its part is freed after
-  // the last (a count too high, a solve kept from an earlier point, keeps it).
+  // Per round, the solves its flows take part in: its part's counts and
+  // crossings are freed after the last (a count too high, a solve kept
+  // from an earlier point, keeps them).
   std::map<std::size_t, int> round_users;
   auto routed_round = [&](std::size_t q) -> const RoutedFlows& {
     auto found = routed.find(q);
