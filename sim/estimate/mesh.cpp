@@ -457,12 +457,33 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
       // which spreads them out (one at a time, roughly).
       const double sharing = use <= groups ? static_cast<double>(dist.size()) : 1.0;
       const double local_rate = std::min(c.local_rate / sharing, c.copy_rate);
+      if (table == nullptr) {
+        // The representative form: one rank a slot, its chain of tasks
+        // in a line (as the loops below would run it for one rank, at the
+        // slot's slowest share and path; a later point on 99,840 dies,
+        // 12,480 rounds a step, went 1.03 -> 0.72 ms).
+        double* const local = local_free.data();
+        double* const sdma = sdma_free.data();
+        double* const freed = slot_freed[static_cast<std::size_t>(group)].data();
+        const bool waits = use > groups;
+        for (std::size_t j = 0; j < dist.size(); ++j) {
+          const PathCost& in = cached.path[j];
+          const double record_in = in.same_chip ? c.record_local : c.record_remote;
+          double t = local[j];
+          if (waits) t = c.wait_end(t + d, freed[j]);
+          t = sdma_task(c, t, c.sdma_fixed, piece, local_rate, c.local_latency);
+          local[j] = t + d + c.record_local;
+          const double acked = c.wait_end(sdma[j] + d, local[j]) + d + record_in;
+          t = sdma_task(c, c.wait_end(acked + d, acked), c.sdma_read_fixed, piece, slot_rate[j], in.latency);
+          const double signalled = t + d + record_in;
+          sdma[j] = freed[j] = c.wait_end(signalled + d, signalled) + d + c.record_local;
+        }
+        continue;
+      }
+      // Every rank followed, each pair at its own share and path.
       for (std::size_t j = 0; j < dist.size(); ++j) {
         const int x = dist[j];
-        // The path of (r, r + x): from the table, or the slowest kind at this distance.
-        const PathCost& slowest = cached.path[j];
-        auto path_of = [&](int r) -> const PathCost& {  // of the pair (r, r + x)
-          if (table == nullptr) return slowest;
+        auto path_of = [&](int r) -> const PathCost& {  // of the pair (r, r + x), from the table
           return table->kinds[table->kind_of[static_cast<std::size_t>(x - 1) * static_cast<std::size_t>(p) +
                                              static_cast<std::size_t>(r)]];
         };
@@ -479,17 +500,17 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
         }
         for (int r = 0; r < ranks; ++r) {
           // RxAck from r - x, read its piece, TxDataSignal back to it.
-          const int from = ranks == 1 ? 0 : (r + p - x) % p;
+          const int from = (r + p - x) % p;
           const PathCost& in = path_of(from);
           const std::size_t flow = static_cast<std::size_t>(r) * dist.size() + j;
-          const double rate = ranks > 1 && flow < own ? rates[flow] : slot_rate[j];
+          const double rate = flow < own ? rates[flow] : slot_rate[j];
           double t = c.wait_end(ack[static_cast<std::size_t>(r)] + d, ack[static_cast<std::size_t>(from)]);
           t = sdma_task(c, t, c.sdma_read_fixed, piece, rate, in.latency);
           signal[static_cast<std::size_t>(r)] = t + d + record(in);
         }
         for (int r = 0; r < ranks; ++r) {
           // RxDataSignal from r + x (it has read r's piece), then free the block.
-          const int to = ranks == 1 ? 0 : (r + x) % p;
+          const int to = (r + x) % p;
           const double t = c.wait_end(signal[static_cast<std::size_t>(r)] + d, signal[static_cast<std::size_t>(to)]);
           at(sdma_free, r, j) = at(slot_freed[static_cast<std::size_t>(group)], r, j) = t + d + c.record_local;
         }
