@@ -13,6 +13,14 @@ for golden_base in "${GOLDEN_BASE_CASES[@]}"; do GOLDEN_CASES+=("${golden_base}_
 unset golden_base
 # Clusters: the sweep in steps of 8 (five rows, 8K to 32M).
 GOLDEN_CLUSTER_SWEEP=(--format csv -b 8K -e 64M -f 8)
+# The closed-form estimate (--model estimate, no network model: the cases
+# take no _flow twin), one case per form whose first point is its own
+# code path: DirectFullmesh per rank (16 dies) and per slot (768 dies), the
+# pairwise AlltoAll with drawn steps and the level-1 AllReduce on 1024 A2
+# NPUs. Estimates are the same bit for bit on any host and thread count.
+GOLDEN_ESTIMATE_CASES=(estimate_alltoall_a3_server estimate_alltoall_cloudmatrix384 estimate_alltoall_a2_1024
+                       estimate_all_reduce_a2_1024)
+GOLDEN_CASES+=("${GOLDEN_ESTIMATE_CASES[@]}")
 
 # golden_args NAME: prints nothing and fails for an unknown case; otherwise
 # sets GOLDEN_ARGS to the full hcclsim argument list (default topology, the
@@ -22,6 +30,7 @@ GOLDEN_CLUSTER_SWEEP=(--format csv -b 8K -e 64M -f 8)
 golden_args() {
   local network=segment name=$1
   case "$name" in
+    estimate_*) golden_base_args "$name"; return ;;
     *_flow) network=flow; name=${name%_flow} ;;
   esac
   golden_base_args "$name" || return 1
@@ -42,6 +51,18 @@ golden_base_args() {
       # 2 A3 supernodes x 2 servers x 16 dies: level 0, level 1 over UB, level 2 over RoCE.
       GOLDEN_ARGS=(perf all_reduce --rank-table "$src/configs/ranktables/a3_2superpods_4servers_64dies.json"
                    --profile "$src/configs/profiles/a3-910c.json" "${GOLDEN_CLUSTER_SWEEP[@]}") ;;
+    estimate_alltoall_a3_server)
+      GOLDEN_ARGS=(perf alltoall --topology "$src/configs/topologies/a3-server.json" --model estimate
+                   "${GOLDEN_SWEEP[@]}") ;;
+    estimate_alltoall_cloudmatrix384)
+      GOLDEN_ARGS=(perf alltoall --topology "$src/configs/topologies/cloudmatrix384.json" --servers 48
+                   --model estimate --format csv -b 64M -e 16G -f 4) ;;
+    estimate_alltoall_a2_1024)
+      GOLDEN_ARGS=(perf alltoall --topology "$src/configs/topologies/a2-cluster.json" --servers 128
+                   --model estimate --format csv -b 64M -e 16G -f 4) ;;
+    estimate_all_reduce_a2_1024)
+      GOLDEN_ARGS=(perf all_reduce --topology "$src/configs/topologies/a2-cluster.json" --servers 128
+                   --model estimate --format csv -b 1M -e 1G -f 4) ;;
     *)
       return 1 ;;
   esac
