@@ -132,17 +132,18 @@ struct ChannelCrossings {
 // whichever thread it runs (a SolveBatch's).
 class CountedPart {
  public:
-  explicit CountedPart(const RoutedFlows& flows) : flows_(flows) {}
-  // A part that `users` jobs of a SolveBatch take: once the last of them
-  // is solved its counts and crossings are freed (left empty), so that
-  // the parts solved after it reuse their memory instead of fresh pages.
-  // (Its routes are its maker's: freeing them too slowed the routing of
+  explicit CountedPart(const RoutedFlows& flows) : CountedPart(flows, 0) {}
+  // A part that `users` jobs of a SolveBatch take (0: kept to the end):
+  // once the last of them is solved its counts and crossings are freed
+  // (left empty), so that the parts solved after it reuse their memory
+  // instead of fresh pages. (Its routes are its maker's: freeing them too slowed the routing of
   // the rounds after, CloudMatrix384's first AlltoAll point 5.9 -> 6.7
   // ms, medians of 15 runs, and 6.9 ms when the maker freed them.)
-  CountedPart(const RoutedFlows& flows, int users) : flows_(flows), freed_after_(true), users_(users) {}
-  // A job taking this part was solved (SolveBatch calls it).
+  CountedPart(const RoutedFlows& flows, int users) : flows_(flows), users_(users) {}
+  // A job taking this part was solved (SolveBatch calls it). (A part made
+  // with 0 users counts below 0 and is never freed.)
   void solved_one() const {
-    if (freed_after_ && users_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    if (users_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       counts_ = ChannelCounts{};
       crossings_ = ChannelCrossings{};
     }
@@ -161,8 +162,7 @@ class CountedPart {
 
  private:
   const RoutedFlows& flows_;
-  bool freed_after_ = false;            // made with its users
-  mutable std::atomic<int> users_{0};  // jobs taking it not yet solved
+  mutable std::atomic<int> users_;  // jobs taking it not yet solved
   mutable std::once_flag counted_, listed_;
   mutable ChannelCounts counts_;
   mutable ChannelCrossings crossings_;
