@@ -80,7 +80,7 @@ bool RouteFinder::rdma_between(int a, int b) const {
   return spec_->sdma_domain_of.at(static_cast<std::size_t>(a)) != spec_->sdma_domain_of.at(static_cast<std::size_t>(b));
 }
 
-RouteFinder::LeafSpines RouteFinder::add_leaf_spines(std::size_t fabric, int leaf) const {
+int RouteFinder::add_leaf_spines(std::size_t fabric, int leaf) const {
   const std::vector<int>& spines = spec_->fabrics[fabric].spines_of[static_cast<std::size_t>(leaf)];
   LeafSpines out;
   out.first = leaf_spine_hops_.size();
@@ -94,9 +94,10 @@ RouteFinder::LeafSpines RouteFinder::add_leaf_spines(std::size_t fabric, int lea
     std::map<std::vector<int>, int>& lists = spine_lists_[fabric];
     out.list = lists.try_emplace(spines, static_cast<int>(lists.size())).first->second;  // (a new list: the next id)
   }
-  leaf_spines_at_[fabric][static_cast<std::size_t>(leaf)] = static_cast<int>(leaf_spines_.size());
+  const int at = static_cast<int>(leaf_spines_.size());
+  leaf_spines_at_[fabric][static_cast<std::size_t>(leaf)] = at;
   leaf_spines_.push_back(out);
-  return leaf_spines_.back();
+  return at;
 }
 
 const RouteFinder::SpineHops& RouteFinder::spines_between(std::size_t fabric, int leaf_src, int leaf_dst) const {

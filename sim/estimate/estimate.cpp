@@ -814,13 +814,19 @@ void EstimateFabric::route_flows(const std::vector<FlowPair>& list, RoutedFlows&
     out.first.reserve(list.size() + 1);
     out.channel.reserve(4 * list.size());
   }
-  for (const FlowPair& f : list) {
-    if (f.from == f.to) {
-      out.channel.push_back(links + f.from);
-    } else {
-      routes_.append_path(f.from, f.to, out.channel);
+  for (std::size_t i = 0; i < list.size();) {
+    if (list[i].from == list[i].to) {
+      out.channel.push_back(links + list[i].from);
+      out.first.push_back(out.channel.size());
+      ++i;
+      continue;
     }
-    out.first.push_back(out.channel.size());
+    std::size_t run = i + 1;  // [i, run): transfers between two NPUs
+    while (run < list.size() && list[run].from != list[run].to) ++run;
+    const FlowPair* const pairs = list.data() + i;
+    routes_.append_paths(run - i, [pairs](std::size_t k) { return std::make_pair(pairs[k].from, pairs[k].to); }, out.first,
+                         out.channel);
+    i = run;
   }
 }
 

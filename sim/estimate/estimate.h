@@ -109,9 +109,30 @@ struct PairRuns {
 // Flows with their routes: flow i crosses the channels
 // channel[first[i]] .. channel[first[i + 1] - 1] (an NPU's memory channel
 // numbered after the links').
+// (Grown by a resize that leaves the new elements as they are: the router
+// writes each flow's channels into room made for them; zeroing it first
+// was a tenth of routing a flow.)
+template <class T>
+struct UnzeroedAllocator : std::allocator<T> {
+  template <class U>
+  struct rebind {
+    using other = UnzeroedAllocator<U>;
+  };
+  UnzeroedAllocator() = default;
+  template <class U>
+  UnzeroedAllocator(const UnzeroedAllocator<U>&) noexcept {}
+  template <class U>
+  void construct(U* at) noexcept {
+    ::new (static_cast<void*>(at)) U;  // (default-initialized: a plain number is left as it is)
+  }
+  template <class U, class... Args>
+  void construct(U* at, Args&&... args) {
+    ::new (static_cast<void*>(at)) U(std::forward<Args>(args)...);
+  }
+};
 struct RoutedFlows {
-  std::vector<std::size_t> first{0};
-  std::vector<int> channel;
+  std::vector<std::size_t, UnzeroedAllocator<std::size_t>> first{0};
+  std::vector<int, UnzeroedAllocator<int>> channel;
   std::size_t size() const { return first.size() - 1; }
 };
 

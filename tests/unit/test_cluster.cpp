@@ -8,6 +8,7 @@
 
 #include "fixtures.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -193,6 +194,68 @@ TEST_CASE("leaves with the same spines route as the per-pair lookup of the spine
     }
   }
   CHECK(spines_taken.size() == 4);
+}
+
+TEST_CASE("routing many pairs at once gives each pair's append_path, in order", "[cluster]") {
+  // append_paths takes the common route through a fabric in a loop of its
+  // own and hands every other pair to append_path; the channels and each
+  // path's end must be append_path's pair by pair. Fresh finders, so that
+  // the lookups the loop fills on first use are made inside it.
+  auto same_as_pair_by_pair = [](const TopologySpec& spec, const std::vector<std::pair<int, int>>& pairs) {
+    const RouteFinder one_by_one(spec);
+    std::vector<int> expected;
+    std::vector<std::size_t> expected_ends{0};
+    for (const auto& [a, b] : pairs) {
+      one_by_one.append_path(a, b, expected);
+      expected_ends.push_back(expected.size());
+    }
+    const RouteFinder at_once(spec);
+    std::vector<int> channels{-7};  // (appended after what is there)
+    std::vector<std::size_t> ends{1};
+    at_once.append_paths(pairs.size(), [&](std::size_t i) { return pairs[i]; }, ends, channels);
+    REQUIRE(channels.size() == expected.size() + 1);
+    CHECK(channels.front() == -7);
+    CHECK(std::equal(expected.begin(), expected.end(), channels.begin() + 1));
+    REQUIRE(ends.size() == expected_ends.size());
+    for (std::size_t i = 0; i < ends.size(); ++i) CHECK(ends[i] == expected_ends[i] + 1);
+    return expected;
+  };
+  // Every pair at distances inside a server, under one leaf, across leaves and (A3) supernodes.
+  auto rotations = [](int npus, const std::vector<int>& distances) {
+    std::vector<std::pair<int, int>> pairs;
+    for (const int x : distances) {
+      for (int r = 0; r < npus; ++r) pairs.push_back({r, (r + x) % npus});
+    }
+    return pairs;
+  };
+  SECTION("A2 servers: HCCS inside a server, the RoCE leaves and spines between") {
+    const TopologySpec spec = make_cluster(a2_cluster_layout(4, RoceFabricOptions{8, 4, 1.0}), load_profile(a2_profile()));
+    same_as_pair_by_pair(spec, rotations(spec.npus, {1, 5, 8, 13, 24}));
+    // A spine linked to no leaf: every pair between leaves goes through the spines both reach (spines_path).
+    TopologySpec listed = spec;
+    const int unlinked = listed.npus + listed.switches;
+    ++listed.switches;
+    for (std::vector<int>& spines : listed.fabrics[0].spines_of) {
+      if (!spines.empty()) spines.insert(spines.begin() + 2, unlinked);
+    }
+    listed.fabrics[0].spines_of.resize(static_cast<std::size_t>(unlinked) + 1);
+    same_as_pair_by_pair(listed, rotations(listed.npus, {3, 8, 17}));
+  }
+  SECTION("four CloudMatrix384 supernodes: UB inside one, RoCE between") {
+    const TopologySpec spec = load_topology(preset("cloudmatrix384x4"));
+    same_as_pair_by_pair(spec, rotations(spec.npus, {1, 16, 100, 768, 1500}));
+  }
+  SECTION("no fabric: paths of many hops found by the search, more than the room made up front") {
+    TopologySpec line = make_cluster(a2_cluster_layout(1, RoceFabricOptions{8, 4, 1.0}), load_profile(a2_profile()));
+    // Four switches in a line (nodes 8..11), NPU k on switch 8 + k % 4.
+    line.links.clear();
+    line.fabrics.clear();
+    line.switches = 4;
+    for (int sw = 8; sw < 11; ++sw) line.links.push_back(LinkSpec{sw, sw + 1, "hccs", {}});
+    for (int k = 0; k < 8; ++k) line.links.push_back(LinkSpec{k, 8 + k % 4, "hccs", {}});
+    const std::vector<int> channels = same_as_pair_by_pair(line, {{0, 3}, {4, 0}, {3, 0}, {1, 2}});
+    CHECK(channels.size() == 5 + 2 + 5 + 3);
+  }
 }
 
 TEST_CASE("two servers sending through one 2:1 oversubscribed leaf uplink each get half of it", "[cluster][a2]") {
