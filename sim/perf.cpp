@@ -286,6 +286,7 @@ std::vector<PerfRow> estimate_perf(const TopologySpec& topology, const PerfReque
   std::vector<PerfRow> rows;
   const ExecContext ctx = exec_context(topology, request);
   const EstimateFabric fabric(topology);
+  fabric.start_solve_threads();  // (ready by the time the first point's forms want them)
   for (const std::uint64_t size : request.sizes) {
     const auto started = std::chrono::steady_clock::now();
     const CollectiveSpec spec = collective_of(request, size);

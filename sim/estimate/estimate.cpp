@@ -1289,8 +1289,78 @@ struct EstimateFabric::SolveBatch::State {
   bool given_up = false;    // a thread failed: the others stop after their current job
   std::condition_variable solved_one;  // (finish(progress) waits on it for the helpers' jobs)
   std::vector<std::exception_ptr> failed;  // per thread; the caller's is 0
-  std::vector<std::thread> helpers;
+  bool helped = false;  // the fabric's solve threads serve it (until served())
 };
+
+// The fabric's other solve threads: each waits for a batch to be posted,
+// takes its jobs (SolveBatch::work) until the batch is closed and every
+// job taken, and reports back; one batch at a time (the fabric's rule).
+struct EstimateFabric::SolveThreads {
+  std::mutex mutex;
+  std::condition_variable posted, served;
+  std::vector<std::thread> threads;
+  SolveBatch* batch = nullptr;  // being served
+  std::uint64_t batches = 0;    // posted so far
+  std::size_t serving = 0;      // threads not yet back from the batch posted
+  bool stopping = false;
+};
+
+EstimateFabric::~EstimateFabric() { stop_solve_threads(); }
+
+void EstimateFabric::stop_solve_threads() const {
+  if (!solve_pool_) return;
+  {
+    const std::lock_guard<std::mutex> lock(solve_pool_->mutex);
+    solve_pool_->stopping = true;
+  }
+  solve_pool_->posted.notify_all();
+  for (std::thread& t : solve_pool_->threads) t.join();
+  solve_pool_.reset();
+}
+
+void EstimateFabric::set_solve_threads(int threads) {
+  stop_solve_threads();  // (the next batch starts as many as it now may)
+  solve_threads_ = threads < 1 ? 1 : threads;
+}
+
+void EstimateFabric::start_solve_threads() const {
+  if (solve_threads_ > 1) solve_pool();
+}
+
+EstimateFabric::SolveThreads& EstimateFabric::solve_pool() const {
+  if (solve_pool_) return *solve_pool_;
+  solve_pool_ = std::make_unique<SolveThreads>();
+  SolveThreads& pool = *solve_pool_;
+  const auto helpers = static_cast<std::size_t>(std::max(solve_threads_, 1) - 1);
+  if (helpers_.size() < helpers) helpers_.resize(helpers);
+  for (std::size_t t = 0; t < helpers; ++t) {
+    try {
+      pool.threads.emplace_back([this, &pool, t] {
+        std::uint64_t seen = 0;
+        for (;;) {
+          SolveBatch* batch = nullptr;
+          {
+            std::unique_lock<std::mutex> lock(pool.mutex);
+            pool.posted.wait(lock, [&] { return pool.stopping || pool.batches != seen; });
+            if (pool.stopping) return;
+            seen = pool.batches;
+            batch = pool.batch;
+          }
+          batch->work(helpers_[t], t + 1);
+          {
+            const std::lock_guard<std::mutex> lock(pool.mutex);
+            --pool.serving;
+          }
+          pool.served.notify_all();
+        }
+      });
+    } catch (const std::system_error&) {  // no more threads to be had: the others take the jobs
+      break;
+    }
+    ++threads_started_;
+  }
+  return pool;
+}
 
 EstimateFabric::SolveBatch::SolveBatch(const EstimateFabric& fabric) : state_(std::make_unique<State>(fabric)) {
   state_->failed.resize(static_cast<std::size_t>(std::max(fabric.solve_threads_, 1)));
@@ -1298,17 +1368,27 @@ EstimateFabric::SolveBatch::SolveBatch(const EstimateFabric& fabric) : state_(st
 
 void EstimateFabric::SolveBatch::start_helpers() {
   // At the second job: a batch of one (a step solved at each point of a
-  // sweep) is solved by the caller, without starting a thread.
-  const auto helpers = state_->failed.size() - 1;
-  if (state_->fabric.helpers_.size() < helpers) state_->fabric.helpers_.resize(helpers);
-  for (std::size_t t = 0; t < helpers; ++t) {
-    try {
-      state_->helpers.emplace_back([this, t] { work(state_->fabric.helpers_[t], t + 1); });
-    } catch (const std::system_error&) {  // no more threads to be had: the others take the jobs
-      break;
-    }
-    ++state_->fabric.threads_started_;
+  // sweep) is solved by the caller, without the other threads.
+  if (state_->failed.size() < 2) return;
+  SolveThreads& pool = state_->fabric.solve_pool();
+  if (pool.threads.empty()) return;
+  {
+    const std::lock_guard<std::mutex> lock(pool.mutex);
+    pool.batch = this;
+    pool.serving = pool.threads.size();
+    ++pool.batches;
   }
+  state_->helped = true;
+  pool.posted.notify_all();
+}
+
+void EstimateFabric::SolveBatch::served() {
+  if (!state_->helped) return;
+  SolveThreads& pool = *state_->fabric.solve_pool_;
+  std::unique_lock<std::mutex> lock(pool.mutex);
+  pool.served.wait(lock, [&pool] { return pool.serving == 0; });
+  pool.batch = nullptr;
+  state_->helped = false;
 }
 
 EstimateFabric::SolveBatch::~SolveBatch() {
@@ -1318,9 +1398,7 @@ EstimateFabric::SolveBatch::~SolveBatch() {
     state_->next = state_->jobs.size();
   }
   state_->added.notify_all();
-  for (std::thread& t : state_->helpers) {
-    if (t.joinable()) t.join();
-  }
+  served();
 }
 
 void EstimateFabric::SolveBatch::add(SolveJob job) {
@@ -1332,7 +1410,7 @@ void EstimateFabric::SolveBatch::add(SolveJob job) {
     state_->solved.push_back(0);
     jobs = state_->jobs.size();
   }
-  if (jobs == 2) start_helpers();
+  if (jobs == 2 && !state_->helped) start_helpers();
   state_->added.notify_one();
 }
 
@@ -1421,10 +1499,10 @@ std::vector<std::vector<double>> EstimateFabric::SolveBatch::finish(const std::f
       const std::lock_guard<std::mutex> lock(s.mutex);
       s.next = s.jobs.size();
     }
-    for (std::thread& t : s.helpers) t.join();
+    served();
     throw;
   }
-  for (std::thread& t : s.helpers) t.join();
+  served();
   for (const std::exception_ptr& e : s.failed) {
     if (e) std::rethrow_exception(e);
   }
@@ -1438,7 +1516,7 @@ std::vector<std::vector<double>> EstimateFabric::SolveBatch::finish() {
   }
   state_->added.notify_all();
   work(state_->fabric.solver_, 0);
-  for (std::thread& t : state_->helpers) t.join();
+  served();
   for (const std::exception_ptr& e : state_->failed) {
     if (e) std::rethrow_exception(e);
   }

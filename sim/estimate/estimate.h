@@ -224,6 +224,7 @@ class EstimateFabric {
  public:
   // `spec` must outlive the fabric.
   explicit EstimateFabric(const TopologySpec& spec);
+  ~EstimateFabric();  // (stops the solve threads)
   EstimateFabric(const EstimateFabric&) = delete;
   EstimateFabric& operator=(const EstimateFabric&) = delete;
 
@@ -319,6 +320,8 @@ class EstimateFabric {
   // finish(), and the caller must not solve with the fabric meanwhile
   // except through flow_rates and solve_routed (the caller's own memory).
   class SolveBatch {
+    friend class EstimateFabric;  // (its solve threads serve a batch through work())
+
    public:
     explicit SolveBatch(const EstimateFabric& fabric);
     ~SolveBatch();  // without finish(): the jobs not started are dropped
@@ -338,6 +341,7 @@ class EstimateFabric {
    private:
     struct State;
     void start_helpers();
+    void served();  // once the fabric's solve threads are back from this batch
     void work(MaxMinShares& solver, std::size_t thread);
     bool solve(MaxMinShares& solver, std::size_t thread, std::size_t job, std::vector<double>& shares);
     std::unique_ptr<State> state_;
@@ -351,9 +355,15 @@ class EstimateFabric {
                                                          const std::function<void()>& meanwhile = {}) const;
   // Threads for a SolveBatch: the machine's cores by default (at most 8); 1
   // solves on the caller's thread.
-  void set_solve_threads(int threads) { solve_threads_ = threads < 1 ? 1 : threads; }
+  void set_solve_threads(int threads);
   int solve_threads() const { return solve_threads_; }
-  // Threads started by SolveBatches so far (a batch of one job starts none).
+  // The other solve threads are started once, by the first batch that
+  // wants them (a batch of one job starts none), and kept for the later
+  // batches; this starts them now: on this VM a thread takes 0.5-1 ms to
+  // begin, which a form's first point otherwise waits for (perf's
+  // estimate runs call it as they load the topology).
+  void start_solve_threads() const;
+  // Threads started so far: once per fabric, and again after set_solve_threads.
   std::uint64_t threads_started() const { return threads_started_; }
   // The solves by groups that ended in their first round found from their
   // parts' channel counts (fill_groups_by_counts), on any thread.
@@ -505,6 +515,10 @@ class EstimateFabric {
   mutable std::set<std::string> seen_;  // first_time()'s
   mutable MaxMinShares solver_;  // solve_routed's working memory
   mutable std::vector<MaxMinShares> helpers_;  // a SolveBatch's other threads'
+  struct SolveThreads;  // those threads, serving one batch at a time (estimate.cpp)
+  mutable std::unique_ptr<SolveThreads> solve_pool_;
+  SolveThreads& solve_pool() const;  // started if not yet
+  void stop_solve_threads() const;
   int solve_threads_;
   mutable std::uint64_t threads_started_ = 0;
   mutable std::atomic<std::uint64_t> first_rounds_by_counts_{0};

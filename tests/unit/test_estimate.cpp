@@ -357,6 +357,25 @@ TEST_CASE("estimate: solves run at once on several threads give the rates of one
     CHECK(rates == at_once);
     CHECK(seen == at_once);
   }
+  // The threads are the fabric's, kept from batch to batch.
+  CHECK(fabric.threads_started() == 3);
+  // Started before the first batch (perf's estimate runs), or again after
+  // the count changes: the rates are the same.
+  {
+    EstimateFabric early(spec);
+    early.set_solve_threads(2);
+    early.start_solve_threads();
+    CHECK(early.threads_started() == 1);
+    EstimateFabric::SolveBatch batch(early);
+    for (const EstimateFabric::SolveJob& job : jobs) batch.add(job);
+    CHECK(batch.finish() == at_once);
+    CHECK(early.threads_started() == 1);
+    early.set_solve_threads(3);
+    EstimateFabric::SolveBatch again(early);
+    for (const EstimateFabric::SolveJob& job : jobs) again.add(job);
+    CHECK(again.finish() == at_once);
+    CHECK(early.threads_started() == 3);
+  }
   // On one thread (no helpers) every job is the caller's: n rises by one
   // job at a time.
   {
