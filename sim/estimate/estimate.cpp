@@ -1299,10 +1299,26 @@ struct EstimateFabric::SolveThreads {
   std::mutex mutex;
   std::condition_variable posted, served;
   std::vector<std::thread> threads;
-  SolveBatch* batch = nullptr;  // being served
-  std::uint64_t batches = 0;    // posted so far
-  std::size_t serving = 0;      // threads not yet back from the batch posted
+  std::function<void(std::size_t)> task;  // being served: run by each thread with its number (1..)
+  std::uint64_t batches = 0;              // tasks posted so far
+  std::size_t serving = 0;                // threads not yet back from the task posted
   bool stopping = false;
+  // Posts `each` to every thread.
+  void post(std::function<void(std::size_t)> each) {
+    {
+      const std::lock_guard<std::mutex> lock(mutex);
+      task = std::move(each);
+      serving = threads.size();
+      ++batches;
+    }
+    posted.notify_all();
+  }
+  // Once every thread is back from the task posted.
+  void wait_served() {
+    std::unique_lock<std::mutex> lock(mutex);
+    served.wait(lock, [this] { return serving == 0; });
+    task = nullptr;
+  }
 };
 
 EstimateFabric::~EstimateFabric() { stop_solve_threads(); }
@@ -1338,15 +1354,15 @@ EstimateFabric::SolveThreads& EstimateFabric::solve_pool() const {
       pool.threads.emplace_back([this, &pool, t] {
         std::uint64_t seen = 0;
         for (;;) {
-          SolveBatch* batch = nullptr;
+          std::function<void(std::size_t)>* task = nullptr;
           {
             std::unique_lock<std::mutex> lock(pool.mutex);
             pool.posted.wait(lock, [&] { return pool.stopping || pool.batches != seen; });
             if (pool.stopping) return;
             seen = pool.batches;
-            batch = pool.batch;
+            task = &pool.task;  // (left as it is until every thread is back)
           }
-          batch->work(helpers_[t], t + 1);
+          (*task)(t + 1);
           {
             const std::lock_guard<std::mutex> lock(pool.mutex);
             --pool.serving;
@@ -1372,23 +1388,37 @@ void EstimateFabric::SolveBatch::start_helpers() {
   if (state_->failed.size() < 2) return;
   SolveThreads& pool = state_->fabric.solve_pool();
   if (pool.threads.empty()) return;
-  {
-    const std::lock_guard<std::mutex> lock(pool.mutex);
-    pool.batch = this;
-    pool.serving = pool.threads.size();
-    ++pool.batches;
-  }
   state_->helped = true;
-  pool.posted.notify_all();
+  pool.post([this](std::size_t thread) { work(state_->fabric.helpers_[thread - 1], thread); });
 }
 
 void EstimateFabric::SolveBatch::served() {
   if (!state_->helped) return;
-  SolveThreads& pool = *state_->fabric.solve_pool_;
-  std::unique_lock<std::mutex> lock(pool.mutex);
-  pool.served.wait(lock, [&pool] { return pool.serving == 0; });
-  pool.batch = nullptr;
+  state_->fabric.solve_pool_->wait_served();
   state_->helped = false;
+}
+
+void EstimateFabric::on_solve_threads(const std::function<void(std::size_t, std::size_t)>& each) const {
+  SolveThreads* pool = solve_threads_ > 1 ? &solve_pool() : nullptr;
+  if (pool == nullptr || pool->threads.empty()) return each(0, 1);
+  const std::size_t threads = pool->threads.size() + 1;
+  std::vector<std::exception_ptr> failed(threads);
+  pool->post([&](std::size_t thread) {
+    try {
+      each(thread, threads);
+    } catch (...) {
+      failed[thread] = std::current_exception();
+    }
+  });
+  try {
+    each(0, threads);
+  } catch (...) {
+    failed[0] = std::current_exception();
+  }
+  pool->wait_served();
+  for (const std::exception_ptr& e : failed) {
+    if (e) std::rethrow_exception(e);
+  }
 }
 
 EstimateFabric::SolveBatch::~SolveBatch() {

@@ -363,6 +363,11 @@ class EstimateFabric {
   // begin, which a form's first point otherwise waits for (perf's
   // estimate runs call it as they load the topology).
   void start_solve_threads() const;
+  // each(thread, threads) on every solve thread at once (this one is
+  // thread 0), returning when all are done (the first error rethrown
+  // here): for a form's loop over parts that do not touch each other.
+  // Not while a SolveBatch is open.
+  void on_solve_threads(const std::function<void(std::size_t thread, std::size_t threads)>& each) const;
   // Threads started so far: once per fabric, and again after set_solve_threads.
   std::uint64_t threads_started() const { return threads_started_; }
   // The solves by groups that ended in their first round found from their

@@ -5,6 +5,7 @@
 // phase (a full mesh), so a transfer's rate is its link's, capped.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -420,99 +421,134 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
     });
     for (std::size_t i = 0; i < samples.size(); ++i) sample_shares[samples[i]].rates = solved[i];
   }
-  int use = 0;
-  for (std::uint64_t step = 0; step < steps; ++step) {
-    const double piece = static_cast<double>(std::min(block, s.count - std::min(s.count, step * block)) * esz);
-    for (std::size_t ri = 0; ri < rounds.size(); ++ri) {
-      const int group = use++ % groups;
-      const std::size_t sample = sample_of(ri);
-      const DistanceRounds::Round dist = rounds[sample];
-      const SampleShares& shares = sample_shares[sample];
-      const std::vector<double>& rates = *shares.rates;
-      const std::size_t own = shares.own;  // this round's flows, first in `rates`
-      // Each slot's slowest share and path, once per (sampled) round.
-      RoundSlots& cached = round_slots[sample];
-      if (cached.rate.empty()) {
-        RoundSlots& rs = cached;
-        rs.rate.assign(dist.size(), 1e300);
-        // (Rank by rank, a read per slot: the flows are listed rank-major.
-        // A division per flow to find its slot was most of a later point
-        // on 99,840 dies.)
-        for (std::size_t first = 0; first < own; first += dist.size()) {
-          const std::size_t n = std::min(dist.size(), own - first);
-          for (std::size_t j = 0; j < n; ++j) rs.rate[j] = std::min(rs.rate[j], rates[first + j]);
+  // Each sampled round's slots: their slowest share and path.
+  for (std::size_t sample = 0; sample < round_slots.size(); ++sample) {
+    const DistanceRounds::Round dist = rounds[sample];
+    const std::vector<double>& rates = *sample_shares[sample].rates;
+    const std::size_t own = sample_shares[sample].own;  // the round's flows, first in `rates`
+    RoundSlots& rs = round_slots[sample];
+    rs.rate.assign(dist.size(), 1e300);
+    // (Rank by rank, a read per slot: the flows are listed rank-major.
+    // A division per flow to find its slot was most of a later point on
+    // 99,840 dies.)
+    for (std::size_t first = 0; first < own; first += dist.size()) {
+      const std::size_t n = std::min(dist.size(), own - first);
+      for (std::size_t j = 0; j < n; ++j) rs.rate[j] = std::min(rs.rate[j], rates[first + j]);
+    }
+    rs.path.resize(dist.size());
+    if (table == nullptr) {
+      for (std::size_t j = 0; j < dist.size(); ++j) {
+        for (const PathCost& k : distance_kinds(dist[j])) {
+          if (k.latency >= rs.path[j].latency) rs.path[j] = k;
         }
-        rs.path.resize(dist.size());
-        if (table == nullptr) {
-          for (std::size_t j = 0; j < dist.size(); ++j) {
-            for (const PathCost& k : distance_kinds(dist[j])) {
-              if (k.latency >= rs.path[j].latency) rs.path[j] = k;
-            }
+      }
+    }
+  }
+  // A round's local copies: the first use of the blocks stages all of them
+  // at once, sharing the memory channel; later ones wait each for its own
+  // block's reader, which spreads them out (one at a time, roughly).
+  auto local_rate = [&](int use, std::size_t distances) {
+    const double sharing = use <= groups ? static_cast<double>(distances) : 1.0;
+    return std::min(c.local_rate / sharing, c.copy_rate);
+  };
+  if (table == nullptr) {
+    // The representative form: one rank a slot, its chain of tasks in a
+    // line (as the loops below would run it for one rank, at the slot's
+    // slowest share and path; a later point on 99,840 dies, 12,480 rounds
+    // a step, went 1.03 -> 0.72 ms). A slot's chain reads only its own
+    // streams and blocks: a long loop's slots are split over the solve
+    // threads, each with its own copy of its slots' times (99,840 dies:
+    // first points 10.1 -> 9.4 ms, later ones 0.73 -> 0.63 ms; waking the
+    // other thread for CloudMatrix384's 96 rounds a step made its later
+    // points 0.15 -> 0.26 ms).
+    constexpr double kSplitRounds = 4096;  // rounds x steps
+    const auto each_slots = [&](const std::function<void(std::size_t, std::size_t)>& run) {
+      if (static_cast<double>(rounds.size()) * static_cast<double>(steps) < kSplitRounds) return run(0, 1);
+      f.on_solve_threads(run);
+    };
+    each_slots([&](std::size_t thread, std::size_t threads) {
+      const std::size_t from = slots * thread / threads;
+      const std::size_t to = slots * (thread + 1) / threads;
+      const std::size_t mine = to - from;
+      if (mine == 0) return;
+      std::vector<double> local(local_free.begin() + static_cast<std::ptrdiff_t>(from),
+                                local_free.begin() + static_cast<std::ptrdiff_t>(to));
+      std::vector<double> sdma(sdma_free.begin() + static_cast<std::ptrdiff_t>(from),
+                               sdma_free.begin() + static_cast<std::ptrdiff_t>(to));
+      std::vector<double> freed_of(static_cast<std::size_t>(groups) * mine, start(c));  // per group, per slot
+      int use = 0;
+      for (std::uint64_t step = 0; step < steps; ++step) {
+        const double piece = static_cast<double>(std::min(block, s.count - std::min(s.count, step * block)) * esz);
+        for (std::size_t ri = 0; ri < rounds.size(); ++ri) {
+          const int group = use++ % groups;
+          const RoundSlots& cached = round_slots[sample_of(ri)];
+          const std::size_t distances = cached.rate.size();
+          const double copy_rate = local_rate(use, distances);
+          double* const freed = freed_of.data() + static_cast<std::size_t>(group) * mine;
+          const bool waits = use > groups;
+          for (std::size_t j = from; j < std::min(to, distances); ++j) {
+            const std::size_t k = j - from;
+            const PathCost& in = cached.path[j];
+            const double record_in = in.same_chip ? c.record_local : c.record_remote;
+            double t = local[k];
+            if (waits) t = c.wait_end(t + d, freed[k]);
+            t = sdma_task(c, t, c.sdma_fixed, piece, copy_rate, c.local_latency);
+            local[k] = t + d + c.record_local;
+            const double acked = c.wait_end(sdma[k] + d, local[k]) + d + record_in;
+            t = sdma_task(c, c.wait_end(acked + d, acked), c.sdma_read_fixed, piece, cached.rate[j], in.latency);
+            const double signalled = t + d + record_in;
+            sdma[k] = freed[k] = c.wait_end(signalled + d, signalled) + d + c.record_local;
           }
         }
       }
-      const std::vector<double>& slot_rate = cached.rate;
-      // The first use of the blocks stages all of them at once, sharing the
-      // memory channel; later ones wait each for its own block's reader,
-      // which spreads them out (one at a time, roughly).
-      const double sharing = use <= groups ? static_cast<double>(dist.size()) : 1.0;
-      const double local_rate = std::min(c.local_rate / sharing, c.copy_rate);
-      if (table == nullptr) {
-        // The representative form: one rank a slot, its chain of tasks
-        // in a line (as the loops below would run it for one rank, at the
-        // slot's slowest share and path; a later point on 99,840 dies,
-        // 12,480 rounds a step, went 1.03 -> 0.72 ms).
-        double* const local = local_free.data();
-        double* const sdma = sdma_free.data();
-        double* const freed = slot_freed[static_cast<std::size_t>(group)].data();
-        const bool waits = use > groups;
+      std::copy(sdma.begin(), sdma.end(), sdma_free.begin() + static_cast<std::ptrdiff_t>(from));
+    });
+  } else {
+    // Every rank followed, each pair at its own share and path.
+    int use = 0;
+    for (std::uint64_t step = 0; step < steps; ++step) {
+      const double piece = static_cast<double>(std::min(block, s.count - std::min(s.count, step * block)) * esz);
+      for (std::size_t ri = 0; ri < rounds.size(); ++ri) {
+        const int group = use++ % groups;
+        const std::size_t sample = sample_of(ri);
+        const DistanceRounds::Round dist = rounds[sample];
+        const std::vector<double>& rates = *sample_shares[sample].rates;
+        const std::size_t own = sample_shares[sample].own;  // this round's flows, first in `rates`
+        const std::vector<double>& slot_rate = round_slots[sample].rate;
+        const double copy_rate = local_rate(use, dist.size());
         for (std::size_t j = 0; j < dist.size(); ++j) {
-          const PathCost& in = cached.path[j];
-          const double record_in = in.same_chip ? c.record_local : c.record_remote;
-          double t = local[j];
-          if (waits) t = c.wait_end(t + d, freed[j]);
-          t = sdma_task(c, t, c.sdma_fixed, piece, local_rate, c.local_latency);
-          local[j] = t + d + c.record_local;
-          const double acked = c.wait_end(sdma[j] + d, local[j]) + d + record_in;
-          t = sdma_task(c, c.wait_end(acked + d, acked), c.sdma_read_fixed, piece, slot_rate[j], in.latency);
-          const double signalled = t + d + record_in;
-          sdma[j] = freed[j] = c.wait_end(signalled + d, signalled) + d + c.record_local;
-        }
-        continue;
-      }
-      // Every rank followed, each pair at its own share and path.
-      for (std::size_t j = 0; j < dist.size(); ++j) {
-        const int x = dist[j];
-        auto path_of = [&](int r) -> const PathCost& {  // of the pair (r, r + x), from the table
-          return table->kinds[table->kind_of[static_cast<std::size_t>(x - 1) * static_cast<std::size_t>(p) +
-                                             static_cast<std::size_t>(r)]];
-        };
-        auto record = [&](const PathCost& pc) { return pc.same_chip ? c.record_local : c.record_remote; };
-        for (int r = 0; r < ranks; ++r) {
-          // The local stream: wait for the block to be free (its last reader), copy, record "staged".
-          double t = at(local_free, r, j);
-          if (use > groups) t = c.wait_end(t + d, at(slot_freed[static_cast<std::size_t>(group)], r, j));
-          t = sdma_task(c, t, c.sdma_fixed, piece, local_rate, c.local_latency);
-          at(local_free, r, j) = t + d + c.record_local;
-          // The SDMA stream: wait for it, TxAck to r + x.
-          u[static_cast<std::size_t>(r)] = c.wait_end(at(sdma_free, r, j) + d, at(local_free, r, j));
-          ack[static_cast<std::size_t>(r)] = u[static_cast<std::size_t>(r)] + d + record(path_of(r));
-        }
-        for (int r = 0; r < ranks; ++r) {
-          // RxAck from r - x, read its piece, TxDataSignal back to it.
-          const int from = (r + p - x) % p;
-          const PathCost& in = path_of(from);
-          const std::size_t flow = static_cast<std::size_t>(r) * dist.size() + j;
-          const double rate = flow < own ? rates[flow] : slot_rate[j];
-          double t = c.wait_end(ack[static_cast<std::size_t>(r)] + d, ack[static_cast<std::size_t>(from)]);
-          t = sdma_task(c, t, c.sdma_read_fixed, piece, rate, in.latency);
-          signal[static_cast<std::size_t>(r)] = t + d + record(in);
-        }
-        for (int r = 0; r < ranks; ++r) {
-          // RxDataSignal from r + x (it has read r's piece), then free the block.
-          const int to = (r + x) % p;
-          const double t = c.wait_end(signal[static_cast<std::size_t>(r)] + d, signal[static_cast<std::size_t>(to)]);
-          at(sdma_free, r, j) = at(slot_freed[static_cast<std::size_t>(group)], r, j) = t + d + c.record_local;
+          const int x = dist[j];
+          auto path_of = [&](int r) -> const PathCost& {  // of the pair (r, r + x), from the table
+            return table->kinds[table->kind_of[static_cast<std::size_t>(x - 1) * static_cast<std::size_t>(p) +
+                                               static_cast<std::size_t>(r)]];
+          };
+          auto record = [&](const PathCost& pc) { return pc.same_chip ? c.record_local : c.record_remote; };
+          for (int r = 0; r < ranks; ++r) {
+            // The local stream: wait for the block to be free (its last reader), copy, record "staged".
+            double t = at(local_free, r, j);
+            if (use > groups) t = c.wait_end(t + d, at(slot_freed[static_cast<std::size_t>(group)], r, j));
+            t = sdma_task(c, t, c.sdma_fixed, piece, copy_rate, c.local_latency);
+            at(local_free, r, j) = t + d + c.record_local;
+            // The SDMA stream: wait for it, TxAck to r + x.
+            u[static_cast<std::size_t>(r)] = c.wait_end(at(sdma_free, r, j) + d, at(local_free, r, j));
+            ack[static_cast<std::size_t>(r)] = u[static_cast<std::size_t>(r)] + d + record(path_of(r));
+          }
+          for (int r = 0; r < ranks; ++r) {
+            // RxAck from r - x, read its piece, TxDataSignal back to it.
+            const int from = (r + p - x) % p;
+            const PathCost& in = path_of(from);
+            const std::size_t flow = static_cast<std::size_t>(r) * dist.size() + j;
+            const double rate = flow < own ? rates[flow] : slot_rate[j];
+            double t = c.wait_end(ack[static_cast<std::size_t>(r)] + d, ack[static_cast<std::size_t>(from)]);
+            t = sdma_task(c, t, c.sdma_read_fixed, piece, rate, in.latency);
+            signal[static_cast<std::size_t>(r)] = t + d + record(in);
+          }
+          for (int r = 0; r < ranks; ++r) {
+            // RxDataSignal from r + x (it has read r's piece), then free the block.
+            const int to = (r + x) % p;
+            const double t = c.wait_end(signal[static_cast<std::size_t>(r)] + d, signal[static_cast<std::size_t>(to)]);
+            at(sdma_free, r, j) = at(slot_freed[static_cast<std::size_t>(group)], r, j) = t + d + c.record_local;
+          }
         }
       }
     }
