@@ -1300,7 +1300,7 @@ struct EstimateFabric::SolveThreads {
   std::condition_variable posted, served;
   std::vector<std::thread> threads;
   std::function<void(std::size_t)> task;  // being served: run by each thread with its number (1..)
-  std::uint64_t batches = 0;              // tasks posted so far
+  std::uint64_t posts = 0;                // tasks posted so far
   std::size_t serving = 0;                // threads not yet back from the task posted
   bool stopping = false;
   // Posts `each` to every thread.
@@ -1309,7 +1309,7 @@ struct EstimateFabric::SolveThreads {
       const std::lock_guard<std::mutex> lock(mutex);
       task = std::move(each);
       serving = threads.size();
-      ++batches;
+      ++posts;
     }
     posted.notify_all();
   }
@@ -1357,9 +1357,9 @@ EstimateFabric::SolveThreads& EstimateFabric::solve_pool() const {
           std::function<void(std::size_t)>* task = nullptr;
           {
             std::unique_lock<std::mutex> lock(pool.mutex);
-            pool.posted.wait(lock, [&] { return pool.stopping || pool.batches != seen; });
+            pool.posted.wait(lock, [&] { return pool.stopping || pool.posts != seen; });
             if (pool.stopping) return;
-            seen = pool.batches;
+            seen = pool.posts;
             task = &pool.task;  // (left as it is until every thread is back)
           }
           (*task)(t + 1);
@@ -1440,7 +1440,7 @@ void EstimateFabric::SolveBatch::add(SolveJob job) {
     state_->solved.push_back(0);
     jobs = state_->jobs.size();
   }
-  if (jobs == 2 && !state_->helped) start_helpers();
+  if (jobs == 2) start_helpers();
   state_->added.notify_one();
 }
 
