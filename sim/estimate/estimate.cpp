@@ -59,14 +59,18 @@ EstimateFabric::EstimateFabric(const TopologySpec& spec)
   // AlltoAll's first point on 1024 A2 NPUs.)
   link_rates_.reserve(spec_.links.size());
   for (const LinkSpec& link : spec_.links) link_rates_.push_back(rate(link.params.bandwidth));
+  // places()'s room, on the caller's heap (built on a solve thread, whose
+  // own heap is fresh pages: faulted in there, it kept a caller that
+  // wanted the table at once waiting).
+  places_.reserve(static_cast<std::size_t>(spec_.npus) * (3 + spec_.fabrics.size()));
 }
 
 const std::vector<int>& EstimateFabric::places() const {
-  if (places_.empty()) {
+  std::call_once(places_built_, [this] {
     // Level by level (chip, server, SDMA domain: 0 when there are none,
     // leaf of each fabric), each an array over the NPUs, so that the pairs
     // of a run compare contiguous ids; built on first use (100,000 NPUs: a
-    // few MiB).
+    // few MiB), by a solve thread as it starts when there is one.
     const auto npus = static_cast<std::size_t>(spec_.npus);
     places_.resize(npus * (3 + spec_.fabrics.size()));
     // n / size by counting, not dividing (two divisions an NPU were most of
@@ -113,7 +117,7 @@ const std::vector<int>& EstimateFabric::places() const {
       }
       if (differ == 0) blocks_[l] = static_cast<int>(block);
     }
-  }
+  });
   return places_;
 }
 
@@ -1354,8 +1358,11 @@ EstimateFabric::SolveThreads& EstimateFabric::solve_pool() const {
       pool.threads.emplace_back([this, &pool, t] {
         // Its slot map first, which every solve takes (one int a channel,
         // 5 MiB on 99,840 dies): faulted in as the thread starts, while the
-        // caller plans and routes, rather than in its first job.
+        // caller plans and routes, rather than in its first job. Then the
+        // first thread builds the NPUs' places, which the kinds of path
+        // take, off the caller's way (1.3 MiB a level on 99,840 dies).
         slot_map(helpers_[t]);
+        if (t == 0) places();
         std::uint64_t seen = 0;
         for (;;) {
           std::function<void(std::size_t)>* task = nullptr;

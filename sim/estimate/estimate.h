@@ -499,7 +499,8 @@ class EstimateFabric {
   void classify(const PairRuns& pairs, std::vector<PathCost>& kinds, std::vector<std::uint8_t>* kind_of) const;
 
   const TopologySpec& spec_;  // the caller's: 100,000 NPUs' links are not copied
-  mutable std::vector<int> places_;  // places()'s, built on first use
+  mutable std::vector<int> places_;  // places()'s, built on first use (on any thread, once)
+  mutable std::once_flag places_built_;
   // Per level of places_, the size of the blocks of consecutive NPUs that
   // share an id there (each NPU's id its block's, the blocks' ids rising),
   // or 0 when the level is not so: a run of pairs a constant distance apart
