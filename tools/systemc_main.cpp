@@ -65,9 +65,9 @@ void reexec_with_huge_pages(char* argv[]) {
 #endif
 
 // The program's own code, mapped in at once: each first call into a page
-// of it otherwise faults on the thread making it (a fault costs 10-50 us
-// on this project's VM; the first estimate point of a command took about
-// a dozen, registries and forms run for the first time).
+// of it otherwise faults on the thread making it (a 4 KiB fault costs
+// about 10 us on this project's VM; one traced first estimate point took
+// 7 on its caller's thread, registries and forms run for the first time).
 void map_in_code() {
   dl_iterate_phdr(
       [](dl_phdr_info* info, std::size_t, void*) -> int {
