@@ -395,6 +395,28 @@ thread_local std::vector<DataSpan> replacement;
 
 }  // namespace
 
+BufferContents::Entry::Entry(std::uint64_t begin, const DataSpan& span) : unit_(span.unit) {
+  if (begin > kLow || span.origin > kLow) {
+    throw std::length_error("data check: a buffer offset of 2^45 bytes (32 TiB) or more is not tracked");
+  }
+  const auto step = static_cast<std::uint32_t>(span.step);
+  begin_state_ = begin | static_cast<std::uint64_t>(span.state) << kBits | static_cast<std::uint64_t>(step & 0x1ffffu) << 47;
+  origin_step_ = span.origin | static_cast<std::uint64_t>(step >> 17) << 49;
+  from_count_ = span.from | static_cast<std::uint64_t>(span.count) << 32;
+}
+
+DataSpan BufferContents::Entry::span() const {
+  DataSpan s;
+  s.unit = unit_;
+  s.origin = origin_step_ & kLow;
+  s.from = static_cast<RankSetTable::Id>(from_count_);
+  s.step = static_cast<std::int32_t>(static_cast<std::uint32_t>(begin_state_ >> 47) |
+                                     static_cast<std::uint32_t>(origin_step_ >> 49) << 17);
+  s.count = static_cast<std::uint32_t>(from_count_ >> 32);
+  s.state = static_cast<Piece::State>((begin_state_ >> kBits) & 3);
+  return s;
+}
+
 BufferContents::BufferContents(const RankSetTable* sets, std::uint64_t size) : size_(size), sets_(sets) {
   if (size > 0) {
     DataSpan s;
@@ -417,7 +439,7 @@ BufferContents& BufferContents::operator=(const BufferContents& o) {
 }
 
 BufferContents::Pos BufferContents::locate(std::uint64_t pos) const {
-  auto holds = [pos](const Entry& e) { return e.begin <= pos && pos - e.begin < e.span.bytes(); };
+  auto holds = [pos](const Entry& e) { return e.begin() <= pos && pos - e.begin() < e.bytes(); };
   std::size_t b = finger_.block;
   if (b < views_.size() && finger_.index < views_[b].size) {
     const BlockView& v = views_[b];
@@ -425,7 +447,7 @@ BufferContents::Pos BufferContents::locate(std::uint64_t pos) const {
     if (holds(v.data[i])) return finger_;
     // A few entries on: the next block of a strided pattern (an AllGather
     // filling every 8th block, then every 8th plus one) is a couple ahead.
-    if (pos >= v.data[i].begin) {
+    if (pos >= v.data[i].begin()) {
       for (std::size_t k = i + 1; k < v.size && k <= i + kFingerReach; ++k) {
         if (holds(v.data[k])) return finger_ = Pos{b, k};
       }
@@ -442,7 +464,7 @@ BufferContents::Pos BufferContents::locate(std::uint64_t pos) const {
     b = static_cast<std::size_t>(it - views_.begin()) - 1;
   }
   const BlockView& v = views_[b];
-  const Entry* e = std::upper_bound(v.data, v.data + v.size, pos, [](std::uint64_t p, const Entry& x) { return p < x.begin; });
+  const Entry* e = std::upper_bound(v.data, v.data + v.size, pos, [](std::uint64_t p, const Entry& x) { return p < x.begin(); });
   finger_ = Pos{b, static_cast<std::size_t>(e - v.data) - 1};
   return finger_;
 }
@@ -476,10 +498,11 @@ void BufferContents::read(std::uint64_t offset, std::uint64_t length, std::vecto
   Pos p = locate(offset);
   do {
     const Entry& e = at(p);
-    if (e.begin >= end) break;
-    const std::uint64_t p_begin = std::max(e.begin, offset);
-    const std::uint64_t p_end = std::min(e.begin + e.span.bytes(), end);
-    clip_into(out, e.span, p_begin - e.begin, p_end - p_begin);
+    const std::uint64_t e_begin = e.begin();
+    if (e_begin >= end) break;
+    const std::uint64_t p_begin = std::max(e_begin, offset);
+    const std::uint64_t p_end = std::min(e_begin + e.bytes(), end);
+    clip_into(out, e.span(), p_begin - e_begin, p_end - p_begin);
   } while (step_forward(p));
 }
 
@@ -487,7 +510,7 @@ BufferContents::Range BufferContents::range(std::uint64_t offset, std::uint64_t 
   Range r;
   r.first = locate(offset);
   r.last = r.first;  // most writes cover few entries: walk to the last rather than search
-  while (at(r.last).begin + at(r.last).span.bytes() < end) step_forward(r.last);
+  while (at(r.last).begin() + at(r.last).bytes() < end) step_forward(r.last);
   r.lo = r.first;
   for (r.before = 0; r.before < 2 && step_back(r.lo); ++r.before) {
   }
@@ -498,7 +521,7 @@ BufferContents::Range BufferContents::range(std::uint64_t offset, std::uint64_t 
 }
 
 void BufferContents::replace(Pos first, Pos last, const std::vector<DataSpan>& spans) {
-  std::uint64_t at_byte = at(first).begin;
+  std::uint64_t at_byte = at(first).begin();
   if (first.block == last.block) {
     std::vector<Entry>& blk = blocks_[first.block];
     const std::size_t old_count = last.index - first.index + 1;
@@ -581,18 +604,18 @@ void BufferContents::replace(Pos first, Pos last, const std::vector<DataSpan>& s
 void BufferContents::keep_head(const Range& r, std::uint64_t offset, std::vector<DataSpan>& out) const {
   out.clear();
   Pos p = r.lo;
-  for (int i = 0; i < r.before; ++i, step_forward(p)) push_merged(out, at(p).span);
+  for (int i = 0; i < r.before; ++i, step_forward(p)) push_merged(out, at(p).span());
   const Entry& head = at(r.first);
-  clip_into(out, head.span, 0, offset - head.begin);
+  clip_into(out, head.span(), 0, offset - head.begin());
 }
 
 void BufferContents::keep_tail_and_replace(const Range& r, std::uint64_t end, std::vector<DataSpan>& out) {
   const Entry& tail = at(r.last);
-  clip_into(out, tail.span, end - tail.begin, tail.begin + tail.span.bytes() - end);
+  clip_into(out, tail.span(), end - tail.begin(), tail.begin() + tail.bytes() - end);
   Pos p = r.last;
   for (int i = 0; i < r.after; ++i) {
     step_forward(p);
-    push_merged(out, at(p).span);
+    push_merged(out, at(p).span());
   }
   replace(r.lo, r.hi, out);
 }
@@ -630,12 +653,14 @@ void BufferContents::reduce(std::uint64_t offset, const std::vector<DataSpan>& s
       src_skip = 0;
     }
     const Entry& d = at(d_pos);
+    const DataSpan d_span = d.span();
+    const std::uint64_t d_begin = d.begin();
     const DataSpan& s = spans[si];
-    const std::uint64_t d_off = pos - d.begin;
-    const std::uint64_t d_inside = d_off % d.span.unit;
+    const std::uint64_t d_off = pos - d_begin;
+    const std::uint64_t d_inside = d_off % d_span.unit;
     const std::uint64_t s_inside = src_skip % s.unit;
-    const std::uint64_t n = std::min(d.span.unit - d_inside, s.unit - s_inside);
-    const DataSpan dst = part_of(d.span, d_off / d.span.unit, d_inside, n);
+    const std::uint64_t n = std::min(d_span.unit - d_inside, s.unit - s_inside);
+    const DataSpan dst = part_of(d_span, d_off / d_span.unit, d_inside, n);
     const DataSpan src = part_of(s, src_skip / s.unit, s_inside, n);
     if (dst.state != State::Value || src.state != State::Value || dst.origin != src.origin) {
       push_merged(out, corrupt(n));
@@ -652,7 +677,7 @@ void BufferContents::reduce(std::uint64_t offset, const std::vector<DataSpan>& s
     }
     pos += n;
     src_skip += n;
-    if (pos == d.begin + d.span.bytes()) step_forward(d_pos);
+    if (pos == d_begin + d_span.bytes()) step_forward(d_pos);
   }
   keep_tail_and_replace(r, end, out);
 }

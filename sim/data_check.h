@@ -136,9 +136,27 @@ class alignas(64) BufferContents {
   // Entries live in blocks of a few dozen (data_check.cpp), so that a write
   // into a buffer of thousands of pieces (an AllGather's or AlltoAll's
   // output) moves a block's tail, not the whole buffer's.
-  struct Entry {
-    std::uint64_t begin;
-    DataSpan span;
+  // An entry is where its span begins and the span, in 32 bytes, not 40
+  // (a 1024-NPU ReduceScatter keeps 1.25 M of them: 52 MiB, the check's
+  // largest part): the begin and the origin are below 2^45 bytes (a
+  // checked run's buffers are under 32 TiB, Scheduler::kMaxCheckedOffset),
+  // so the state and the step ride in their top bits.
+  class Entry {
+   public:
+    Entry() = default;
+    Entry(std::uint64_t begin, const DataSpan& span);  // std::length_error at 2^45 bytes or beyond
+    std::uint64_t begin() const { return begin_state_ & kLow; }
+    std::uint64_t bytes() const { return unit_ * (from_count_ >> 32); }
+    std::uint64_t unit() const { return unit_; }
+    DataSpan span() const;
+
+   private:
+    static constexpr unsigned kBits = 45;
+    static constexpr std::uint64_t kLow = (std::uint64_t{1} << kBits) - 1;
+    std::uint64_t begin_state_ = 0;   // begin | state << 45 | step's low 17 bits << 47
+    std::uint64_t unit_ = 0;
+    std::uint64_t origin_step_ = 0;   // origin | step's high 15 bits << 49
+    std::uint64_t from_count_ = 0;    // from | count << 32
   };
   struct Pos {
     std::size_t block;
@@ -185,7 +203,7 @@ class alignas(64) BufferContents {
   std::size_t count_ = 0;  // entries in all blocks
   // Sorted by begin, covering [0, size_), neighbours never continuing each other.
   std::vector<std::vector<Entry>> blocks_;  // none empty
-  void view(std::size_t b) { views_[b] = BlockView{blocks_[b].front().begin, blocks_[b].data(), blocks_[b].size()}; }
+  void view(std::size_t b) { views_[b] = BlockView{blocks_[b].front().begin(), blocks_[b].data(), blocks_[b].size()}; }
 };
 
 class DataTracker {

@@ -7,7 +7,9 @@
 // 72 ranks (more than one 64-bit word of ranks) with one task broken.
 #include <catch2/catch.hpp>
 
+#include <climits>
 #include <cstdint>
+#include <stdexcept>
 #include <random>
 #include <string>
 #include <vector>
@@ -407,6 +409,55 @@ TEST_CASE("an all-gather whose blocks arrive in halves ends as one run", "[data_
                          {Piece::value(block - 3, 3, RankSet::single(50)), Piece::value(3, 0, RankSet::single(51))}) ==
           "");
   }
+}
+
+TEST_CASE("a buffer keeps every field of a span at its limits, and refuses offsets of 32 TiB", "[data_check]") {
+  // A buffer's entries pack a span in 32 bytes: the begin and the origin
+  // below 2^45, the state and a 32-bit step in their top bits.
+  const std::uint64_t limit = std::uint64_t{1} << 45;
+  RankSetTable sets(4);
+  BufferContents b(&sets, limit);
+  for (const std::int32_t step : {INT32_MIN, -200000, -1, 1, 131072, INT32_MAX}) {
+    DataSpan run;
+    run.unit = 16;
+    run.origin = limit - 1;
+    run.from = 4000000000u;
+    run.step = step;
+    run.count = 3;
+    run.state = Piece::State::Value;
+    const std::uint64_t at = limit - 64;
+    b.write(at, {run});
+    std::vector<DataSpan> back;
+    b.read(at, run.bytes(), back);
+    INFO("step " << step);
+    REQUIRE(back.size() == 1);
+    CHECK(back[0].unit == run.unit);
+    CHECK(back[0].origin == run.origin);
+    CHECK(back[0].from == run.from);
+    CHECK(back[0].step == run.step);
+    CHECK(back[0].count == run.count);
+    CHECK(back[0].state == run.state);
+  }
+  DataSpan corrupt;
+  corrupt.unit = 8;
+  corrupt.state = Piece::State::Corrupt;
+  b.write(0, {corrupt});
+  std::vector<DataSpan> head;
+  b.read(0, 8, head);
+  REQUIRE(head.size() == 1);
+  CHECK(head[0].state == Piece::State::Corrupt);
+  CHECK(head[0].unit == 8);
+  // Beyond what a checked run allows (Scheduler::kMaxCheckedOffset): refused, not wrapped.
+  DataSpan far;
+  far.unit = 8;
+  far.origin = limit;
+  far.state = Piece::State::Value;
+  CHECK_THROWS_AS(b.write(64, {far}), std::length_error);
+  BufferContents larger(&sets, limit + 64);
+  DataSpan value;
+  value.unit = 8;
+  value.state = Piece::State::Value;
+  CHECK_THROWS_AS(larger.write(limit, {value}), std::length_error);
 }
 
 TEST_CASE("span lists of thousands of pieces (several blocks) match the reference", "[data_check]") {
