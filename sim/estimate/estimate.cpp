@@ -1361,8 +1361,14 @@ EstimateFabric::SolveThreads& EstimateFabric::solve_pool() const {
         // caller plans and routes, rather than in its first job. Then the
         // first thread builds the NPUs' places, which the kinds of path
         // take, off the caller's way (1.3 MiB a level on 99,840 dies).
-        slot_map(helpers_[t]);
-        if (t == 0) places();
+        // (Only a head start: should it fail, the first job or caller that
+        // wants them makes them, and reports the failure; a call_once left
+        // by an exception is not done.)
+        try {
+          slot_map(helpers_[t]);
+          if (t == 0) places();
+        } catch (...) {
+        }
         std::uint64_t seen = 0;
         for (;;) {
           std::function<void(std::size_t)>* task = nullptr;

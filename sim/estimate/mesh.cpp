@@ -289,15 +289,12 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
                                       for (int x = 1; x < p; ++x) pairs.add_rotation(0, 1, p, x);
                                     })
                     : nullptr;
-  // Per rank and slot j of a round (its SDMA and local-copy streams): when
-  // each is free, and when each group's block j was last freed by its reader.
+  // Per rank and slot j of a round (its SDMA and local-copy streams): when each is free.
   const std::size_t slots = static_cast<std::size_t>(concurrent);
   auto at = [slots](std::vector<double>& v, int r, std::size_t j) -> double& {
     return v[static_cast<std::size_t>(r) * slots + j];
   };
   std::vector<double> sdma_free(static_cast<std::size_t>(ranks) * slots, start(c)), local_free(sdma_free);
-  std::vector<std::vector<double>> slot_freed(static_cast<std::size_t>(groups), sdma_free);
-  std::vector<double> staged(static_cast<std::size_t>(ranks)), ack(staged), signal(staged), u(staged);
   struct RoundSlots {
     std::vector<double> rate;    // per slot: the slowest share of its distance
     std::vector<PathCost> path;  // per slot: the slowest kind of path (representative form)
@@ -513,7 +510,11 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
       std::copy(sdma.begin(), sdma.end(), sdma_free.begin() + static_cast<std::ptrdiff_t>(from));
     });
   } else {
-    // Every rank followed, each pair at its own share and path.
+    // Every rank followed, each pair at its own share and path. Per group,
+    // rank and slot: when the group's block was last freed by its reader;
+    // per rank, this slot's ack and data signal.
+    std::vector<std::vector<double>> slot_freed(static_cast<std::size_t>(groups), sdma_free);
+    std::vector<double> ack(static_cast<std::size_t>(ranks)), signal(ack);
     int use = 0;
     for (std::uint64_t step = 0; step < steps; ++step) {
       const double piece = static_cast<double>(std::min(block, s.count - std::min(s.count, step * block)) * esz);
@@ -539,8 +540,7 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
             t = sdma_task(c, t, c.sdma_fixed, piece, copy_rate, c.local_latency);
             at(local_free, r, j) = t + d + c.record_local;
             // The SDMA stream: wait for it, TxAck to r + x.
-            u[static_cast<std::size_t>(r)] = c.wait_end(at(sdma_free, r, j) + d, at(local_free, r, j));
-            ack[static_cast<std::size_t>(r)] = u[static_cast<std::size_t>(r)] + d + record(path_of(r));
+            ack[static_cast<std::size_t>(r)] = c.wait_end(at(sdma_free, r, j) + d, at(local_free, r, j)) + d + record(path_of(r));
           }
           for (int r = 0; r < ranks; ++r) {
             // RxAck from r - x, read its piece, TxDataSignal back to it.
