@@ -219,7 +219,9 @@ void Scheduler::execute(const TaskGraph& graph) {
     replay_copies(copy_log_);
   }
   copy_log_ = {};
-  slot_spans_ = {};
+  slot_reads_ = {};
+  pending_reads_ = {};
+  landing_spans_ = {};
   copy_ends_ = {};
 }
 
@@ -254,7 +256,8 @@ void Scheduler::mark_copies(const TaskGraph& graph) {
   replayer_.reset();  // a run that ended by an exception may have left one going
   copy_log_.clear();
   copy_log_.reserve(copy_batch_);
-  slot_spans_.clear();
+  slot_reads_.clear();
+  pending_reads_.assign(static_cast<std::size_t>(tracker_->sets().ranks()) * 3, {});
   slot_copy_.clear();
   free_slots_.clear();
   std::size_t copies = 0;
@@ -345,11 +348,14 @@ void Scheduler::replay_copies(std::vector<CopyEvent>& log) {
   // events', so their first cache lines are fetched a few events ahead, in
   // stages: the copy's ends and compiled task, its buffer, the buffer's
   // block views, the entry its last search ended on (each stage reading
-  // only what the one before fetched).
+  // only what the one before fetched). A landing touches its destination
+  // (and its source, whose read is mostly taken then).
   constexpr std::size_t kAhead = 4;
-  auto ref_of = [&](const CopyEvent& e) {
+  auto prefetch = [&](const CopyEvent& e, int stage) {
+    if (e.step != CopyStep::Land) return;
     const CopyEnds& ends = copy_ends_[e.copy];
-    return e.step == CopyStep::Read ? ends.source() : ends.destination();
+    tracker_->prefetch(ends.destination(), stage);
+    tracker_->prefetch(ends.source(), stage);
   };
   for (std::size_t i = 0; i < n; ++i) {
     if (i + 4 * kAhead < n) {
@@ -357,26 +363,79 @@ void Scheduler::replay_copies(std::vector<CopyEvent>& log) {
       __builtin_prefetch(&copy_ends_[ahead.copy]);
       __builtin_prefetch(&exec_[ahead.task]);
     }
-    if (i + 3 * kAhead < n) tracker_->prefetch(ref_of(log[i + 3 * kAhead]), 0);
-    if (i + 2 * kAhead < n) tracker_->prefetch(ref_of(log[i + 2 * kAhead]), 1);
-    if (i + kAhead < n) tracker_->prefetch(ref_of(log[i + kAhead]), 2);
+    if (i + 3 * kAhead < n) prefetch(log[i + 3 * kAhead], 0);
+    if (i + 2 * kAhead < n) prefetch(log[i + 2 * kAhead], 1);
+    if (i + kAhead < n) prefetch(log[i + kAhead], 2);
     const CopyEvent& e = log[i];
     const ExecTask& t = exec_[e.task];  // (its bytes and reduce flag: the run writes only unmet_deps)
-    if (e.slot >= slot_spans_.size()) slot_spans_.resize(static_cast<std::size_t>(e.slot) + 1);
-    std::vector<DataSpan>& spans = slot_spans_[e.slot];
+    if (e.slot >= slot_reads_.size()) slot_reads_.resize(static_cast<std::size_t>(e.slot) + 1);
+    const CopyEnds& ends = copy_ends_[e.copy];
     if (e.step == CopyStep::Read) {
-      tracker_->read(copy_ends_[e.copy].source(), t.bytes, spans);
+      start_read(e.slot, ends.source(), t.bytes);
       continue;
     }
-    if (t.reduce) {
-      tracker_->reduce(copy_ends_[e.copy].destination(), spans);
-    } else {
-      tracker_->write(copy_ends_[e.copy].destination(), spans);
+    SlotRead& read = slot_reads_[e.slot];
+    std::vector<DataSpan>* spans = &read.spans;
+    if (read.pending) {  // nothing landed on its bytes since it started
+      drop_pending(e.slot);
+      tracker_->read(read.source, read.bytes, landing_spans_);
+      spans = &landing_spans_;
     }
-    spans.clear();
-    if (spans.capacity() > 64) std::vector<DataSpan>().swap(spans);  // a long read keeps no memory
+    const BufferRef destination = ends.destination();
+    take_reads_overlapping(destination, t.bytes);
+    if (t.reduce) {
+      tracker_->reduce(destination, *spans);
+    } else {
+      tracker_->write(destination, *spans);
+    }
+    spans->clear();
+    if (spans->capacity() > 64) std::vector<DataSpan>().swap(*spans);  // a long read keeps no memory
   }
   log.clear();
+}
+
+void Scheduler::start_read(std::uint32_t slot, const BufferRef& source, std::uint64_t bytes) {
+  SlotRead& read = slot_reads_[slot];
+  std::vector<PendingRead>& pending = pending_reads_[buffer_index(source)];
+  if (pending.size() == kMaxPendingReads) {
+    tracker_->read(source, bytes, read.spans);
+    return;
+  }
+  pending.push_back(PendingRead{slot, source.offset(), source.offset() + bytes});
+  read.source = source;
+  read.bytes = bytes;
+  read.pending = true;
+}
+
+void Scheduler::drop_pending(std::uint32_t slot) {
+  SlotRead& read = slot_reads_[slot];
+  std::vector<PendingRead>& pending = pending_reads_[buffer_index(read.source)];
+  for (std::size_t k = 0; k < pending.size(); ++k) {
+    if (pending[k].slot == slot) {
+      pending[k] = pending.back();
+      pending.pop_back();
+      break;
+    }
+  }
+  read.pending = false;
+}
+
+void Scheduler::take_reads_overlapping(const BufferRef& target, std::uint64_t bytes) {
+  std::vector<PendingRead>& pending = pending_reads_[buffer_index(target)];
+  const std::uint64_t begin = target.offset();
+  const std::uint64_t end = begin + bytes;
+  for (std::size_t k = 0; k < pending.size();) {
+    const PendingRead p = pending[k];
+    if (p.begin >= end || begin >= p.end) {
+      ++k;
+      continue;
+    }
+    SlotRead& read = slot_reads_[p.slot];
+    tracker_->read(read.source, read.bytes, read.spans);
+    read.pending = false;
+    pending[k] = pending.back();
+    pending.pop_back();
+  }
 }
 
 void Scheduler::task_finished(std::uint32_t id, Time at) {

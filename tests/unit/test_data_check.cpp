@@ -863,3 +863,61 @@ TEST_CASE("a checked run with buffers beyond 32 TiB is refused by name and one o
   CHECK_THROWS_WITH(sched.run(graph, &beyond), Catch::Matchers::Contains("buffers of at most 32 TiB") &&
                                                    Catch::Matchers::Contains("use --no-check"));
 }
+
+// A copy's read is replayed when the copy lands (Scheduler::SlotRead), or
+// earlier, when another copy lands on the bytes it reads: either way it
+// moves what its source held when it started. With more readers of one
+// buffer than the replay keeps pending (16), the rest read at once.
+TEST_CASE("a copy lands what its source held when it started, though another copy overwrote it meanwhile",
+          "[data_check]") {
+  ClusterLayout layout;
+  layout.name = "data-check-test";
+  layout.kind = "a2";
+  layout.servers.push_back(ServerLayout{"s0", 8, 0});
+  Platform platform(make_cluster(layout, load_profile(std::string(HCCLSIM_SOURCE_DIR) + "/configs/profiles/a2-910b.json")));
+  Scheduler sched(platform);
+  const std::uint64_t n = 4 << 20;
+  for (const int readers : {1, 20}) {
+    INFO(readers << " reader(s)");
+    // Rank 0's Main fills its output from its input, then lets each reader
+    // (three to a peer at most) copy that output into its rank's scratch
+    // and, last, lets rank 0's Side overwrite the output's first quarter
+    // with other input bytes.
+    const int per_rank = (readers + 6) / 7;
+    auto rank_of = [](int k) { return 1 + k % 7; };
+    auto place_of = [&](int k) { return static_cast<std::uint64_t>(k / 7) * n; };
+    TaskGraph g;
+    const ThreadId main = g.add_thread(0, "Main");
+    const ThreadId side = g.add_thread(0, "Side");
+    std::vector<TaskId> reads;
+    g.copy(main, BufferRef{0, BufferKind::Input, 0}, BufferRef{0, BufferKind::Output, 0}, n, "fill");
+    for (int k = 0; k < readers; ++k) {
+      const ThreadId reader = g.add_thread(rank_of(k), "Reader" + std::to_string(k));
+      g.record(main, rank_of(k), k);
+      g.wait(reader, k);
+      reads.push_back(g.copy(reader, BufferRef{0, BufferKind::Output, 0},
+                             BufferRef{rank_of(k), BufferKind::Scratch, place_of(k)}, n, "read"));
+    }
+    g.record(main, 0, readers);
+    g.wait(side, readers);
+    const TaskId overwrite =
+        g.copy(side, BufferRef{0, BufferKind::Input, n}, BufferRef{0, BufferKind::Output, 0}, n / 4, "overwrite");
+    DataTracker tracker(8, 2 * n, n, static_cast<std::uint64_t>(per_rank) * n, false);
+    const RunResult r = sched.run(g, &tracker);
+    REQUIRE(r.failure.empty());
+    REQUIRE(r.check_error.empty());
+    // The case meant: every read started before the overwrite landed, which was before any read landed.
+    for (const TaskId id : reads) {
+      REQUIRE(r.timings[id].start <= r.timings[overwrite].start);
+      REQUIRE(r.timings[overwrite].end < r.timings[id].end);
+    }
+    for (int k = 0; k < readers; ++k) {
+      INFO("reader " << k);
+      CHECK(tracker.compare(rank_of(k), BufferKind::Scratch, place_of(k), {Piece::value(n, 0, RankSet::single(0))}) ==
+            "");
+    }
+    CHECK(tracker.compare(0, BufferKind::Output, 0,
+                          {Piece::value(n / 4, n, RankSet::single(0)), Piece::value(n - n / 4, n / 4, RankSet::single(0))}) ==
+          "");
+  }
+}
