@@ -387,6 +387,13 @@ DataSpan corrupt(std::uint64_t length) {
 // AllGather (16 and 64 were 2-8% slower).
 constexpr std::size_t kBlock = 32;
 
+// Walks over many entries fetch them this many entries ahead. What a replay
+// reads was mostly written long before (its lines are cold), and a walk
+// that loads one entry at a time waits for each line in turn: the last step
+// of a 1024-NPU ReduceScatter reads and reduces 7,168 copies of 128
+// entries, and took a third of the check's time waiting on them.
+constexpr std::size_t kWalkAhead = 8;
+
 // How many entries past the finger locate looks before searching.
 constexpr std::size_t kFingerReach = 4;
 
@@ -491,17 +498,35 @@ bool BufferContents::step_forward(Pos& p) const {
   return true;
 }
 
+void BufferContents::prefetch_ahead(Pos p, bool burst) const {
+  for (std::size_t k = burst ? 1 : kWalkAhead; k <= kWalkAhead; ++k) {
+    std::size_t b = p.block;
+    std::size_t i = p.index + k;
+    if (i >= views_[b].size) {
+      i -= views_[b].size;
+      if (++b == views_.size() || i >= views_[b].size) return;
+    }
+    __builtin_prefetch(views_[b].data + i);
+  }
+}
+
 void BufferContents::read(std::uint64_t offset, std::uint64_t length, std::vector<DataSpan>& out) const {
   out.clear();
   if (length == 0) return;
   const std::uint64_t end = offset + length;
   Pos p = locate(offset);
+  bool first = true;
   do {
     const Entry& e = at(p);
     const std::uint64_t e_begin = e.begin();
     if (e_begin >= end) break;
+    const std::uint64_t e_end = e_begin + e.bytes();
+    if (e_end < end) {  // the read goes on past this entry
+      prefetch_ahead(p, first);
+      first = false;
+    }
     const std::uint64_t p_begin = std::max(e_begin, offset);
-    const std::uint64_t p_end = std::min(e_begin + e.bytes(), end);
+    const std::uint64_t p_end = std::min(e_end, end);
     clip_into(out, e.span(), p_begin - e_begin, p_end - p_begin);
   } while (step_forward(p));
 }
@@ -510,7 +535,10 @@ BufferContents::Range BufferContents::range(std::uint64_t offset, std::uint64_t 
   Range r;
   r.first = locate(offset);
   r.last = r.first;  // most writes cover few entries: walk to the last rather than search
-  while (at(r.last).begin() + at(r.last).bytes() < end) step_forward(r.last);
+  for (bool first = true; at(r.last).begin() + at(r.last).bytes() < end; first = false) {
+    prefetch_ahead(r.last, first);
+    step_forward(r.last);
+  }
   r.lo = r.first;
   for (r.before = 0; r.before < 2 && step_back(r.lo); ++r.before) {
   }

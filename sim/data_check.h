@@ -166,6 +166,9 @@ class alignas(64) BufferContents {
   const Entry& at(Pos p) const { return views_[p.block].data[p.index]; }
   bool step_back(Pos& p) const;     // to the previous entry; false at the first
   bool step_forward(Pos& p) const;  // to the next entry; false at the last
+  // Fetches the entry kWalkAhead after p (the next block's, past the end of
+  // p's); `burst` fetches every entry up to it, as a walk starts.
+  void prefetch_ahead(Pos p, bool burst) const;
   // Replaces entries first..last (inclusive) with `spans`, which cover the same bytes.
   void replace(Pos first, Pos last, const std::vector<DataSpan>& spans);
   // The range of a write or reduction: its first and last entries, widened
