@@ -256,15 +256,17 @@ DataSpan part_of(const DataSpan& s, std::uint64_t k, std::uint64_t skip, std::ui
   e.step = 0;
   if (s.state == State::Value) {
     e.from = set_of(s, k);
-    e.origin = s.origin + skip;
+    e.origin = s.origin_at(k) + skip;
+    e.origin_step = 0;
   }
   return e;
 }
 
 // Merges `b` into `a` when the bytes of b follow a's as one span can say:
 // uninitialized or corrupt after the same; one element continuing another
-// of the same set (the next input offsets); or elements of one unit and
-// origin whose sets step evenly (a run). False when they cannot.
+// of the same set (the next input offsets); or elements of one unit whose
+// sets step evenly and whose origins step evenly (a run). False when they
+// cannot.
 bool merge(DataSpan& a, const DataSpan& b) {
   if (a.state != b.state) return false;
   if (a.state != State::Value) {
@@ -275,18 +277,32 @@ bool merge(DataSpan& a, const DataSpan& b) {
     a.unit += b.unit;
     return true;
   }
-  if (a.unit != b.unit || a.origin != b.origin) return false;
+  if (a.unit != b.unit) return false;
+  const auto unit = static_cast<std::int64_t>(a.unit);
   const std::int64_t step = a.count > 1   ? a.step
                             : b.count > 1 ? b.step
                                           : static_cast<std::int64_t>(b.from) - static_cast<std::int64_t>(a.from);
-  if (b.count > 1 && b.step != step) return false;
+  std::int64_t origin_step = a.origin_step;
+  if (a.count == 1) {
+    if (b.count > 1) {
+      origin_step = b.origin_step;
+    } else {
+      const std::int64_t apart = static_cast<std::int64_t>(b.origin) - static_cast<std::int64_t>(a.origin);
+      if (apart % unit != 0) return false;
+      origin_step = apart / unit;
+    }
+  }
+  if (b.count > 1 && (b.step != step || b.origin_step != origin_step)) return false;
   if (step < INT32_MIN || step > INT32_MAX) return false;
-  if (static_cast<std::int64_t>(a.from) + static_cast<std::int64_t>(a.count) * step !=
-      static_cast<std::int64_t>(b.from)) {
+  if (origin_step < -DataSpan::kMaxOriginStep || origin_step > DataSpan::kMaxOriginStep) return false;
+  const auto count = static_cast<std::int64_t>(a.count);
+  if (static_cast<std::int64_t>(a.from) + count * step != static_cast<std::int64_t>(b.from)) return false;
+  if (static_cast<std::int64_t>(a.origin) + count * origin_step * unit != static_cast<std::int64_t>(b.origin)) {
     return false;
   }
   if (static_cast<std::uint64_t>(a.count) + b.count > UINT32_MAX) return false;
   a.step = static_cast<std::int32_t>(step);
+  a.origin_step = static_cast<std::int32_t>(origin_step);
   a.count += b.count;
   return true;
 }
@@ -324,8 +340,12 @@ void clip_into(std::vector<DataSpan>& out, const DataSpan& s, std::uint64_t skip
   if (whole > 0) {
     DataSpan run = s;
     run.from = set_of(s, k);
+    run.origin = s.origin_at(k);
     run.count = static_cast<std::uint32_t>(whole);
-    if (whole == 1) run.step = 0;
+    if (whole == 1) {
+      run.step = 0;
+      run.origin_step = 0;
+    }
     push_merged(out, run);
     k += whole;
     n -= whole * s.unit;
@@ -354,7 +374,7 @@ Piece piece_of(const DataSpan& s, std::uint64_t k, const RankSetTable& sets) {
   p.length = s.unit;
   p.state = s.state;
   if (s.state == State::Value) {
-    p.origin = s.origin;
+    p.origin = s.origin_at(k);
     p.from = sets.get(set_of(s, k));
   }
   return p;
@@ -402,19 +422,28 @@ thread_local std::vector<DataSpan> replacement;
 
 }  // namespace
 
-BufferContents::Entry::Entry(std::uint64_t begin, const DataSpan& span) : unit_(span.unit) {
-  if (begin > kLow || span.origin > kLow) {
+BufferContents::Entry::Entry(std::uint64_t begin, const DataSpan& span) {
+  if (begin > kLow || span.origin > kLow || span.unit > kUnit) {
     throw std::length_error("data check: a buffer offset of 2^45 bytes (32 TiB) or more is not tracked");
   }
+  if (span.origin_step < -DataSpan::kMaxOriginStep || span.origin_step > DataSpan::kMaxOriginStep) {
+    throw std::logic_error("data check: a run's origin step beyond 22 bits");  // merge() never makes one
+  }
   const auto step = static_cast<std::uint32_t>(span.step);
+  const auto origin_step = static_cast<std::uint32_t>(span.origin_step) & 0x3fffffu;
   begin_state_ = begin | static_cast<std::uint64_t>(span.state) << kBits | static_cast<std::uint64_t>(step & 0x1ffffu) << 47;
-  origin_step_ = span.origin | static_cast<std::uint64_t>(step >> 17) << 49;
+  unit_ostep_ = span.unit | static_cast<std::uint64_t>(origin_step & 0x3ffffu) << 46;
+  origin_step_ = span.origin | static_cast<std::uint64_t>(origin_step >> 18) << 45 | static_cast<std::uint64_t>(step >> 17) << 49;
   from_count_ = span.from | static_cast<std::uint64_t>(span.count) << 32;
 }
 
 DataSpan BufferContents::Entry::span() const {
   DataSpan s;
-  s.unit = unit_;
+  s.unit = unit();
+  // The origin step's 22 bits, sign-extended.
+  const auto origin_step = static_cast<std::uint32_t>(unit_ostep_ >> 46) |
+                           static_cast<std::uint32_t>((origin_step_ >> 45) & 0xf) << 18;
+  s.origin_step = static_cast<std::int32_t>(origin_step << 10) >> 10;
   s.origin = origin_step_ & kLow;
   s.from = static_cast<RankSetTable::Id>(from_count_);
   s.step = static_cast<std::int32_t>(static_cast<std::uint32_t>(begin_state_ >> 47) |

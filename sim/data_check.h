@@ -89,18 +89,29 @@ class RankSetTable {
 };
 
 // A run of `count` elements of `unit` bytes inside a tracker: element k
-// holds the input of set `from + k * step` from input offset `origin` (count
-// 1: an ordinary piece of `unit` bytes, its set by id). So an AllGather's or
-// AlltoAll's output, rank j's block in j's place, is one run however many
-// ranks there are. Uninitialized and corrupt runs have count 1.
+// holds the input of set `from + k * step` from input offset
+// `origin + k * origin_step * unit` (count 1: an ordinary piece of `unit`
+// bytes, its set by id). So an AllGather's or AlltoAll's output, rank j's
+// block in j's place, is one run however many ranks there are, and so is a
+// hierarchical ReduceScatter's staging copy of a rank's input, block j of
+// server s in place s * 8 + j (origins stepping by 8 blocks). Uninitialized
+// and corrupt runs have count 1.
 struct DataSpan {
+  // Origin steps a tracker keeps (in units, either way: 22 bits, Entry).
+  static constexpr std::int32_t kMaxOriginStep = (std::int32_t{1} << 21) - 1;
   std::uint64_t unit = 0;
   std::uint64_t origin = 0;
   RankSetTable::Id from = 0;
   std::int32_t step = 0;
   std::uint32_t count = 1;
   Piece::State state = Piece::State::Uninitialized;
+  std::int32_t origin_step = 0;
   std::uint64_t bytes() const { return unit * count; }
+  // The input offset element k starts at.
+  std::uint64_t origin_at(std::uint64_t k) const {
+    return static_cast<std::uint64_t>(static_cast<std::int64_t>(origin) + static_cast<std::int64_t>(k) * origin_step *
+                                                                           static_cast<std::int64_t>(unit));
+  }
 };
 
 class alignas(64) BufferContents {
@@ -140,22 +151,24 @@ class alignas(64) BufferContents {
   // (a 1024-NPU ReduceScatter keeps 1.25 M of them: 52 MiB, the check's
   // largest part): the begin and the origin are below 2^45 bytes (a
   // checked run's buffers are under 32 TiB, Scheduler::kMaxCheckedOffset),
-  // so the state and the step ride in their top bits.
+  // so the state and the step ride in their top bits, and the origin step
+  // (22 bits) above the unit (at most 2^45, 46 bits) and the origin.
   class Entry {
    public:
     Entry() = default;
     Entry(std::uint64_t begin, const DataSpan& span);  // std::length_error at 2^45 bytes or beyond
     std::uint64_t begin() const { return begin_state_ & kLow; }
-    std::uint64_t bytes() const { return unit_ * (from_count_ >> 32); }
-    std::uint64_t unit() const { return unit_; }
+    std::uint64_t bytes() const { return unit() * (from_count_ >> 32); }
+    std::uint64_t unit() const { return unit_ostep_ & kUnit; }
     DataSpan span() const;
 
    private:
     static constexpr unsigned kBits = 45;
     static constexpr std::uint64_t kLow = (std::uint64_t{1} << kBits) - 1;
+    static constexpr std::uint64_t kUnit = (std::uint64_t{1} << 46) - 1;
     std::uint64_t begin_state_ = 0;   // begin | state << 45 | step's low 17 bits << 47
-    std::uint64_t unit_ = 0;
-    std::uint64_t origin_step_ = 0;   // origin | step's high 15 bits << 49
+    std::uint64_t unit_ostep_ = 0;    // unit | origin step's low 18 bits << 46
+    std::uint64_t origin_step_ = 0;   // origin | origin step's high 4 bits << 45 | step's high 15 bits << 49
     std::uint64_t from_count_ = 0;    // from | count << 32
   };
   struct Pos {

@@ -142,7 +142,7 @@ std::vector<Piece> expected_output(const CollectiveSpec& spec, int rank) {
   std::vector<Piece> out;
   for (const DataSpan& s : expected.of(rank)) {
     for (std::uint32_t k = 0; k < s.count; ++k) {
-      out.push_back(Piece::value(s.unit, s.origin, sets.get(s.from + k * static_cast<std::uint32_t>(s.step))));
+      out.push_back(Piece::value(s.unit, s.origin_at(k), sets.get(s.from + k * static_cast<std::uint32_t>(s.step))));
     }
   }
   return out;

@@ -264,7 +264,7 @@ std::vector<Piece> pieces_of(const DataTracker& t, const std::vector<DataSpan>& 
       p.length = d.unit;
       p.state = d.state;
       if (d.state == Piece::State::Value) {
-        p.origin = d.origin;
+        p.origin = d.origin_at(k);
         p.from = t.sets().get(static_cast<RankSetTable::Id>(static_cast<std::int64_t>(d.from) +
                                                              static_cast<std::int64_t>(k) * d.step));
       }
@@ -413,30 +413,40 @@ TEST_CASE("an all-gather whose blocks arrive in halves ends as one run", "[data_
 
 TEST_CASE("a buffer keeps every field of a span at its limits, and refuses offsets of 32 TiB", "[data_check]") {
   // A buffer's entries pack a span in 32 bytes: the begin and the origin
-  // below 2^45, the state and a 32-bit step in their top bits.
+  // below 2^45, the state and a 32-bit step in their top bits, a 22-bit
+  // origin step above the unit and the origin.
   const std::uint64_t limit = std::uint64_t{1} << 45;
   RankSetTable sets(4);
   BufferContents b(&sets, limit);
+  const std::int32_t most = DataSpan::kMaxOriginStep;
   for (const std::int32_t step : {INT32_MIN, -200000, -1, 1, 131072, INT32_MAX}) {
-    DataSpan run;
-    run.unit = 16;
-    run.origin = limit - 1;
-    run.from = 4000000000u;
-    run.step = step;
-    run.count = 3;
-    run.state = Piece::State::Value;
-    const std::uint64_t at = limit - 64;
-    b.write(at, {run});
-    std::vector<DataSpan> back;
-    b.read(at, run.bytes(), back);
-    INFO("step " << step);
-    REQUIRE(back.size() == 1);
-    CHECK(back[0].unit == run.unit);
-    CHECK(back[0].origin == run.origin);
-    CHECK(back[0].from == run.from);
-    CHECK(back[0].step == run.step);
-    CHECK(back[0].count == run.count);
-    CHECK(back[0].state == run.state);
+    for (const std::int32_t origin_step : {-most, -(1 << 18), -1, 0, 1, 1 << 18, most}) {
+      DataSpan run;
+      run.unit = 16;
+      run.from = 4000000000u;
+      run.step = step;
+      run.count = 3;
+      run.origin_step = origin_step;
+      // Every element's origin below 2^45 (the first's at the limit where the step allows).
+      run.origin = origin_step > 0 ? limit - 1 - 2 * run.unit * static_cast<std::uint64_t>(origin_step)
+                   : origin_step < 0 ? 2 * run.unit * static_cast<std::uint64_t>(-origin_step)
+                                     : limit - 1;
+      run.state = Piece::State::Value;
+      const std::uint64_t at = limit - 64;
+      b.write(at, {run});
+      std::vector<DataSpan> back;
+      b.read(at, run.bytes(), back);
+      INFO("step " << step << " origin step " << origin_step);
+      REQUIRE(back.size() == 1);
+      CHECK(back[0].unit == run.unit);
+      CHECK(back[0].origin == run.origin);
+      CHECK(back[0].from == run.from);
+      CHECK(back[0].step == run.step);
+      CHECK(back[0].count == run.count);
+      CHECK(back[0].origin_step == run.origin_step);
+      CHECK(back[0].state == run.state);
+      CHECK(back[0].origin_at(2) == run.origin + 2 * run.unit * static_cast<std::uint64_t>(std::int64_t{origin_step}));
+    }
   }
   DataSpan corrupt;
   corrupt.unit = 8;
@@ -458,6 +468,70 @@ TEST_CASE("a buffer keeps every field of a span at its limits, and refuses offse
   value.unit = 8;
   value.state = Piece::State::Value;
   CHECK_THROWS_AS(larger.write(limit, {value}), std::length_error);
+  // A unit of the whole 32 TiB.
+  value.unit = limit;
+  b.write(0, {value});
+  std::vector<DataSpan> all;
+  b.read(0, limit, all);
+  REQUIRE(all.size() == 1);
+  CHECK(all[0].unit == limit);
+  CHECK(all[0].origin == 0);
+}
+
+// A hierarchical ReduceScatter first stages each rank's input so that each
+// server's blocks lie together: block j of server s (input block s * 8 + j)
+// goes to place j * servers + s. Consecutive places then hold blocks whose
+// origins step by 8 blocks, and a buffer keeps them as one run per j, not
+// one entry per block (a 1024-NPU ReduceScatter's staging buffers held
+// 1,025 entries each).
+TEST_CASE("staged blocks whose origins step evenly are one run each, read and reduced as the blocks", "[data_check]") {
+  const int servers = 16, npus = 8;
+  const std::uint64_t unit = 64, blocks = static_cast<std::uint64_t>(servers) * npus;
+  for (const bool descending : {false, true}) {
+    INFO((descending ? "servers in descending order" : "servers in ascending order"));
+    DataTracker t(2, unit * blocks, 0, unit * blocks, false);
+    auto source_block = [&](std::uint64_t place) {
+      const std::uint64_t s = place % servers, j = place / servers;
+      return (descending ? servers - 1 - s : s) * npus + j;
+    };
+    std::vector<Piece> expected0, expected_sum;
+    for (std::uint64_t place = 0; place < blocks; ++place) {
+      const std::uint64_t origin = source_block(place) * unit;
+      for (int r = 0; r < 2; ++r) {
+        t.write(BufferRef{r, BufferKind::Scratch, place * unit}, read(t, r, BufferKind::Input, origin, unit));
+      }
+      expected0.push_back(Piece::value(unit, origin, RankSet::single(0)));
+      expected_sum.push_back(Piece::value(unit, origin, range_set(0, 1)));
+    }
+    CHECK(t.compare(0, BufferKind::Scratch, 0, expected0) == "");
+    CHECK(t.buffer(0, BufferKind::Scratch).span_count() == npus);
+    // A read from inside one block to inside a block of the next run.
+    const std::uint64_t from = (servers - 2) * unit + 5, length = 3 * unit;
+    std::vector<Piece> part;
+    part.push_back(Piece::value(unit - 5, source_block(servers - 2) * unit + 5, RankSet::single(0)));
+    part.push_back(Piece::value(unit, source_block(servers - 1) * unit, RankSet::single(0)));
+    part.push_back(Piece::value(unit, source_block(servers) * unit, RankSet::single(0)));
+    part.push_back(Piece::value(5, source_block(servers + 1) * unit, RankSet::single(0)));
+    CHECK(compare_pieces(pieces_of(t, read(t, 0, BufferKind::Scratch, from, length)), part) == "");
+    // Rank 1's staged blocks reduced into rank 0's, run onto run.
+    t.reduce(BufferRef{0, BufferKind::Scratch, 0}, read(t, 1, BufferKind::Scratch, 0, unit * blocks));
+    CHECK(t.compare(0, BufferKind::Scratch, 0, expected_sum) == "");
+    CHECK(t.buffer(0, BufferKind::Scratch).span_count() == npus);
+    // Reduced onto a block of another origin, a block is corrupt.
+    t.reduce(BufferRef{1, BufferKind::Scratch, unit}, read(t, 0, BufferKind::Input, 0, unit));
+    CHECK(t.buffer(1, BufferKind::Scratch).normalized(unit, unit)[0].state == Piece::State::Corrupt);
+  }
+  // Origins further apart than a run's step can say (2^21 - 1 units): two entries, as pieces.
+  const std::uint64_t most = static_cast<std::uint64_t>(DataSpan::kMaxOriginStep);
+  for (const std::uint64_t apart : {most, most + 1}) {
+    INFO("origins " << apart << " units apart");
+    DataTracker t(1, 8 * (apart + 1), 0, 16, false);
+    t.write(BufferRef{0, BufferKind::Scratch, 0}, read(t, 0, BufferKind::Input, 0, 8));
+    t.write(BufferRef{0, BufferKind::Scratch, 8}, read(t, 0, BufferKind::Input, 8 * apart, 8));
+    CHECK(t.buffer(0, BufferKind::Scratch).span_count() == (apart == most ? 1u : 2u));
+    CHECK(t.compare(0, BufferKind::Scratch, 0,
+                    {Piece::value(8, 0, RankSet::single(0)), Piece::value(8, 8 * apart, RankSet::single(0))}) == "");
+  }
 }
 
 TEST_CASE("span lists of thousands of pieces (several blocks) match the reference", "[data_check]") {
