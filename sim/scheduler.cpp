@@ -320,7 +320,8 @@ void Scheduler::task_started(std::uint32_t id, Time at) {
   }
   slot_copy_[slot] = mark;
   in_flight_[id] = kInFlight + slot;
-  log_copy(CopyEvent{id, slot, mark, CopyStep::Read});
+  const ExecTask& t = exec_[id];
+  log_copy(CopyEvent{slot, mark, t.bytes, t.reduce, CopyStep::Read});
 }
 
 void Scheduler::data_landed(std::uint32_t id, Time at) {
@@ -329,7 +330,8 @@ void Scheduler::data_landed(std::uint32_t id, Time at) {
   const std::uint32_t mark = in_flight_[id];
   if (mark < kInFlight || mark >= kBadCopy) return;  // not a copy in flight
   const std::uint32_t slot = mark - kInFlight;
-  log_copy(CopyEvent{id, slot, slot_copy_[slot], CopyStep::Land});
+  const ExecTask& t = exec_[id];
+  log_copy(CopyEvent{slot, slot_copy_[slot], t.bytes, t.reduce, CopyStep::Land});
   in_flight_[id] = kNotCopy;
   free_slots_.push_back(slot);
 }
@@ -346,32 +348,30 @@ void Scheduler::replay_copies(std::vector<CopyEvent>& log) {
   const std::size_t n = log.size();
   // The copies and buffers an event touches are independent of the next
   // events', so their first cache lines are fetched a few events ahead, in
-  // stages: the copy's ends and compiled task, its buffer, the buffer's
+  // stages: the copy's ends, its buffer, the buffer's
   // block views, the entry its last search ended on (each stage reading
   // only what the one before fetched). A landing touches its destination
   // (and its source, whose read is mostly taken then).
   constexpr std::size_t kAhead = 4;
   auto prefetch = [&](const CopyEvent& e, int stage) {
-    if (e.step != CopyStep::Land) return;
-    const CopyEnds& ends = copy_ends_[e.copy];
+    if (e.step() != CopyStep::Land) return;
+    const CopyEnds& ends = copy_ends_[e.copy()];
     tracker_->prefetch(ends.destination(), stage);
     tracker_->prefetch(ends.source(), stage);
   };
   for (std::size_t i = 0; i < n; ++i) {
     if (i + 4 * kAhead < n) {
       const CopyEvent& ahead = log[i + 4 * kAhead];
-      __builtin_prefetch(&copy_ends_[ahead.copy]);
-      __builtin_prefetch(&exec_[ahead.task]);
+      __builtin_prefetch(&copy_ends_[ahead.copy()]);
     }
     if (i + 3 * kAhead < n) prefetch(log[i + 3 * kAhead], 0);
     if (i + 2 * kAhead < n) prefetch(log[i + 2 * kAhead], 1);
     if (i + kAhead < n) prefetch(log[i + kAhead], 2);
     const CopyEvent& e = log[i];
-    const ExecTask& t = exec_[e.task];  // (its bytes and reduce flag: the run writes only unmet_deps)
     if (e.slot >= slot_reads_.size()) slot_reads_.resize(static_cast<std::size_t>(e.slot) + 1);
-    const CopyEnds& ends = copy_ends_[e.copy];
-    if (e.step == CopyStep::Read) {
-      start_read(e.slot, ends.source(), t.bytes);
+    const CopyEnds& ends = copy_ends_[e.copy()];
+    if (e.step() == CopyStep::Read) {
+      start_read(e.slot, ends.source(), e.bytes());
       continue;
     }
     SlotRead& read = slot_reads_[e.slot];
@@ -382,8 +382,8 @@ void Scheduler::replay_copies(std::vector<CopyEvent>& log) {
       spans = &landing_spans_;
     }
     const BufferRef destination = ends.destination();
-    take_reads_overlapping(destination, t.bytes);
-    if (t.reduce) {
+    take_reads_overlapping(destination, e.bytes());
+    if (e.reduce()) {
       tracker_->reduce(destination, *spans);
     } else {
       tracker_->write(destination, *spans);

@@ -129,15 +129,24 @@ class Scheduler : private TaskObserver {
   // tasks and the model's own
   // state evicted each other from the caches (a 1024-NPU AllGather: 2.2x
   // the unchecked time, a third of it misses in the model). The replay
-  // reads a copy's ends here and its length in the compiled task, never
-  // the graph's task, so the graph can be freed before the run.
+  // reads a copy's ends here and its length and kind in the event, never
+  // a task (the graph is freed before the run; the compiled tasks' lines
+  // are the run's, which writes their dependency counts).
   enum class CopyStep : std::uint8_t { Read, Land };
   struct CopyEvent {
-    TaskId task;
+    CopyEvent(std::uint32_t slot_, std::uint32_t copy_, std::uint64_t bytes, bool reduce, CopyStep step)
+        : bytes_reduce(bytes << 1 | (reduce ? 1 : 0)),
+          slot(slot_),
+          copy_step(copy_ << 1 | (step == CopyStep::Land ? 1 : 0)) {}
+    std::uint64_t bytes() const { return bytes_reduce >> 1; }
+    bool reduce() const { return (bytes_reduce & 1) != 0; }
+    std::uint32_t copy() const { return copy_step >> 1; }  // index into copy_ends_
+    CopyStep step() const { return (copy_step & 1) != 0 ? CopyStep::Land : CopyStep::Read; }
+    std::uint64_t bytes_reduce;  // bytes << 1 | reduce (a task moves under 2^63 bytes)
     std::uint32_t slot;
-    std::uint32_t copy;   // index into copy_ends_
-    CopyStep step;
+    std::uint32_t copy_step;     // copy << 1 | landing (copies are below 2^31)
   };
+  static_assert(sizeof(CopyEvent) == 16, "the run logs two a copy");
   // A copy's two ends, each its rank, buffer kind and offset in 64 bits
   // (16 bytes a copy, not 24: a 1024-NPU ReduceScatter checks 1.3 M
   // copies). mark_copies refuses a run beyond kMaxCheckedRanks ranks or
