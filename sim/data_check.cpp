@@ -772,13 +772,9 @@ DataTracker::DataTracker(int ranks, std::uint64_t input_bytes, std::uint64_t out
   }
 }
 
-const BufferContents& DataTracker::buffer(int rank, BufferKind kind) const {
-  return buffers_[static_cast<std::size_t>(rank) * 3 + static_cast<std::size_t>(kind)];
-}
+const BufferContents& DataTracker::buffer(int rank, BufferKind kind) const { return buffers_[buffer_index(rank, kind)]; }
 
-BufferContents& DataTracker::mutable_buffer(int rank, BufferKind kind) {
-  return buffers_[static_cast<std::size_t>(rank) * 3 + static_cast<std::size_t>(kind)];
-}
+BufferContents& DataTracker::mutable_buffer(int rank, BufferKind kind) { return buffers_[buffer_index(rank, kind)]; }
 
 std::string DataTracker::bounds_error(const BufferRef& ref, std::uint64_t bytes) const {
   const std::uint64_t size = buffer(ref.rank, ref.buffer).size();

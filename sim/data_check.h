@@ -93,9 +93,10 @@ class RankSetTable {
 // `origin + k * origin_step * unit` (count 1: an ordinary piece of `unit`
 // bytes, its set by id). So an AllGather's or AlltoAll's output, rank j's
 // block in j's place, is one run however many ranks there are, and so is a
-// hierarchical ReduceScatter's staging copy of a rank's input, block j of
-// server s in place s * 8 + j (origins stepping by 8 blocks). Uninitialized
-// and corrupt runs have count 1.
+// hierarchical ReduceScatter's staging copy of a rank's input (input block
+// s * 8 + j, block j of server s, in place j * servers + s: neighbouring
+// places' origins step by 8 blocks). Uninitialized and corrupt runs have
+// count 1.
 struct DataSpan {
   // Origin steps a tracker keeps (in units, either way: 22 bits, Entry).
   static constexpr std::int32_t kMaxOriginStep = (std::int32_t{1} << 21) - 1;
@@ -242,6 +243,11 @@ class DataTracker {
     }
   }
   const BufferContents& buffer(int rank, BufferKind kind) const;
+  // Where a buffer stands among the tracker's (rank * 3 + kind), below buffer_count().
+  static std::size_t buffer_index(int rank, BufferKind kind) {
+    return static_cast<std::size_t>(rank) * 3 + static_cast<std::size_t>(kind);
+  }
+  std::size_t buffer_count() const { return buffers_.size(); }
   // "" when the access is within the buffer, else a description of the overrun.
   std::string bounds_error(const BufferRef& ref, std::uint64_t bytes) const;
   // compare_pieces(buffer(rank, kind).normalized(offset, length of expected), expected),

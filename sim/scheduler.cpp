@@ -257,7 +257,7 @@ void Scheduler::mark_copies(const TaskGraph& graph) {
   copy_log_.clear();
   copy_log_.reserve(copy_batch_);
   slot_reads_.clear();
-  pending_reads_.assign(static_cast<std::size_t>(tracker_->sets().ranks()) * 3, {});
+  pending_reads_.assign(tracker_->buffer_count(), {});
   slot_copy_.clear();
   free_slots_.clear();
   std::size_t copies = 0;
@@ -389,14 +389,14 @@ void Scheduler::replay_copies(std::vector<CopyEvent>& log) {
       tracker_->write(destination, *spans);
     }
     spans->clear();
-    if (spans->capacity() > 64) std::vector<DataSpan>().swap(*spans);  // a long read keeps no memory
+    if (spans != &landing_spans_ && spans->capacity() > 64) std::vector<DataSpan>().swap(*spans);  // a slot keeps no long read
   }
   log.clear();
 }
 
 void Scheduler::start_read(std::uint32_t slot, const BufferRef& source, std::uint64_t bytes) {
   SlotRead& read = slot_reads_[slot];
-  std::vector<PendingRead>& pending = pending_reads_[buffer_index(source)];
+  std::vector<PendingRead>& pending = pending_reads_[DataTracker::buffer_index(source.rank, source.buffer)];
   if (pending.size() == kMaxPendingReads) {
     tracker_->read(source, bytes, read.spans);
     return;
@@ -409,7 +409,7 @@ void Scheduler::start_read(std::uint32_t slot, const BufferRef& source, std::uin
 
 void Scheduler::drop_pending(std::uint32_t slot) {
   SlotRead& read = slot_reads_[slot];
-  std::vector<PendingRead>& pending = pending_reads_[buffer_index(read.source)];
+  std::vector<PendingRead>& pending = pending_reads_[DataTracker::buffer_index(read.source.rank, read.source.buffer)];
   for (std::size_t k = 0; k < pending.size(); ++k) {
     if (pending[k].slot == slot) {
       pending[k] = pending.back();
@@ -421,7 +421,7 @@ void Scheduler::drop_pending(std::uint32_t slot) {
 }
 
 void Scheduler::take_reads_overlapping(const BufferRef& target, std::uint64_t bytes) {
-  std::vector<PendingRead>& pending = pending_reads_[buffer_index(target)];
+  std::vector<PendingRead>& pending = pending_reads_[DataTracker::buffer_index(target.rank, target.buffer)];
   const std::uint64_t begin = target.offset();
   const std::uint64_t end = begin + bytes;
   for (std::size_t k = 0; k < pending.size();) {

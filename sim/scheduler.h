@@ -134,10 +134,10 @@ class Scheduler : private TaskObserver {
   // are the run's, which writes their dependency counts).
   enum class CopyStep : std::uint8_t { Read, Land };
   struct CopyEvent {
-    CopyEvent(std::uint32_t slot_, std::uint32_t copy_, std::uint64_t bytes, bool reduce, CopyStep step)
+    CopyEvent(std::uint32_t in_slot, std::uint32_t copy_index, std::uint64_t bytes, bool reduce, CopyStep step)
         : bytes_reduce(bytes << 1 | (reduce ? 1 : 0)),
-          slot(slot_),
-          copy_step(copy_ << 1 | (step == CopyStep::Land ? 1 : 0)) {}
+          slot(in_slot),
+          copy_step(copy_index << 1 | (step == CopyStep::Land ? 1 : 0)) {}
     std::uint64_t bytes() const { return bytes_reduce >> 1; }
     bool reduce() const { return (bytes_reduce & 1) != 0; }
     std::uint32_t copy() const { return copy_step >> 1; }  // index into copy_ends_
@@ -196,21 +196,18 @@ class Scheduler : private TaskObserver {
   };
   struct PendingRead {
     std::uint32_t slot;
-    std::uint64_t begin;  // its source bytes [begin, end)
+    std::uint64_t begin;  // its source bytes [begin, end) (the slot's, here so that a landing's scan reads only this list)
     std::uint64_t end;
   };
   static constexpr std::size_t kMaxPendingReads = 16;
-  static std::size_t buffer_index(const BufferRef& b) {
-    return static_cast<std::size_t>(b.rank) * 3 + static_cast<std::size_t>(b.buffer);
-  }
   void start_read(std::uint32_t slot, const BufferRef& source, std::uint64_t bytes);
   // Takes, as they are now, the pending reads of bytes [offset, offset + bytes) of `target`'s buffer.
   void take_reads_overlapping(const BufferRef& target, std::uint64_t bytes);
   void drop_pending(std::uint32_t slot);
   // By slot, the replay's own (it grows it as slots appear in the log).
   std::vector<SlotRead> slot_reads_;
-  std::vector<std::vector<PendingRead>> pending_reads_;  // by buffer_index of their source
-  std::vector<DataSpan> landing_spans_;                 // a read taken as its copy lands
+  std::vector<std::vector<PendingRead>> pending_reads_;  // by DataTracker::buffer_index of their source
+  std::vector<DataSpan> landing_spans_;                 // a read taken as its copy lands (reused: one at a time)
   std::vector<std::uint32_t> slot_copy_;           // by slot: its copy
   // By task: kNotCopy, kBadCopy, a copy not started (its index into
   // copy_ends_, below kInFlight), or a copy in flight (kInFlight + its slot).
