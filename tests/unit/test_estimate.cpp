@@ -998,6 +998,40 @@ TEST_CASE("estimate: a step solved under two caps routes its flows once", "[esti
   CHECK(other == *std::min_element(other_rates.begin(), other_rates.end()));
 }
 
+// A pairwise exchange over more ranks than the per-rank form follows
+// (100,000 A2 NPUs: 12,500 servers at level 1) repeats its steps with the
+// period of the sampled shifts and the barriers once past the sampled
+// ones; once two periods moved the stream by the same amount, the whole
+// periods after them are added at once. Against following every step:
+// the same time but for rounding (1e-11), and periods were added at once.
+TEST_CASE("estimate: the periods of a pairwise exchange over 12,500 servers added at once match steps followed",
+          "[estimate]") {
+  const TopologySpec spec = load_topology(topology("a2-cluster.json"), {}, 12500);
+  EstimateFabric at_once(spec);
+  EstimateFabric one_by_one(spec);
+  one_by_one.follow_every_slice(true);
+  const PerfRequest request = request_on(spec, CollOp::AlltoAll, {64 * MiB, 16 * GiB});
+  const std::vector<PerfRow> rows = estimate_perf(spec, request);
+  REQUIRE(rows.size() == 2);
+  const ExecContext ctx = exec_context(spec, request);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const CollectiveSpec collective = collective_of(request, request.sizes[i]);
+    const ExecutorChoice choice{rows[i].executor, default_levels(collective, ctx), "requested"};
+    REQUIRE(choice.plan.level1 == Level1Algo::Pairwise);
+    const EstimateFn* estimate = find_estimate(choice.executor);
+    REQUIRE(estimate != nullptr);
+    const std::uint64_t before = at_once.slices_added_at_once();
+    const double fast = (*estimate)(collective, ctx, choice.plan, at_once);
+    const double followed = (*estimate)(collective, ctx, choice.plan, one_by_one);
+    INFO(choice.executor << ", " << request.sizes[i] << " bytes: added at once " << fast / 1e6 << " us, followed "
+                         << followed / 1e6 << " us");
+    CHECK(static_cast<std::uint64_t>(std::llround(fast)) == rows[i].time.ps);  // perf's row is this form's
+    CHECK(std::abs(fast / followed - 1) <= 1e-11);
+    CHECK(at_once.slices_added_at_once() - before >= 50);  // of the 62 periods of 1,600 steps a loop
+  }
+  CHECK(one_by_one.slices_added_at_once() == 0);
+}
+
 // A hierarchical Broadcast's or Reduce's loops over the buffer inside the
 // servers are added at once once two full loops moved every stream by the
 // same amount: against following each loop, the same time but for
