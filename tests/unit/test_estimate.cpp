@@ -998,12 +998,12 @@ TEST_CASE("estimate: a step solved under two caps routes its flows once", "[esti
   CHECK(other == *std::min_element(other_rates.begin(), other_rates.end()));
 }
 
+namespace {
 // Every row of perf's estimate of `request` worked out again on `at_once`
 // (slices and loops added at once once they repeat) and on `one_by_one`
 // (every one followed): perf's row is at_once's, and the two are the same
 // time but for rounding (1e-11). Returns, per row, how many `at_once`
 // added at once.
-namespace {
 std::vector<std::uint64_t> added_at_once_against_followed(const TopologySpec& spec, const PerfRequest& request,
                                                          const EstimateFabric& at_once,
                                                          const EstimateFabric& one_by_one) {
