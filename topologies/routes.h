@@ -47,6 +47,15 @@ class RouteFinder {
   // push_back was over a quarter of routing them.)
   template <class PairAt, class Ends, class Channels>
   void append_paths(std::size_t n, const PairAt& pair_at, Ends& ends, Channels& out) const;
+  // For n pairs that append_paths would each route through one leaf/spine
+  // fabric (NPU -> leaf [-> spine -> leaf] -> NPU): each pair's hops
+  // between its first and last appended to `out` (two, or none under one
+  // leaf) and its end to `ends`; edge(src, dst, first, last) is called
+  // with the other two, and may refuse the pair. False at the first pair
+  // routed any other way or refused (what was appended then is the
+  // caller's to drop).
+  template <class PairAt, class Edge, class Ends, class Channels>
+  bool append_middles(std::size_t n, const PairAt& pair_at, const Edge& edge, Ends& ends, Channels& out) const;
   const TopologySpec& spec() const { return *spec_; }
 
  private:
@@ -79,9 +88,10 @@ class RouteFinder {
   // spine the hash picks when both leaves reach the same spines, each
   // linked both ways (every leaf/spine fabric hcclsim builds): its hops,
   // 2 or 4. 0: no route through the fabric; -1: the leaves' spines differ
-  // (spines_path's). (Inline: a first AlltoAll point routes hundreds of
-  // thousands of flows.)
-  int fabric_hops(std::size_t f, const FabricArrays& a, int src, int dst, int* at) const {
+  // (spines_path's). (Inlined, forced: a first AlltoAll point routes
+  // hundreds of thousands of flows, and as a call its register saves were
+  // a fifth of its cost.)
+  [[gnu::always_inline]] int fabric_hops(std::size_t f, const FabricArrays& a, int src, int dst, int* at) const {
     const int leaf_src = a.leaf_of[src];
     const int leaf_dst = a.leaf_of[dst];
     if (leaf_src < 0 || leaf_dst < 0) return 0;
@@ -264,6 +274,58 @@ void RouteFinder::append_paths(std::size_t n, const PairAt& pair_at, Ends& ends,
     end_of[i] = static_cast<std::size_t>(at - base);
   }
   out.resize(static_cast<std::size_t>(at - base));
+}
+
+template <class PairAt, class Edge, class Ends, class Channels>
+bool RouteFinder::append_middles(std::size_t n, const PairAt& pair_at, const Edge& edge, Ends& ends,
+                                 Channels& out) const {
+  // append_paths' test for its loop's route, pair by pair.
+  const int npus = spec_->npus;
+  const auto npu_count = static_cast<std::size_t>(npus);
+  const std::vector<int>& domain = spec_->sdma_domain_of;
+  if ((!domain.empty() && domain.size() < npu_count) || npu_neighbours_.size() < npu_count) return false;
+  const int* const domain_of = domain.empty() ? nullptr : domain.data();
+  const std::pair<int, int>* const neighbours = npu_neighbours_.data();
+  struct Kind {  // of traffic (SDMA, RDMA): its one fabric
+    int fabric = -1;
+    FabricArrays arrays;
+  };
+  Kind kinds[2];
+  for (int kind = 0; kind < 2; ++kind) {
+    const int f = only_fabric_[kind];
+    if (f < 0) continue;
+    kinds[kind].arrays = arrays_of(static_cast<std::size_t>(f));
+    if (kinds[kind].arrays.npus >= npu_count) kinds[kind].fabric = f;
+  }
+  const std::size_t first_end = ends.size();
+  ends.resize(first_end + n);
+  std::size_t* const end_of = ends.data() + first_end;
+  const std::size_t used = out.size();
+  out.resize(used + 2 * n);
+  int* const base = out.data();
+  int* at = base + used;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto [src, dst] = pair_at(i);
+    if (static_cast<unsigned>(src) >= static_cast<unsigned>(npus) ||
+        static_cast<unsigned>(dst) >= static_cast<unsigned>(npus) ||
+        (dst >= neighbours[src].first && dst <= neighbours[src].second)) {  // (may_link)
+      return false;
+    }
+    const Kind& k = kinds[domain_of != nullptr && domain_of[src] != domain_of[dst] ? 1 : 0];
+    if (k.fabric < 0) return false;
+    int hops[4];
+    const int count = fabric_hops(static_cast<std::size_t>(k.fabric), k.arrays, src, dst, hops);
+    if (count != 2 && count != 4) return false;
+    if (!edge(src, dst, hops[0], hops[count - 1])) return false;
+    if (count == 4) {
+      at[0] = hops[1];
+      at[1] = hops[2];
+      at += 2;
+    }
+    end_of[i] = static_cast<std::size_t>(at - base);
+  }
+  out.resize(static_cast<std::size_t>(at - base));
+  return true;
 }
 
 }  // namespace hcclsim

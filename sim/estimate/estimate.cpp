@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <numeric>
+#include <stdexcept>
 #include <system_error>
 #include <thread>
 #include <type_traits>
@@ -836,6 +837,36 @@ void EstimateFabric::route_flows(const std::vector<FlowPair>& list, RoutedFlows&
   }
 }
 
+double EstimateFabric::route_between_leaves(const std::vector<FlowPair>& list, RoutedFlows& out) const {
+  const auto fail = [&out] {
+    out = RoutedFlows{};
+    return 0.0;
+  };
+  if (out.size() != 0 || !out.channel.empty()) return fail();
+  // Each NPU sends at most one flow and receives at most one (so only its
+  // own flows cross its links to its leaf), all those links alike.
+  std::vector<char> sends(static_cast<std::size_t>(spec_.npus), 0), receives(sends);
+  char* const sent = sends.data();
+  char* const received = receives.data();
+  double edge = -1;
+  const FlowPair* const pairs = list.data();
+  out.first.reserve(list.size() + 1);
+  const bool routed = routes_.append_middles(
+      list.size(), [pairs](std::size_t k) { return std::make_pair(pairs[k].from, pairs[k].to); },
+      [&](int src, int dst, int up, int down) {  // (src and dst are NPUs)
+        if (src == dst || sent[src]++ != 0 || received[dst]++ != 0) return false;
+        if (edge < 0) edge = channel_rate(up);
+        return channel_rate(up) == edge && channel_rate(down) == edge;
+      },
+      out.first, out.channel);
+  if (!routed || !(edge > 0)) return fail();
+  for (const int c : out.channel) {
+    if (channel_rate(c) < edge) return fail();  // (every flow's narrowest is then the edge's)
+  }
+  flows_routed_ += list.size();
+  return edge;
+}
+
 std::vector<double> EstimateFabric::solve_routed(const RoutedFlows& flows, const std::vector<double>& weight, double cap,
                                                  bool write, SlowestOfGroups only) const {
   return solve_routed(std::vector<const RoutedFlows*>{&flows}, weight, cap, write, only);
@@ -1141,6 +1172,9 @@ bool EstimateFabric::rounds_by_counts(MaxMinShares& solver, const SolveJob& job,
 
 bool EstimateFabric::solve_alike_flows(MaxMinShares& solver, const SolveJob& job, std::vector<double>& out) const {
   if (job.only.groups != 0 || job.least || !job.weight.empty() || job.write || job.parts.empty()) return false;
+  // Parts routed between leaves: each flow also crosses its two links to
+  // the leaves, of this rate, first and last (route_between_leaves).
+  const double edge = job.edge_rate;
   const bool partly = job.share != 1;  // (solve_job's weights: the share, each flow)
   const double weight = partly ? job.share : 1.0;
   std::size_t flows = 0;
@@ -1168,6 +1202,11 @@ bool EstimateFabric::solve_alike_flows(MaxMinShares& solver, const SolveJob& job
   for (const RoutedFlows* part : job.parts) {
     const std::size_t* const first = part->first.data();
     const int* const channel = part->channel.data();
+    if (edge > 0) {  // every flow's narrowest is its links to the leaves (route_between_leaves held the others no slower)
+      narrowest_of_all = edge;
+      for (std::size_t j = 0; j < part->channel.size(); ++j) ++crossings[slots.slot(channel[j], fresh)];
+      continue;
+    }
     for (std::size_t i = 0; i < part->size() && alike; ++i) {
       double narrowest = kUnlimited;
       for (std::size_t j = first[i]; j < first[i + 1]; ++j) {
@@ -1192,6 +1231,12 @@ bool EstimateFabric::solve_alike_flows(MaxMinShares& solver, const SolveJob& job
   // the hops times one flow's, not summed hop by hop: it only decides which
   // channels are kept, with a margin far above the rounding.)
   const double wanted = weight * bound;
+  // A link to a leaf carries one flow of each part at most: it stays out
+  // when that many fit (SolveJob::edge_rate's condition).
+  if (edge > 0 && static_cast<double>(job.parts.size()) * wanted > edge * kFits) {
+    slots.forget();
+    throw std::logic_error("estimate: flows routed between leaves counting more than 1 / parts each");
+  }
   std::vector<int>& kept_slot = w.kept_as;  // per slot: its kept slot, -1 when dropped
   kept_slot.resize(slots.slots);
   DenseFlows& reduced = w.reduced;
@@ -1229,8 +1274,8 @@ bool EstimateFabric::solve_alike_flows(MaxMinShares& solver, const SolveJob& job
     const std::size_t* const first = part->first.data();
     const int* const channel = part->channel.data();
     for (std::size_t i = 0; i < part->size(); ++i, ++flow) {
-      double narrowest_dropped = 0;
-      bool dropped = false;
+      double narrowest_dropped = edge;  // (its links to the leaves, when listed apart: dropped)
+      bool dropped = edge > 0;
       const std::size_t from = at;
       for (std::size_t j = first[i]; j < first[i + 1]; ++j) {
         const int slot = slot_of[channel[j]];
@@ -1258,6 +1303,12 @@ bool EstimateFabric::solve_alike_flows(MaxMinShares& solver, const SolveJob& job
 
 void EstimateFabric::solve_job(MaxMinShares& solver, const SolveJob& job, std::vector<double>& out,
                                std::vector<double>& shares) const {
+  if (job.edge_rate > 0) {  // (its parts list only some hops: no other solve reads them right)
+    if (!solve_alike_flows(solver, job, out)) {
+      throw std::logic_error("estimate: a solve of flows routed between leaves that are not alike");
+    }
+    return;
+  }
   if (fill_groups_by_counts(solver, job, out)) return;
   if (solve_alike_flows(solver, job, out)) return;
   const std::vector<double>* weight = &job.weight;

@@ -280,6 +280,19 @@ class EstimateFabric {
   // that keeps its solves routes its flows at the first point only (a test
   // holds the forms to that).
   std::uint64_t flows_routed() const { return flows_routed_; }
+  // route_flows for flows that all cross one leaf/spine fabric, each NPU
+  // sending at most one and receiving at most one (a pairwise step): only
+  // the hops between the leaves are listed (none under one leaf). Returns
+  // the rate of every flow's first and last hop (its NPUs' links to their
+  // leaves, which no other flow crosses), when they are all the same and
+  // no hop between the leaves is slower; else 0, with `out` left empty.
+  // A solve of such parts (SolveJob::edge_rate) walks a half to a quarter
+  // of the hops: the links to the leaves can never fill there.
+  double route_between_leaves(const std::vector<FlowPair>& flows, RoutedFlows& out) const;
+  // With `whole`, the forms route every hop of every flow instead (the
+  // tests compare the two: the same rates to the bit).
+  void route_whole_paths(bool whole) { route_whole_paths_ = whole; }
+  bool routes_whole_paths() const { return route_whole_paths_; }
   std::vector<double> solve_routed(const RoutedFlows& flows, const std::vector<double>& weight, double cap,
                                    bool write, SlowestOfGroups only = {}) const;
   // The same over the flows of several parts, listed in order.
@@ -306,6 +319,11 @@ class EstimateFabric {
     bool write = false;
     SlowestOfGroups only;
     std::size_t kept = 0;  // the rates of the first `kept` flows are returned (0: all)
+    // > 0: the parts are route_between_leaves', and this the rate it gave
+    // them all (so every flow's narrowest channel is of this rate); the
+    // flows must all count `share` <= 1 / parts (their links to the leaves
+    // then never fill), with no weight, groups or write caps.
+    double edge_rate = 0;
     bool least = false;    // only the least rate, as shared_rate finds it (one value)
   };
   // solve_routed for each job added, the rates in the order added. The
@@ -535,6 +553,7 @@ class EstimateFabric {
   bool solve_every_step_ = false;
   mutable std::uint64_t steps_drawn_ = 0;
   bool general_step_loops_ = false;
+  bool route_whole_paths_ = false;
   mutable std::uint64_t flows_routed_ = 0;
 };
 

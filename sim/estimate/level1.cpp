@@ -618,8 +618,14 @@ class PerRankSteps {
         // Solved here, not memoized: the step is kept by its caller, and
         // the neighbours' rates are read only for the slowest.
         EstimateFabric::SolveJob job;
-        job.parts.push_back(&routed_shift(shift));
-        for (const int q : alongside) job.parts.push_back(&routed_shift(q));
+        // Routed between the leaves when every step's flows are, alike.
+        double edge = f_.routes_whole_paths() ? 0 : between_leaves(shift);
+        for (const int q : alongside) {
+          if (edge > 0 && between_leaves(q) != edge) edge = 0;
+        }
+        job.parts.push_back(&routed_shift(shift, edge > 0));
+        for (const int q : alongside) job.parts.push_back(&routed_shift(q, edge > 0));
+        job.edge_rate = edge;
         job.share = 1.0 / static_cast<double>(1 + alongside.size());
         job.cap = kNoCap;
         job.kept = job.parts.front()->size();  // this step's own flows
@@ -918,22 +924,39 @@ class PerRankSteps {
   const StepCosts& c_;
   GroupLayout g_;
   int p_;
-  // The routes of step_flows(shift), kept for the neighbouring steps' solves.
-  const RoutedFlows& routed_shift(int shift) const {
-    auto found = routed_by_shift_.find(shift);
-    if (found == routed_by_shift_.end()) {
-      Step1 st;
-      st.shift = shift;
-      std::vector<FlowPair> list;
-      step_flows(g_, st, p_)(list);
-      found = routed_by_shift_.emplace(shift, RoutedFlows{}).first;
-      f_.route_flows(list, found->second);
-    }
-    return found->second;
+  // The routes of step_flows(shift), kept for the neighbouring steps'
+  // solves: each way once, when first wanted, every hop or only those
+  // between the leaves (EstimateFabric::route_between_leaves).
+  struct RoutedShift {
+    RoutedFlows whole, middles;
+    bool whole_routed = false, middles_tried = false;
+    double edge = 0;  // route_between_leaves' rate, 0 when it could not
+  };
+  // The edge rate of step `shift`'s flows routed between the leaves (0: they cannot be).
+  double between_leaves(int shift) const {
+    RoutedShift& r = routed_by_shift_[shift];
+    if (!r.middles_tried) r.edge = f_.route_between_leaves(flow_list(shift), r.middles);
+    r.middles_tried = true;
+    return r.edge;
+  }
+  const RoutedFlows& routed_shift(int shift, bool middles_only) const {
+    RoutedShift& r = routed_by_shift_[shift];
+    if (middles_only) return r.middles;
+    if (!r.whole_routed) f_.route_flows(flow_list(shift), r.whole);
+    r.whole_routed = true;
+    return r.whole;
+  }
+  const std::vector<FlowPair>& flow_list(int shift) const {
+    Step1 st;
+    st.shift = shift;
+    listed_.clear();
+    step_flows(g_, st, p_)(listed_);
+    return listed_;
   }
 
   std::vector<double> ready_, done_;
-  mutable std::map<int, RoutedFlows> routed_by_shift_;
+  mutable std::map<int, RoutedShift> routed_by_shift_;
+  mutable std::vector<FlowPair> listed_;  // flow_list()'s
   struct Kind {  // step()'s, per kind of path
     bool rdma;
     double latency;

@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <map>
 #include <cmath>
 #include <cstdint>
 #include <mutex>
@@ -235,7 +236,8 @@ TEST_CASE("estimate: the same inputs give the same times, bit for bit", "[estima
 // whose pairs all cross the spines take the shares of 32 solved ones,
 // rotated (level1.cpp, kDrawnSteps). Against solving every step: within
 // 1% (0.4-0.6% measured); and the vectorized loops of the steps whose pairs
-// all take one RDMA path give the same times as the general loops, to the
+// all take one RDMA path, and the steps' flows routed between the leaves
+// only, give the same times as the general loops and whole routes, to the
 // bit. No Platform: the forms need only the topology.
 TEST_CASE("estimate: pairwise steps drawn from a few solved ones against solving each (512 A2 NPUs)", "[estimate]") {
   const TopologySpec spec = load_topology(topology("a2-cluster.json"), {}, 64);
@@ -248,6 +250,8 @@ TEST_CASE("estimate: pairwise steps drawn from a few solved ones against solving
   every.solve_every_step(true);
   EstimateFabric general(spec);
   general.general_step_loops(true);
+  EstimateFabric whole(spec);
+  whole.route_whole_paths(true);
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const CollectiveSpec collective = collective_of(request, request.sizes[i]);
     const ExecutorChoice choice{rows[i].executor, default_levels(collective, ctx), "requested"};
@@ -256,11 +260,13 @@ TEST_CASE("estimate: pairwise steps drawn from a few solved ones against solving
     const double fast = (*estimate)(collective, ctx, choice.plan, drawn);
     const double solved = (*estimate)(collective, ctx, choice.plan, every);
     const double slow_loops = (*estimate)(collective, ctx, choice.plan, general);
+    const double whole_routes = (*estimate)(collective, ctx, choice.plan, whole);
     INFO(choice.executor << ", " << request.sizes[i] << " bytes: steps drawn " << fast / 1e6 << " us, every step solved "
                          << solved / 1e6 << " us");
     CHECK(static_cast<std::uint64_t>(std::llround(fast)) == rows[i].time.ps);  // perf's row is this form's
     CHECK(std::abs(fast / solved - 1) <= 0.01);
     CHECK(slow_loops == fast);
+    CHECK(whole_routes == fast);  // (the steps' flows routed between the leaves: the same shares)
   }
   // Most of the 511 steps were drawn (the rank steps are built at the first size).
   CHECK(drawn.steps_drawn() > 300);
@@ -821,6 +827,91 @@ TEST_CASE("estimate: a solve of flows alike in their share and narrowest channel
   }
   CHECK(compared == 7 * 2 * 3);
   CHECK(filled > 0);  // (ECMP collisions on the spines: some flows held back below the others)
+}
+
+// A pairwise step's flows routed between the leaves only
+// (route_between_leaves: their links to the leaves, which no other flow of
+// the step crosses, left implied) give the rates of their whole routes, bit
+// for bit: alone or with their neighbours' at 1 / 3 each, under caps above
+// and below the links' rate. Flows counting more than 1 / parts are
+// refused; a step with pairs inside a server, or an NPU sending twice,
+// cannot be routed so and lists nothing.
+TEST_CASE("estimate: flows routed between the leaves give the rates of their whole routes", "[estimate]") {
+  const TopologySpec spec = load_topology(topology("a2-cluster.json"), {}, 32);  // 256 NPUs under 4 leaves
+  const EstimateFabric fabric(spec);
+  const int p = spec.npus;
+  struct Routed {
+    RoutedFlows whole, middles;
+    double edge = 0;
+  };
+  std::map<int, Routed> routed;
+  const auto shift_part = [&](int shift) -> const Routed& {
+    auto found = routed.find(shift);
+    if (found == routed.end()) {
+      std::vector<FlowPair> list;
+      for (int x = 0; x < p; ++x) list.push_back(FlowPair{x, (x + shift) % p});
+      found = routed.try_emplace(shift).first;
+      fabric.route_flows(list, found->second.whole);
+      found->second.edge = fabric.route_between_leaves(list, found->second.middles);
+      CHECK(found->second.middles.size() == list.size());
+      CHECK(found->second.middles.channel.size() < found->second.whole.channel.size());
+    }
+    return found->second;
+  };
+  int filled = 0;
+  int compared = 0;
+  for (const int shift : {9, 40, 64, 100, 129, 200}) {
+    for (const bool neighbours : {false, true}) {
+      for (const double cap : {1e30, fabric.costs().copy_rate, 1e-3}) {
+        const std::vector<int> shifts = neighbours ? std::vector<int>{shift, shift - 1, shift + 1} : std::vector<int>{shift};
+        EstimateFabric::SolveJob whole;
+        EstimateFabric::SolveJob middles;
+        for (const int q : shifts) {
+          whole.parts.push_back(&shift_part(q).whole);
+          middles.parts.push_back(&shift_part(q).middles);
+          REQUIRE(shift_part(q).edge > 0);
+          REQUIRE(shift_part(q).edge == shift_part(shift).edge);
+        }
+        for (EstimateFabric::SolveJob* job : {&whole, &middles}) {
+          job->share = 1.0 / static_cast<double>(shifts.size());
+          job->cap = cap;
+          job->kept = static_cast<std::size_t>(p);
+        }
+        middles.edge_rate = shift_part(shift).edge;
+        EstimateFabric::SolveBatch batch(fabric);
+        batch.add(whole);
+        batch.add(middles);
+        const std::vector<std::vector<double>> rates = batch.finish();
+        INFO("shift " << shift << (neighbours ? " with its neighbours" : " alone") << ", cap " << cap);
+        REQUIRE(rates[0].size() == static_cast<std::size_t>(p));
+        CHECK(rates[1] == rates[0]);
+        if (*std::min_element(rates[0].begin(), rates[0].end()) < *std::max_element(rates[0].begin(), rates[0].end())) {
+          ++filled;
+        }
+        ++compared;
+        if (neighbours && cap > 1) {  // each flow counting fully: its links to the leaves could fill
+          middles.share = 1;
+          EstimateFabric::SolveBatch refused(fabric);
+          refused.add(middles);
+          CHECK_THROWS_AS(refused.finish(), std::logic_error);
+        }
+      }
+    }
+  }
+  CHECK(compared == 6 * 2 * 3);
+  CHECK(filled > 0);  // (ECMP collisions on the spines)
+  const std::vector<FlowPair> inside_servers = [&] {  // shift 3: most pairs inside a server
+    std::vector<FlowPair> list;
+    for (int x = 0; x < p; ++x) list.push_back(FlowPair{x, (x + 3) % p});
+    return list;
+  }();
+  const std::vector<FlowPair> sending_twice{FlowPair{0, 100}, FlowPair{0, 200}};
+  for (const std::vector<FlowPair>* list : {&inside_servers, &sending_twice}) {
+    RoutedFlows out;
+    CHECK(fabric.route_between_leaves(*list, out) == 0);
+    CHECK(out.size() == 0);
+    CHECK(out.channel.empty());
+  }
 }
 
 // shared_rate finds a step's slowest share as the level at which the first
