@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <map>
 #include <unordered_map>
@@ -82,6 +83,23 @@ class RouteFinder {
     const FabricSpec& fabric = spec_->fabrics[f];
     return FabricArrays{fabric.leaf_of.data(), fabric.leaf_of.size(), fabric.spines_of.size(), leaf_links_[f].data(),
                         leaf_spines_at_[f].data()};
+  }
+  // The one fabric of each kind of traffic (SDMA [0], RDMA [1]), with the
+  // arrays its routes read: fabric -1 when there is none, or when some NPU
+  // is not under a leaf of it (append_paths' and append_middles' loops).
+  struct TrafficFabric {
+    int fabric = -1;
+    FabricArrays arrays;
+  };
+  std::array<TrafficFabric, 2> traffic_fabrics() const {
+    std::array<TrafficFabric, 2> out;
+    for (std::size_t kind = 0; kind < 2; ++kind) {
+      const int f = only_fabric_[kind];
+      if (f < 0) continue;
+      out[kind].arrays = arrays_of(static_cast<std::size_t>(f));
+      if (out[kind].arrays.npus >= static_cast<std::size_t>(spec_->npus)) out[kind].fabric = f;
+    }
+    return out;
   }
   // The route through fabric f (arrays a) between NPUs src and dst (both
   // below a.npus), written to `at`: NPU -> leaf -> NPU, or through the
@@ -231,17 +249,7 @@ void RouteFinder::append_paths(std::size_t n, const PairAt& pair_at, Ends& ends,
   const std::pair<int, int>* const neighbours = npu_neighbours_.data();  // (one per node: NPUs first)
   const std::vector<int>& domain = spec_->sdma_domain_of;
   const int* const domain_of = domain.size() >= npu_count ? domain.data() : nullptr;  // null: one domain
-  struct Kind {  // of traffic (SDMA, RDMA): its one fabric
-    int fabric = -1;  // -1: none, or not every NPU under a leaf of it
-    FabricArrays arrays;
-  };
-  Kind kinds[2];
-  for (int kind = 0; kind < 2; ++kind) {
-    const int f = only_fabric_[kind];
-    if (f < 0) continue;
-    kinds[kind].arrays = arrays_of(static_cast<std::size_t>(f));
-    if (kinds[kind].arrays.npus >= npu_count) kinds[kind].fabric = f;
-  }
+  const std::array<TrafficFabric, 2> kinds = traffic_fabrics();
   const bool fast = (domain.empty() || domain_of != nullptr) && npu_neighbours_.size() >= npu_count;
   const std::size_t first_end = ends.size();
   ends.resize(first_end + n);
@@ -257,7 +265,7 @@ void RouteFinder::append_paths(std::size_t n, const PairAt& pair_at, Ends& ends,
     if (fast && static_cast<unsigned>(src) < static_cast<unsigned>(npus) &&
         static_cast<unsigned>(dst) < static_cast<unsigned>(npus) &&
         (dst < neighbours[src].first || dst > neighbours[src].second)) {  // (not may_link)
-      const Kind& k = kinds[domain_of != nullptr && domain_of[src] != domain_of[dst] ? 1 : 0];
+      const TrafficFabric& k = kinds[domain_of != nullptr && domain_of[src] != domain_of[dst] ? 1 : 0];
       if (k.fabric >= 0) hops = fabric_hops(static_cast<std::size_t>(k.fabric), k.arrays, src, dst, at);
     }
     if (hops > 0) {
@@ -286,17 +294,7 @@ bool RouteFinder::append_middles(std::size_t n, const PairAt& pair_at, const Edg
   if ((!domain.empty() && domain.size() < npu_count) || npu_neighbours_.size() < npu_count) return false;
   const int* const domain_of = domain.empty() ? nullptr : domain.data();
   const std::pair<int, int>* const neighbours = npu_neighbours_.data();
-  struct Kind {  // of traffic (SDMA, RDMA): its one fabric
-    int fabric = -1;
-    FabricArrays arrays;
-  };
-  Kind kinds[2];
-  for (int kind = 0; kind < 2; ++kind) {
-    const int f = only_fabric_[kind];
-    if (f < 0) continue;
-    kinds[kind].arrays = arrays_of(static_cast<std::size_t>(f));
-    if (kinds[kind].arrays.npus >= npu_count) kinds[kind].fabric = f;
-  }
+  const std::array<TrafficFabric, 2> kinds = traffic_fabrics();
   const std::size_t first_end = ends.size();
   ends.resize(first_end + n);
   std::size_t* const end_of = ends.data() + first_end;
@@ -311,7 +309,7 @@ bool RouteFinder::append_middles(std::size_t n, const PairAt& pair_at, const Edg
         (dst >= neighbours[src].first && dst <= neighbours[src].second)) {  // (may_link)
       return false;
     }
-    const Kind& k = kinds[domain_of != nullptr && domain_of[src] != domain_of[dst] ? 1 : 0];
+    const TrafficFabric& k = kinds[domain_of != nullptr && domain_of[src] != domain_of[dst] ? 1 : 0];
     if (k.fabric < 0) return false;
     int hops[4];
     const int count = fabric_hops(static_cast<std::size_t>(k.fabric), k.arrays, src, dst, hops);

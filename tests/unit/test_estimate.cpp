@@ -776,6 +776,17 @@ TEST_CASE("estimate: a solve by groups from counts takes the room its frozen flo
 // a cap above and below the narrowest channel, one part counting fully or
 // several counting 1 / parts. A step whose flows differ in their narrowest
 // channel (pairs inside a server and between servers) falls back.
+namespace {
+
+// A pairwise step's flows: every NPU x of p to x + shift.
+std::vector<FlowPair> shifted_pairs(int p, int shift) {
+  std::vector<FlowPair> list;
+  for (int x = 0; x < p; ++x) list.push_back(FlowPair{x, (x + shift) % p});
+  return list;
+}
+
+}  // namespace
+
 TEST_CASE("estimate: a solve of flows alike in their share and narrowest channel gives solve_routed's rates",
           "[estimate]") {
   const TopologySpec spec = load_topology(topology("a2-cluster.json"), {}, 32);
@@ -785,10 +796,8 @@ TEST_CASE("estimate: a solve of flows alike in their share and narrowest channel
   const auto shift_part = [&](int shift) -> const RoutedFlows& {
     auto found = routed.find(shift);
     if (found == routed.end()) {
-      std::vector<FlowPair> list;
-      for (int x = 0; x < p; ++x) list.push_back(FlowPair{x, (x + shift) % p});
       found = routed.emplace(shift, RoutedFlows{}).first;
-      fabric.route_flows(list, found->second);
+      fabric.route_flows(shifted_pairs(p, shift), found->second);
     }
     return found->second;
   };
@@ -848,8 +857,7 @@ TEST_CASE("estimate: flows routed between the leaves give the rates of their who
   const auto shift_part = [&](int shift) -> const Routed& {
     auto found = routed.find(shift);
     if (found == routed.end()) {
-      std::vector<FlowPair> list;
-      for (int x = 0; x < p; ++x) list.push_back(FlowPair{x, (x + shift) % p});
+      const std::vector<FlowPair> list = shifted_pairs(p, shift);
       found = routed.try_emplace(shift).first;
       fabric.route_flows(list, found->second.whole);
       found->second.edge = fabric.route_between_leaves(list, found->second.middles);
@@ -900,11 +908,7 @@ TEST_CASE("estimate: flows routed between the leaves give the rates of their who
   }
   CHECK(compared == 6 * 2 * 3);
   CHECK(filled > 0);  // (ECMP collisions on the spines)
-  const std::vector<FlowPair> inside_servers = [&] {  // shift 3: most pairs inside a server
-    std::vector<FlowPair> list;
-    for (int x = 0; x < p; ++x) list.push_back(FlowPair{x, (x + 3) % p});
-    return list;
-  }();
+  const std::vector<FlowPair> inside_servers = shifted_pairs(p, 3);  // most pairs inside a server
   const std::vector<FlowPair> sending_twice{FlowPair{0, 100}, FlowPair{0, 200}};
   for (const std::vector<FlowPair>* list : {&inside_servers, &sending_twice}) {
     RoutedFlows out;
