@@ -100,6 +100,75 @@ int RouteFinder::add_leaf_spines(std::size_t fabric, int leaf) const {
   return at;
 }
 
+const RouteFinder::LeafSpineRoutes& RouteFinder::leaf_spine_routes() const {
+  if (leaf_spine_routes_) return *leaf_spine_routes_;
+  auto routes = std::make_unique<LeafSpineRoutes>();
+  const auto npus = static_cast<std::size_t>(spec_->npus);
+  routes->npus_ = static_cast<unsigned>(npus);
+  routes->neighbours_ = npu_neighbours_.data();
+  const std::vector<int>& domain = spec_->sdma_domain_of;
+  routes->domain_ = domain.empty() ? nullptr : domain.data();
+  const bool domains_known = domain.empty() || domain.size() >= npus;
+  for (std::size_t kind = 0; kind < 2 && domains_known && npu_neighbours_.size() >= npus; ++kind) {
+    const int f = only_fabric_[kind];
+    if (f < 0) continue;
+    const auto fabric = static_cast<std::size_t>(f);
+    const FabricArrays a = arrays_of(fabric);
+    if (a.npus < npus) continue;
+    // fabric_hops' lookups, every NPU's and every leaf's once: the leaves
+    // numbered as first met, each with the one list of spines.
+    LeafSpineRoutes::Kind k;
+    std::vector<int> index_of(a.leaves, -1);
+    std::vector<int> leaves;
+    int list = -1;
+    bool uniform = true;
+    k.leaf_of.resize(npus);
+    for (std::size_t n = 0; n < npus && uniform; ++n) {
+      const int leaf = a.leaf_of[n];
+      const int up = leaf >= 0 ? channel(static_cast<int>(n), leaf) : -1;
+      const int down = leaf >= 0 ? channel(leaf, static_cast<int>(n)) : -1;
+      if (up < 0 || down < 0 || static_cast<std::size_t>(leaf) >= a.leaves) {
+        uniform = false;
+        break;
+      }
+      int& index = index_of[static_cast<std::size_t>(leaf)];
+      if (index < 0) {
+        int at = a.spines_at[leaf];
+        if (at < 0) at = add_leaf_spines(fabric, leaf);
+        const LeafSpines& spines = leaf_spines_[static_cast<std::size_t>(at)];
+        if (list < 0) {
+          list = spines.list;
+          k.spines = spines.count;
+        }
+        if (spines.list < 0 || spines.list != list || spines.count == 0) {
+          uniform = false;
+          break;
+        }
+        index = static_cast<int>(leaves.size());
+        leaves.push_back(at);
+      }
+      k.leaf_of[n] = index;
+      k.edges.push_back(up);
+      k.edges.push_back(down);
+    }
+    if (!uniform || k.spines == 0) continue;
+    // Spine k of every leaf is the same spine (one list): fabric_hops' pick.
+    for (const int at : leaves) {
+      const LeafSpines& spines = leaf_spines_[static_cast<std::size_t>(at)];
+      for (std::size_t s = 0; s < k.spines; ++s) {
+        const SpineHop& hop = leaf_spine_hops_[spines.first + s];
+        k.to_spine.push_back(hop.first);
+        k.from_spine.push_back(hop.second);
+        k.middle.push_back(hop.first);
+        k.middle.push_back(hop.second);
+      }
+    }
+    routes->kinds_[kind] = std::move(k);
+  }
+  leaf_spine_routes_ = std::move(routes);
+  return *leaf_spine_routes_;
+}
+
 const RouteFinder::SpineHops& RouteFinder::spines_between(std::size_t fabric, int leaf_src, int leaf_dst) const {
   auto& memo = spines_between_[fabric];
   const std::uint64_t key = static_cast<std::uint64_t>(static_cast<std::uint32_t>(leaf_src)) << 32 |

@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -48,15 +49,92 @@ class RouteFinder {
   // push_back was over a quarter of routing them.)
   template <class PairAt, class Ends, class Channels>
   void append_paths(std::size_t n, const PairAt& pair_at, Ends& ends, Channels& out) const;
-  // For n pairs that append_paths would each route through one leaf/spine
-  // fabric (NPU -> leaf [-> spine -> leaf] -> NPU): each pair's hops
-  // between its first and last appended to `out` (two, or none under one
-  // leaf) and its end to `ends`; edge(src, dst, first, last) is called
-  // with the other two, and may refuse the pair. False at the first pair
-  // routed any other way or refused (what was appended then is the
-  // caller's to drop).
-  template <class PairAt, class Edge, class Ends, class Channels>
-  bool append_middles(std::size_t n, const PairAt& pair_at, const Edge& edge, Ends& ends, Channels& out) const;
+  // The routes through the one fabric of each kind of traffic (SDMA, RDMA)
+  // whose every NPU hangs off a leaf, linked both ways, and whose leaves
+  // all reach the same spines, each both ways (every leaf/spine fabric
+  // hcclsim builds), as flat arrays made once and never written after:
+  // for callers that route pairs by the hundred thousand (a pairwise
+  // AlltoAll's first point), with nothing looked up or memoized per pair.
+  // Each pair is routed as append_path routes it.
+  class LeafSpineRoutes {
+   public:
+    // For n pairs (src, dst) of NPUs, each NPU sending at most once and
+    // receiving at most once, all of one kind of traffic (0 SDMA, 1 RDMA,
+    // set in `kind`) through such a fabric: each pair's hops between its
+    // first (src's link to its leaf) and its last (the leaf's link to dst)
+    // written on from `out` (2 through the spine ECMP picks, as
+    // append_path routes it, or none under one leaf), and its end (the
+    // hops written so far) to ends[i]. Returns the hops written, or -1 at
+    // the first pair that is routed otherwise (not two NPUs, NPUs a link
+    // may join, no such fabric for their kind), of another kind than the
+    // first, or whose NPU sends or receives twice. (In locals: through the
+    // members, every hop written reloaded them.)
+    template <class Pair>
+    std::ptrdiff_t middles_of_permutation(const Pair* pairs, std::size_t n, std::size_t* ends, int* out,
+                                          int& kind) const {
+      if (n == 0) return 0;
+      const unsigned npus = npus_;
+      const int src0 = pairs[0].from;
+      const int dst0 = pairs[0].to;
+      if (static_cast<unsigned>(src0) >= npus || static_cast<unsigned>(dst0) >= npus) return -1;
+      const int* const domain = domain_;
+      const int of_kind = domain != nullptr && domain[src0] != domain[dst0] ? 1 : 0;
+      const Kind& k = kinds_[static_cast<std::size_t>(of_kind)];
+      if (k.spines == 0) return -1;
+      const std::pair<int, int>* const neighbours = neighbours_;
+      const int* const leaf_of = k.leaf_of.data();
+      const int* const to_spine = k.to_spine.data();
+      const int* const from_spine = k.from_spine.data();
+      const std::size_t spines = k.spines;
+      std::vector<char> seen(2 * static_cast<std::size_t>(npus), 0);
+      char* const sent = seen.data();
+      char* const received = sent + npus;
+      int* at = out;
+      for (std::size_t i = 0; i < n; ++i) {
+        const int src = pairs[i].from;
+        const int dst = pairs[i].to;
+        if (static_cast<unsigned>(src) >= npus || static_cast<unsigned>(dst) >= npus || src == dst) return -1;
+        const auto [lowest, highest] = neighbours[src];
+        if (dst >= lowest && dst <= highest) return -1;  // (may_link)
+        if ((domain != nullptr && domain[src] != domain[dst] ? 1 : 0) != of_kind) return -1;
+        if (sent[src] != 0 || received[dst] != 0) return -1;
+        sent[src] = 1;
+        received[dst] = 1;
+        const int leaf_src = leaf_of[src];
+        const int leaf_dst = leaf_of[dst];
+        if (leaf_src != leaf_dst) {
+          const std::size_t pick = spine_pick(src, dst, spines);
+          at[0] = to_spine[static_cast<std::size_t>(leaf_src) * spines + pick];
+          at[1] = from_spine[static_cast<std::size_t>(leaf_dst) * spines + pick];
+          at += 2;
+        }
+        ends[i] = static_cast<std::size_t>(at - out);
+      }
+      kind = of_kind;
+      return at - out;
+    }
+    // Whether kind (0 SDMA, 1 RDMA) has such a fabric.
+    bool has(int kind) const { return kinds_[kind].spines != 0; }
+    // Of such a fabric: the NPUs' channels to and from their leaves, and
+    // the leaves' channels to and from the spines.
+    const std::vector<int>& edge_channels(int kind) const { return kinds_[kind].edges; }
+    const std::vector<int>& middle_channels(int kind) const { return kinds_[kind].middle; }
+
+   private:
+    friend class RouteFinder;
+    struct Kind {
+      std::size_t spines = 0;  // 0: no such fabric
+      std::vector<int> leaf_of;  // per NPU: its leaf's index
+      std::vector<int> to_spine, from_spine;  // per leaf index * spines + spine k
+      std::vector<int> edges, middle;
+    };
+    unsigned npus_ = 0;
+    const std::pair<int, int>* neighbours_ = nullptr;  // RouteFinder's npu_neighbours_
+    const int* domain_ = nullptr;  // per NPU; null: one SDMA domain
+    std::array<Kind, 2> kinds_;
+  };
+  // Made on the first call (not for concurrent first calls).
+  const LeafSpineRoutes& leaf_spine_routes() const;
   const TopologySpec& spec() const { return *spec_; }
 
  private:
@@ -86,7 +164,7 @@ class RouteFinder {
   }
   // The one fabric of each kind of traffic (SDMA [0], RDMA [1]), with the
   // arrays its routes read: fabric -1 when there is none, or when some NPU
-  // is not under a leaf of it (append_paths' and append_middles' loops).
+  // is not under a leaf of it (append_paths' loop).
   struct TrafficFabric {
     int fabric = -1;
     FabricArrays arrays;
@@ -235,6 +313,7 @@ class RouteFinder {
   // the same two leaves picks among the same spines.
   mutable std::vector<std::unordered_map<std::uint64_t, SpineHops>> spines_between_;
   mutable std::vector<SpineHop> spine_hops_;
+  mutable std::unique_ptr<LeafSpineRoutes> leaf_spine_routes_;  // leaf_spine_routes()'
 };
 
 template <class PairAt, class Ends, class Channels>
@@ -282,48 +361,6 @@ void RouteFinder::append_paths(std::size_t n, const PairAt& pair_at, Ends& ends,
     end_of[i] = static_cast<std::size_t>(at - base);
   }
   out.resize(static_cast<std::size_t>(at - base));
-}
-
-template <class PairAt, class Edge, class Ends, class Channels>
-bool RouteFinder::append_middles(std::size_t n, const PairAt& pair_at, const Edge& edge, Ends& ends,
-                                 Channels& out) const {
-  // append_paths' test for its loop's route, pair by pair.
-  const int npus = spec_->npus;
-  const auto npu_count = static_cast<std::size_t>(npus);
-  const std::vector<int>& domain = spec_->sdma_domain_of;
-  if ((!domain.empty() && domain.size() < npu_count) || npu_neighbours_.size() < npu_count) return false;
-  const int* const domain_of = domain.empty() ? nullptr : domain.data();
-  const std::pair<int, int>* const neighbours = npu_neighbours_.data();
-  const std::array<TrafficFabric, 2> kinds = traffic_fabrics();
-  const std::size_t first_end = ends.size();
-  ends.resize(first_end + n);
-  std::size_t* const end_of = ends.data() + first_end;
-  const std::size_t used = out.size();
-  out.resize(used + 2 * n);
-  int* const base = out.data();
-  int* at = base + used;
-  for (std::size_t i = 0; i < n; ++i) {
-    const auto [src, dst] = pair_at(i);
-    if (static_cast<unsigned>(src) >= static_cast<unsigned>(npus) ||
-        static_cast<unsigned>(dst) >= static_cast<unsigned>(npus) ||
-        (dst >= neighbours[src].first && dst <= neighbours[src].second)) {  // (may_link)
-      return false;
-    }
-    const TrafficFabric& k = kinds[domain_of != nullptr && domain_of[src] != domain_of[dst] ? 1 : 0];
-    if (k.fabric < 0) return false;
-    int hops[4];
-    const int count = fabric_hops(static_cast<std::size_t>(k.fabric), k.arrays, src, dst, hops);
-    if (count != 2 && count != 4) return false;
-    if (!edge(src, dst, hops[0], hops[count - 1])) return false;
-    if (count == 4) {
-      at[0] = hops[1];
-      at[1] = hops[2];
-      at += 2;
-    }
-    end_of[i] = static_cast<std::size_t>(at - base);
-  }
-  out.resize(static_cast<std::size_t>(at - base));
-  return true;
 }
 
 }  // namespace hcclsim

@@ -837,32 +837,45 @@ void EstimateFabric::route_flows(const std::vector<FlowPair>& list, RoutedFlows&
   }
 }
 
+const EstimateFabric::BetweenLeaves& EstimateFabric::between_leaves() const {
+  std::call_once(between_leaves_made_, [this] {
+    between_leaves_.routes = &routes_.leaf_spine_routes();
+    for (int kind = 0; kind < 2; ++kind) {
+      const RouteFinder::LeafSpineRoutes& routes = *between_leaves_.routes;
+      if (!routes.has(kind)) continue;
+      // One rate for every NPU's links to its leaf, none slower between the leaves.
+      const std::vector<int>& edges = routes.edge_channels(kind);
+      double edge = edges.empty() ? 0 : channel_rate(edges.front());
+      for (const int c : edges) {
+        if (channel_rate(c) != edge) edge = 0;
+      }
+      for (const int c : routes.middle_channels(kind)) {
+        if (channel_rate(c) < edge) edge = 0;
+      }
+      between_leaves_.edge_rate[static_cast<std::size_t>(kind)] = edge > 0 ? edge : 0;
+    }
+  });
+  return between_leaves_;
+}
+
 double EstimateFabric::route_between_leaves(const std::vector<FlowPair>& list, RoutedFlows& out) const {
   const auto fail = [&out] {
     out = RoutedFlows{};
     return 0.0;
   };
   if (out.size() != 0 || !out.channel.empty()) return fail();
+  const BetweenLeaves& fabric = between_leaves();
+  const RouteFinder::LeafSpineRoutes& routes = *fabric.routes;
   // Each NPU sends at most one flow and receives at most one (so only its
   // own flows cross its links to its leaf), all those links alike.
-  std::vector<char> sends(static_cast<std::size_t>(spec_.npus), 0), receives(sends);
-  char* const sent = sends.data();
-  char* const received = receives.data();
-  double edge = -1;
-  const FlowPair* const pairs = list.data();
-  out.first.reserve(list.size() + 1);
-  const bool routed = routes_.append_middles(
-      list.size(), [pairs](std::size_t k) { return std::make_pair(pairs[k].from, pairs[k].to); },
-      [&](int src, int dst, int up, int down) {  // (src and dst are NPUs)
-        if (src == dst || sent[src]++ != 0 || received[dst]++ != 0) return false;
-        if (edge < 0) edge = channel_rate(up);
-        return channel_rate(up) == edge && channel_rate(down) == edge;
-      },
-      out.first, out.channel);
-  if (!routed || !(edge > 0)) return fail();
-  for (const int c : out.channel) {
-    if (channel_rate(c) < edge) return fail();  // (every flow's narrowest is then the edge's)
-  }
+  out.first.resize(list.size() + 1);
+  out.channel.resize(2 * list.size());
+  int kind = 0;
+  const std::ptrdiff_t hops =
+      routes.middles_of_permutation(list.data(), list.size(), out.first.data() + 1, out.channel.data(), kind);
+  const double edge = fabric.edge_rate[static_cast<std::size_t>(kind)];
+  if (hops < 0 || list.empty() || !(edge > 0)) return fail();
+  out.channel.resize(static_cast<std::size_t>(hops));
   flows_routed_ += list.size();
   return edge;
 }

@@ -29,6 +29,7 @@
 // it differs most and why.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -288,6 +289,10 @@ class EstimateFabric {
   // no hop between the leaves is slower; else 0, with `out` left empty.
   // A solve of such parts (SolveJob::edge_rate) walks a half to a quarter
   // of the hops: the links to the leaves can never fill there.
+  // (Routed from RouteFinder::leaf_spine_routes' flat arrays, made at the
+  // first call: through the memoizing route search, a quarter of a
+  // million flows at a 1024-NPU AlltoAll's first point cost 190
+  // instructions each.)
   double route_between_leaves(const std::vector<FlowPair>& flows, RoutedFlows& out) const;
   // With `whole`, the forms route every hop of every flow instead (the
   // tests compare the two: the same rates to the bit).
@@ -527,6 +532,15 @@ class EstimateFabric {
   mutable std::vector<std::uint32_t> codes_;  // classify()'s relation codes
   StepCosts costs_;
   RouteFinder routes_;
+  // route_between_leaves' routes, with the rate of each kind's links to
+  // the leaves (0 when they differ, or a hop between the leaves is slower).
+  struct BetweenLeaves {
+    const RouteFinder::LeafSpineRoutes* routes = nullptr;
+    std::array<double, 2> edge_rate{0, 0};
+  };
+  const BetweenLeaves& between_leaves() const;  // made at the first call
+  mutable std::once_flag between_leaves_made_;
+  mutable BetweenLeaves between_leaves_;
   std::vector<double> link_rates_;  // per link: its channels' rate, worked out once (8 bytes a link)
   mutable std::map<std::string, std::vector<double>> rates_;  // key + cap + write -> each flow's rate
   mutable std::map<std::string, double> slowest_;  // shared_rate's, by key + cap + write

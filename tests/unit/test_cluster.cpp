@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -255,6 +256,87 @@ TEST_CASE("routing many pairs at once gives each pair's append_path, in order", 
     for (int k = 0; k < 8; ++k) line.links.push_back(LinkSpec{k, 8 + k % 4, "hccs", {}});
     const std::vector<int> channels = same_as_pair_by_pair(line, {{0, 3}, {4, 0}, {3, 0}, {1, 2}});
     CHECK(channels.size() == 5 + 2 + 5 + 3);
+  }
+}
+
+TEST_CASE("the leaf/spine table routes a permutation's pairs as append_path does between their first and last hops",
+          "[cluster]") {
+  // RouteFinder::LeafSpineRoutes holds one fabric's routes in flat arrays,
+  // for the estimate's pairwise steps: each pair's hops must be append_path's
+  // without its first and last (the NPUs' links to their leaves), and the
+  // table must refuse what append_path routes otherwise, or an NPU sending
+  // or receiving twice.
+  struct Pair {
+    int from, to;
+  };
+  auto rotation = [](int npus, int shift) {
+    std::vector<Pair> pairs;
+    for (int r = 0; r < npus; ++r) pairs.push_back({r, (r + shift) % npus});
+    return pairs;
+  };
+  // The table's hops and ends for `pairs`, or nothing when it refuses them.
+  auto table_routes = [](const RouteFinder& finder, const std::vector<Pair>& pairs, int& kind) {
+    std::vector<int> hops(2 * pairs.size(), -9);
+    std::vector<std::size_t> ends(pairs.size(), 0);
+    const std::ptrdiff_t n =
+        finder.leaf_spine_routes().middles_of_permutation(pairs.data(), pairs.size(), ends.data(), hops.data(), kind);
+    if (n < 0) return std::optional<std::pair<std::vector<int>, std::vector<std::size_t>>>{};
+    hops.resize(static_cast<std::size_t>(n));
+    return std::optional{std::make_pair(hops, ends)};
+  };
+  auto as_append_path = [](const RouteFinder& finder, const std::vector<Pair>& pairs) {
+    std::vector<int> hops;
+    std::vector<std::size_t> ends;
+    for (const Pair& p : pairs) {
+      const std::vector<int> path = finder.path(p.from, p.to);
+      REQUIRE((path.size() == 2 || path.size() == 4));
+      hops.insert(hops.end(), path.begin() + 1, path.end() - 1);
+      ends.push_back(hops.size());
+    }
+    return std::make_pair(hops, ends);
+  };
+  SECTION("A2 servers: every shift that leaves the server, the same hops; inside a server, refused") {
+    const TopologySpec spec = make_cluster(a2_cluster_layout(8, RoceFabricOptions{16, 4, 1.0}), load_profile(a2_profile()));
+    const RouteFinder finder(spec);
+    REQUIRE(finder.leaf_spine_routes().has(1));
+    CHECK_FALSE(finder.leaf_spine_routes().has(0));  // (no fabric for SDMA traffic)
+    std::set<int> spines_taken;
+    for (int shift = 8; shift <= spec.npus - 8; ++shift) {
+      const std::vector<Pair> pairs = rotation(spec.npus, shift);
+      int kind = -1;
+      const auto routed = table_routes(finder, pairs, kind);
+      REQUIRE(routed.has_value());
+      CHECK(kind == 1);
+      const auto expected = as_append_path(finder, pairs);
+      CHECK(routed->first == expected.first);
+      CHECK(routed->second == expected.second);
+      for (std::size_t h = 0; h < routed->first.size(); h += 2) {
+        spines_taken.insert(spec.links[static_cast<std::size_t>(routed->first[h]) / 2].b);
+      }
+    }
+    CHECK(spines_taken.size() == 4);
+    int kind = -1;
+    for (const int shift : {1, 7, spec.npus - 1}) CHECK_FALSE(table_routes(finder, rotation(spec.npus, shift), kind));
+    std::vector<Pair> twice = rotation(spec.npus, 8);
+    twice[3].to = twice[2].to;  // (NPU twice[2].to receives twice)
+    CHECK_FALSE(table_routes(finder, twice, kind));
+    twice = rotation(spec.npus, 8);
+    twice[5].from = twice[4].from;
+    twice[5].to = (twice[5].from + 20) % spec.npus;
+    CHECK_FALSE(table_routes(finder, twice, kind));
+  }
+  SECTION("a spine listed for every leaf but linked to none: no table") {
+    TopologySpec listed = make_cluster(a2_cluster_layout(4, RoceFabricOptions{8, 4, 1.0}), load_profile(a2_profile()));
+    const int unlinked = listed.npus + listed.switches;
+    ++listed.switches;
+    for (std::vector<int>& spines : listed.fabrics[0].spines_of) {
+      if (!spines.empty()) spines.insert(spines.begin() + 2, unlinked);
+    }
+    listed.fabrics[0].spines_of.resize(static_cast<std::size_t>(unlinked) + 1);
+    const RouteFinder finder(listed);
+    CHECK_FALSE(finder.leaf_spine_routes().has(1));
+    int kind = -1;
+    CHECK_FALSE(table_routes(finder, rotation(listed.npus, 8), kind));
   }
 }
 
