@@ -709,12 +709,27 @@ class PerRankSteps {
     double* time = t.data();
     double* ready = ready_.data();
     double* done = done_.data();
-    if (kinds_.size() == 1 && kinds_.front().rdma && !reduce && !f_.uses_general_step_loops()) {
-      // Every pair alike over RDMA (most steps of a pairwise exchange
-      // across servers): the same rules in loops the compiler vectorizes.
-      const Kind& k = kinds_.front();
-      const RdmaStepCosts rc{d, fixed, wait, post, posts, copy_in, copy_out, k.notify, k.latency, bytes,
-                             before_wait > 0, after_done > 0};
+    const bool every_rdma = std::all_of(kinds_.begin(), kinds_.end(), [](const Kind& k) { return k.rdma; });
+    if (every_rdma && !reduce && !f_.uses_general_step_loops()) {
+      // Every pair over RDMA (most steps of a pairwise exchange across
+      // servers): the same rules in loops the compiler vectorizes, each
+      // sender's notify flight and latency in arrays (a step whose pairs
+      // take paths of two lengths, some under one leaf, is one in eight
+      // of an exchange on 1024 A2 NPUs: rank by rank, they were half of
+      // its steps' cost).
+      notify_of_.resize(static_cast<std::size_t>(p_));
+      latency_of_.resize(static_cast<std::size_t>(p_));
+      const std::pair<double, double> alike{kinds_.front().notify, kinds_.front().latency};
+      if (kinds_.size() > 1 || filled_alike_ != alike) {  // (one kind: as filled for the step before, mostly)
+        for (std::size_t x = 0; x < notify_of_.size(); ++x) {
+          const Kind& k = kinds[kind_of[x]];
+          notify_of_[x] = k.notify;
+          latency_of_[x] = k.latency;
+        }
+        filled_alike_ = kinds_.size() == 1 ? std::optional{alike} : std::nullopt;
+      }
+      const RdmaStepCosts rc{d,     fixed, wait, post, posts, copy_in, copy_out, notify_of_.data(), latency_of_.data(),
+                             bytes, before_wait > 0, after_done > 0};
       rdma_records(rc, 0, p_ - ahead, ahead, time, ready);
       rdma_records(rc, p_ - ahead, p_, ahead - p_, time, ready);
       // Sender x's rate is rate[x + turn], wrapped once: each piece of
@@ -784,10 +799,13 @@ class PerRankSteps {
     }
   }
 
-  // step()'s constants for steps whose pairs all take one RDMA path.
+  // step()'s constants for steps whose pairs all go over RDMA.
   // (Their loops are built twice, WIDE_LOOPS.)
   struct RdmaStepCosts {
-    double d, fixed, wait, post, posts, copy_in, copy_out, notify, latency, bytes;
+    double d, fixed, wait, post, posts, copy_in, copy_out;
+    const double* notify;   // per sender: its notify's bytes over its path's rate
+    const double* latency;  // per sender: its path's latency
+    double bytes;
     bool copy_before, copy_after;
   };
   // step()'s loops for senders [from, to), each sending to x + offset: per
@@ -795,10 +813,12 @@ class PerRankSteps {
   // same to the bit. The receiver x + offset records "ready" to x, [copies in].
   WIDE_LOOPS static void rdma_records(const RdmaStepCosts& c, int from, int to, int offset, double* __restrict time,
                            double* __restrict ready) {
+    const double* __restrict notify = c.notify;
+    const double* __restrict latency = c.latency;
     for (int x = from; x < to; ++x) {
       double& receiver = time[x + offset];
       const double at = receiver + c.d + c.post;
-      ready[x] = at + c.notify + c.latency;
+      ready[x] = at + notify[x] + latency[x];
       receiver = c.copy_before ? at + c.d + c.fixed + c.copy_in : at;
     }
   }
@@ -806,14 +826,16 @@ class PerRankSteps {
   // sender `from`'s.
   WIDE_LOOPS static void rdma_writes(const RdmaStepCosts& c, int from, int to, int offset, double* __restrict time,
                           const double* __restrict ready, double* __restrict done, const double* __restrict rate) {
+    const double* __restrict notify = c.notify;
+    const double* __restrict latency = c.latency;
     for (int x = from; x < to; ++x) {
       const double reach = time[x] + c.d;
       const double landed = ready[x];
       const double waited = reach + c.wait;
       const double u = (landed > reach ? landed : waited) + c.posts;
-      const double arrived = u + c.bytes / rate[x - from] + c.latency;
+      const double arrived = u + c.bytes / rate[x - from] + latency[x];
       const double posted = u + c.d + c.post;
-      const double noticed = posted + c.notify + c.latency;
+      const double noticed = posted + notify[x] + latency[x];
       time[x] = posted;
       done[x + offset] = noticed < arrived ? arrived : noticed;  // std::max(noticed, arrived)
     }
@@ -968,6 +990,8 @@ class PerRankSteps {
   std::vector<std::size_t> flow_of_;
   std::map<int, EstimateFabric::RankStep> by_shift_;  // step(t, shift, ...)'s, per shift
   std::vector<double> rotated_;  // step()'s rates in rank order, for a step that takes another's rotated
+  std::vector<double> notify_of_, latency_of_;  // step()'s, per sender (RdmaStepCosts')
+  std::optional<std::pair<double, double>> filled_alike_;  // their one (notify, latency), when alike
 };
 
 // Guarded RDMA steps followed rank by rank, every write a flow of its own

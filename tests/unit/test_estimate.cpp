@@ -236,7 +236,8 @@ TEST_CASE("estimate: the same inputs give the same times, bit for bit", "[estima
 // whose pairs all cross the spines take the shares of 32 solved ones,
 // rotated (level1.cpp, kDrawnSteps). Against solving every step: within
 // 1% (0.4-0.6% measured); and the vectorized loops of the steps whose pairs
-// all take one RDMA path, and the steps' flows routed between the leaves
+// all go over RDMA (by paths of one length, or of two: some pairs under one
+// leaf), and the steps' flows routed between the leaves
 // only, give the same times as the general loops and whole routes, to the
 // bit. No Platform: the forms need only the topology.
 TEST_CASE("estimate: pairwise steps drawn from a few solved ones against solving each (512 A2 NPUs)", "[estimate]") {
