@@ -394,6 +394,8 @@ bool every_group_in_first_round(MaxMinShares::Work& w, const DenseFlows& in, con
 void fill_progressively(MaxMinShares::Work& w, const DenseFlows& in, const std::vector<double>& limit,
                         const std::vector<double>& weight, SlowestOfGroups only) {
   auto weight_of = [&weight](std::size_t i) { return weight.empty() ? 1.0 : weight[i]; };
+  const bool one_weight =
+      weight.empty() || std::all_of(weight.begin(), weight.end(), [&weight](double x) { return x == weight.front(); });
   const std::size_t flows = in.first.size() - 1;
   const std::size_t slots = in.capacity.size();
   std::vector<int>& unfrozen = w.unfrozen;  // per channel: flows not yet frozen
@@ -449,7 +451,7 @@ void fill_progressively(MaxMinShares::Work& w, const DenseFlows& in, const std::
   std::vector<char>& freezes = w.freezes;  // listed in `freezing` this round
   freezes.assign(flows, 0);
   std::size_t remaining = flows;
-  std::vector<std::size_t>& freezing = w.freezing;  // this round's, taken in flow order
+  std::vector<std::size_t>& freezing = w.freezing;  // this round's, taken in flow order (but for one weight)
   freezing.clear();
   std::vector<std::size_t>& changed = w.changed;
   changed.clear();
@@ -481,7 +483,11 @@ void fill_progressively(MaxMinShares::Work& w, const DenseFlows& in, const std::
       const std::size_t k = heap.pop();
       for (std::size_t j = first[k]; j < first[k + 1]; ++j) freeze_later(crossing[j]);
     }
-    if (freezing.size() > flows / 8) {  // many: a pass over the marks puts them in order
+    if (one_weight) {
+      // (Taken as found: each takes the same from every channel it
+      // crosses, the level times the one weight, so the rooms and loads
+      // come out the same in any order.)
+    } else if (freezing.size() > flows / 8) {  // many: a pass over the marks puts them in order
       freezing.clear();
       for (std::size_t i = 0; i < flows; ++i) {
         if (freezes[i] != 0) freezing.push_back(i);

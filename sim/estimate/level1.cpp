@@ -547,11 +547,19 @@ class PerRankSteps {
 
   // Rank x's path to x + shift, by pair from a table built once per shift
   // (a pairwise exchange visits p - 1 of them).
+  // (Each kept here too: a point asks for them 9,000 times on 1024 NPUs,
+  // and the fabric's memo is by a name built each time.)
   const EstimateFabric::PairTable& pairs(int shift) const {
-    return f_.pair_table(
-        "perrank/" + std::to_string(p_) + "/" + std::to_string(g_.stride) + "/" + std::to_string(g_.group_step) + "/" +
-            std::to_string(mod(shift, p_)),
-        [&](PairRuns& pairs) { pairs.add_rotation(g_.npu(0, 0), g_.stride, p_, mod(shift, p_)); });
+    const int ahead = mod(shift, p_);
+    if (tables_.empty()) tables_.resize(static_cast<std::size_t>(p_), nullptr);
+    const EstimateFabric::PairTable*& table = tables_[static_cast<std::size_t>(ahead)];
+    if (table == nullptr) {
+      table = &f_.pair_table(
+          "perrank/" + std::to_string(p_) + "/" + std::to_string(g_.stride) + "/" + std::to_string(g_.group_step) +
+              "/" + std::to_string(ahead),
+          [&](PairRuns& pairs) { pairs.add_rotation(g_.npu(0, 0), g_.stride, p_, ahead); });
+    }
+    return *table;
   }
 
   // The paths and shares of the step in which every rank x sends to
@@ -977,6 +985,7 @@ class PerRankSteps {
   }
 
   std::vector<double> ready_, done_;
+  mutable std::vector<const EstimateFabric::PairTable*> tables_;  // pairs()' by shift mod p (the fabric's, kept there)
   mutable std::map<int, RoutedShift> routed_by_shift_;
   mutable std::vector<FlowPair> listed_;  // flow_list()'s
   struct Kind {  // step()'s, per kind of path
