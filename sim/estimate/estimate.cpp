@@ -461,9 +461,13 @@ void fill_progressively(MaxMinShares::Work& w, const DenseFlows& in, const std::
   std::vector<char>& group_frozen = w.group_frozen;
   group_frozen.assign(only.groups, 0);
   std::size_t groups_left = only.groups;
+  // (Plain pointers in the loops below: through the vectors, each char
+  // written made every other vector be reloaded.)
+  char* const is_frozen = frozen.data();
+  char* const marked = freezes.data();
   const auto freeze_later = [&](std::size_t i) {
-    if (frozen[i] == 0 && freezes[i] == 0) {
-      freezes[i] = 1;
+    if (is_frozen[i] == 0 && marked[i] == 0) {
+      marked[i] = 1;
       freezing.push_back(i);
     }
   };
@@ -496,21 +500,30 @@ void fill_progressively(MaxMinShares::Work& w, const DenseFlows& in, const std::
       std::sort(freezing.begin(), freezing.end());
     }
     changed.clear();
+    const std::size_t* const hops = in.first.data();
+    const int* const slot = in.slot.data();
+    double* const room_of = room.data();
+    double* const load_of = load.data();
+    int* const count = unfrozen.data();
+    std::uint32_t* const listed_in = changed_in.data();
+    double* const share = out.data();
     for (const std::size_t i : freezing) {
-      frozen[i] = 1;
-      freezes[i] = 0;
-      out[i] = level;
+      is_frozen[i] = 1;
+      marked[i] = 0;
+      share[i] = level;
       --remaining;
       if (only.groups > 0 && i < only.flows && group_frozen[i % only.groups] == 0) {
         group_frozen[i % only.groups] = 1;
         --groups_left;
       }
-      for (std::size_t j = in.first[i]; j < in.first[i + 1]; ++j) {
-        const auto k = static_cast<std::size_t>(in.slot[j]);
-        room[k] = std::max(0.0, room[k] - weight_of(i) * level);
-        load[k] = --unfrozen[k] == 0 ? 0.0 : load[k] - weight_of(i);
-        if (changed_in[k] != round) {
-          changed_in[k] = round;
+      const double wi = weight_of(i);
+      const double taken = wi * level;
+      for (std::size_t j = hops[i]; j < hops[i + 1]; ++j) {
+        const auto k = static_cast<std::size_t>(slot[j]);
+        room_of[k] = std::max(0.0, room_of[k] - taken);
+        load_of[k] = --count[k] == 0 ? 0.0 : load_of[k] - wi;
+        if (listed_in[k] != round) {
+          listed_in[k] = round;
           changed.push_back(k);
         }
       }
