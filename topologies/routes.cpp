@@ -116,10 +116,10 @@ const RouteFinder::LeafSpineRoutes& RouteFinder::leaf_spine_routes() const {
     const FabricArrays a = arrays_of(fabric);
     if (a.npus < npus) continue;
     // fabric_hops' lookups, every NPU's and every leaf's once: the leaves
-    // numbered as first met, each with the one list of spines.
+    // numbered as first met, each with the one list of spines (so spine
+    // k of every leaf is the same spine: fabric_hops' pick).
     LeafSpineRoutes::Kind k;
     std::vector<int> index_of(a.leaves, -1);
-    std::vector<int> leaves;
     int list = -1;
     bool uniform = true;
     k.leaf_of.resize(npus);
@@ -144,25 +144,17 @@ const RouteFinder::LeafSpineRoutes& RouteFinder::leaf_spine_routes() const {
           uniform = false;
           break;
         }
-        index = static_cast<int>(leaves.size());
-        leaves.push_back(at);
+        index = static_cast<int>(k.to_spine.size() / k.spines);
+        for (std::size_t s = 0; s < k.spines; ++s) {
+          k.to_spine.push_back(leaf_spine_hops_[spines.first + s].first);
+          k.from_spine.push_back(leaf_spine_hops_[spines.first + s].second);
+        }
       }
       k.leaf_of[n] = index;
       k.edges.push_back(up);
       k.edges.push_back(down);
     }
     if (!uniform || k.spines == 0) continue;
-    // Spine k of every leaf is the same spine (one list): fabric_hops' pick.
-    for (const int at : leaves) {
-      const LeafSpines& spines = leaf_spines_[static_cast<std::size_t>(at)];
-      for (std::size_t s = 0; s < k.spines; ++s) {
-        const SpineHop& hop = leaf_spine_hops_[spines.first + s];
-        k.to_spine.push_back(hop.first);
-        k.from_spine.push_back(hop.second);
-        k.middle.push_back(hop.first);
-        k.middle.push_back(hop.second);
-      }
-    }
     routes->kinds_[kind] = std::move(k);
   }
   leaf_spine_routes_ = std::move(routes);

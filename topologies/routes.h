@@ -118,7 +118,8 @@ class RouteFinder {
     // Of such a fabric: the NPUs' channels to and from their leaves, and
     // the leaves' channels to and from the spines.
     const std::vector<int>& edge_channels(int kind) const { return kinds_[kind].edges; }
-    const std::vector<int>& middle_channels(int kind) const { return kinds_[kind].middle; }
+    const std::vector<int>& to_spine_channels(int kind) const { return kinds_[kind].to_spine; }
+    const std::vector<int>& from_spine_channels(int kind) const { return kinds_[kind].from_spine; }
 
    private:
     friend class RouteFinder;
@@ -126,7 +127,7 @@ class RouteFinder {
       std::size_t spines = 0;  // 0: no such fabric
       std::vector<int> leaf_of;  // per NPU: its leaf's index
       std::vector<int> to_spine, from_spine;  // per leaf index * spines + spine k
-      std::vector<int> edges, middle;
+      std::vector<int> edges;  // per NPU: its channels to and from its leaf
     };
     unsigned npus_ = 0;
     const std::pair<int, int>* neighbours_ = nullptr;  // RouteFinder's npu_neighbours_

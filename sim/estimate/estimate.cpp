@@ -868,10 +868,12 @@ const EstimateFabric::BetweenLeaves& EstimateFabric::between_leaves() const {
       for (const int c : edges) {
         if (channel_rate(c) != edge) edge = 0;
       }
-      for (const int c : routes.middle_channels(kind)) {
-        if (channel_rate(c) < edge) edge = 0;
+      for (const std::vector<int>* middle : {&routes.to_spine_channels(kind), &routes.from_spine_channels(kind)}) {
+        for (const int c : *middle) {
+          if (channel_rate(c) < edge) edge = 0;
+        }
       }
-      between_leaves_.edge_rate[static_cast<std::size_t>(kind)] = edge > 0 ? edge : 0;
+      between_leaves_.edge_rate[static_cast<std::size_t>(kind)] = edge;
     }
   });
   return between_leaves_;

@@ -718,7 +718,7 @@ class PerRankSteps {
     double* ready = ready_.data();
     double* done = done_.data();
     const bool every_rdma = std::all_of(kinds_.begin(), kinds_.end(), [](const Kind& k) { return k.rdma; });
-    if (every_rdma && !reduce && !f_.uses_general_step_loops()) {
+    if (!kinds_.empty() && every_rdma && !reduce && !f_.uses_general_step_loops()) {
       // Every pair over RDMA (most steps of a pairwise exchange across
       // servers): the same rules in loops the compiler vectorizes, each
       // sender's notify flight and latency in arrays (a step whose pairs
