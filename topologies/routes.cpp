@@ -10,7 +10,7 @@ namespace hcclsim {
 
 RouteFinder::RouteFinder(const TopologySpec& spec)
     : spec_(&spec),
-      leaf_links_(spec.fabrics.size()),
+      npu_ends_(spec.fabrics.size()),
       leaf_spines_at_(spec.fabrics.size()),
       spine_lists_(spec.fabrics.size()),
       spines_between_(spec.fabrics.size()) {
@@ -20,7 +20,7 @@ RouteFinder::RouteFinder(const TopologySpec& spec)
     const std::size_t kind = roce_.back() != 0 ? 1 : 0;
     only_fabric_[kind] = static_cast<int>(f);
     ++fabrics_of_kind[kind];
-    leaf_links_[f].resize(static_cast<std::size_t>(spec.npus));
+    npu_ends_[f].resize(static_cast<std::size_t>(spec.npus));
     leaf_spines_at_[f].assign(spec.fabrics[f].spines_of.size(), -1);
   }
   for (int kind = 0; kind < 2; ++kind) {
@@ -98,6 +98,30 @@ int RouteFinder::add_leaf_spines(std::size_t fabric, int leaf) const {
   leaf_spines_at_[fabric][static_cast<std::size_t>(leaf)] = at;
   leaf_spines_.push_back(out);
   return at;
+}
+
+const RouteFinder::NpuEnd& RouteFinder::fill_npu_end(std::size_t f, int n) const {
+  const std::vector<int>& leaf_of = spec_->fabrics[f].leaf_of;
+  NpuEnd end;
+  end.leaf = leaf_of[static_cast<std::size_t>(n)];
+  end.up = end.down = -1;
+  if (end.leaf >= 0) {
+    end.up = channel(n, end.leaf);
+    end.down = channel(end.leaf, n);
+    if (static_cast<std::size_t>(end.leaf) < leaf_spines_at_[f].size()) {
+      int at = leaf_spines_at_[f][static_cast<std::size_t>(end.leaf)];
+      if (at < 0) at = add_leaf_spines(f, end.leaf);
+      const LeafSpines& spines = leaf_spines_[static_cast<std::size_t>(at)];
+      end.list = spines.list;
+      end.first = static_cast<std::uint32_t>(spines.first);
+      end.count = static_cast<std::uint32_t>(spines.count);
+    } else {
+      end.list = kNoSpinesRow;
+    }
+  }
+  NpuEnd& kept = npu_ends_[f][static_cast<std::size_t>(n)];
+  kept = end;
+  return kept;
 }
 
 const RouteFinder::LeafSpineRoutes& RouteFinder::leaf_spine_routes() const {

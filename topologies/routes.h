@@ -145,22 +145,33 @@ class RouteFinder {
     std::size_t first = 0;  // into spine_hops_
     std::size_t count = 0;
   };
-  // An NPU's channels to and from its leaf (-1: not linked).
-  struct LeafLinks {
-    int up = -2;  // -2: not looked up yet
-    int down = -2;
+  // An NPU's end of the routes through a fabric, looked up when the NPU
+  // is first routed over it: its leaf, its channels to and from it, and
+  // its leaf's spines (one record for each end of a flow, where the
+  // lookups by leaf took five arrays and a check of each memo: 99,840
+  // dies' first AlltoAll point routes 270,000 flows).
+  struct NpuEnd {
+    int up = -2;    // channel NPU -> leaf; -1: none, or no leaf; -2: not looked up yet
+    int down = -1;  // channel leaf -> NPU
+    int leaf = -1;
+    int list = -1;  // the leaf's list of spines (LeafSpines::list), or kNoSpinesRow
+    std::uint32_t first = 0;  // the leaf's spine hops: leaf_spine_hops_[first .. first + count)
+    std::uint32_t count = 0;
   };
+  static constexpr int kNoSpinesRow = -3;  // NpuEnd::list of a leaf beyond the fabric's spines_of
+  // NpuEnd of NPU n in fabric f (a.ends[n]), looked up.
+  const NpuEnd& fill_npu_end(std::size_t f, int n) const;
   // The arrays of fabric f that its routes read (in locals in append_paths' loop).
   struct FabricArrays {
     const int* leaf_of = nullptr;
     std::size_t npus = 0;    // leaf_of's size
     std::size_t leaves = 0;  // spines_of's size
-    LeafLinks* links = nullptr;  // leaf_links_[f]
+    NpuEnd* ends = nullptr;      // npu_ends_[f]
     int* spines_at = nullptr;    // leaf_spines_at_[f]
   };
   FabricArrays arrays_of(std::size_t f) const {
     const FabricSpec& fabric = spec_->fabrics[f];
-    return FabricArrays{fabric.leaf_of.data(), fabric.leaf_of.size(), fabric.spines_of.size(), leaf_links_[f].data(),
+    return FabricArrays{fabric.leaf_of.data(), fabric.leaf_of.size(), fabric.spines_of.size(), npu_ends_[f].data(),
                         leaf_spines_at_[f].data()};
   }
   // The one fabric of each kind of traffic (SDMA [0], RDMA [1]), with the
@@ -189,38 +200,25 @@ class RouteFinder {
   // hundreds of thousands of flows, and as a call its register saves were
   // a fifth of its cost.)
   [[gnu::always_inline]] int fabric_hops(std::size_t f, const FabricArrays& a, int src, int dst, int* at) const {
-    const int leaf_src = a.leaf_of[src];
-    const int leaf_dst = a.leaf_of[dst];
-    if (leaf_src < 0 || leaf_dst < 0) return 0;
-    LeafLinks& from_links = a.links[src];
-    if (from_links.up == -2) from_links = LeafLinks{channel(src, leaf_src), channel(leaf_src, src)};
-    LeafLinks& to_links = a.links[dst];
-    if (to_links.up == -2) to_links = LeafLinks{channel(dst, leaf_dst), channel(leaf_dst, dst)};
-    const int up = from_links.up;
-    const int down = to_links.down;
-    if (up < 0 || down < 0) return 0;
-    if (leaf_src == leaf_dst) {
-      at[0] = up;
-      at[1] = down;
+    const NpuEnd& from = a.ends[src].up != -2 ? a.ends[src] : fill_npu_end(f, src);
+    const NpuEnd& to = a.ends[dst].up != -2 ? a.ends[dst] : fill_npu_end(f, dst);
+    if (from.up < 0 || to.down < 0) return 0;  // (an NPU under no leaf has neither)
+    if (from.leaf == to.leaf) {
+      at[0] = from.up;
+      at[1] = to.down;
       return 2;
     }
-    if (static_cast<std::size_t>(leaf_src) >= a.leaves) return 0;
-    int from_at = a.spines_at[leaf_src];
-    if (from_at < 0) from_at = add_leaf_spines(f, leaf_src);
-    if (static_cast<std::size_t>(leaf_dst) >= a.leaves) return -1;
-    int to_at = a.spines_at[leaf_dst];
-    if (to_at < 0) to_at = add_leaf_spines(f, leaf_dst);
-    const LeafSpines* const spines = leaf_spines_.data();  // (after adding: it may move)
-    const LeafSpines& from = spines[from_at];
-    const LeafSpines& to = spines[to_at];
+    if (from.list == kNoSpinesRow) return 0;
+    if (to.list == kNoSpinesRow) return -1;
     if (from.list < 0 || from.list != to.list) return -1;
     if (from.count == 0) return 0;
     // The same spines, all linked: spines_between's k-th is spine k.
     const std::size_t k = spine_pick(src, dst, from.count);
-    at[0] = up;
-    at[1] = leaf_spine_hops_[from.first + k].first;
-    at[2] = leaf_spine_hops_[to.first + k].second;
-    at[3] = down;
+    const SpineHop* const hops = leaf_spine_hops_.data();  // (after the lookups: they may add to it)
+    at[0] = from.up;
+    at[1] = hops[from.first + k].first;
+    at[2] = hops[to.first + k].second;
+    at[3] = to.down;
     return 4;
   }
   // fabric_hops appended to `path`; true when routed (through spines_path when the leaves' spines differ).
@@ -231,9 +229,9 @@ class RouteFinder {
     // (push_back: an initializer list's range insert, or a resize, cost a fifth of routing a flow)
     for (int i = 0; i < n; ++i) path.push_back(hops[i]);
     if (n >= 0) return n > 0;
-    const int leaf_src = a.leaf_of[src];
-    const int leaf_dst = a.leaf_of[dst];
-    return spines_path(fabric_index, src, dst, leaf_src, leaf_dst, a.links[src].up, a.links[dst].down, path);
+    const NpuEnd& from = a.ends[src];  // (looked up by fabric_hops)
+    const NpuEnd& to = a.ends[dst];
+    return spines_path(fabric_index, src, dst, from.leaf, to.leaf, from.up, to.down, path);
   }
   // fabric_path between leaves whose spines differ: through one both reach (spines_between).
   bool spines_path(std::size_t fabric_index, int src, int dst, int leaf_src, int leaf_dst, int up, int down,
@@ -299,7 +297,7 @@ class RouteFinder {
   // one does (leaf_spine_path's), else -1.
   int only_fabric_[2] = {-1, -1};
   // Per fabric, per NPU (sized up front), looked up when the NPU is first routed over it.
-  mutable std::vector<std::vector<LeafLinks>> leaf_links_;
+  mutable std::vector<std::vector<NpuEnd>> npu_ends_;
   // Per fabric, per leaf, looked up when the leaf is first routed through;
   // two leaves with the same list of spines, each linked both ways to all
   // of them, reach spine k through their k-th channels (every leaf/spine
