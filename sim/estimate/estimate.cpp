@@ -288,6 +288,7 @@ struct MaxMinShares::Work {
   // fill_groups_by_counts': per slot its room, load and room / load; per flow its limit.
   std::vector<double> count_room, count_load, count_level;
   std::vector<double> flow_limit;
+  std::vector<double> own_capacity;  // rounds_by_counts': a part's counted channels' capacities
   // Per slot, sized to a solve's hops (grown, never shrunk): densify's and
   // solve_alike_flows' channel, capacity, demand and hops of each slot.
   std::vector<int> slot_scratch;
@@ -544,31 +545,31 @@ void fill_progressively(MaxMinShares::Work& w, const DenseFlows& in, const std::
   }
 }
 
-// The flows crossing each of a part's `channels` counted channels, and
-// each flow's narrowest channel: `own(c)` gives channel c's number among
-// them and its capacity.
-template <class Own>
-ChannelCrossings list_crossings(const RoutedFlows& flows, std::size_t channels, const Own& own) {
+// The flows crossing each of a part's counted channels, and each flow's
+// narrowest channel: places[j] is hop j's channel's place among the
+// counted ones, capacity[k] the k-th counted channel's.
+ChannelCrossings list_crossings(const RoutedFlows& flows, const HopPlaces& places, const std::vector<double>& capacity) {
   ChannelCrossings out;
   out.narrowest.resize(flows.size());
+  const std::size_t channels = capacity.size();
   out.first.assign(channels + 1, 0);
-  std::vector<std::uint32_t> own_of(flows.channel.size());  // per hop
+  const std::uint32_t* const place = places.data();
+  const double* const room = capacity.data();
+  std::uint32_t* const first = out.first.data();
   for (std::size_t i = 0; i < flows.size(); ++i) {
     double narrowest = kUnlimited;  // (densify's minimum)
     for (std::size_t j = flows.first[i]; j < flows.first[i + 1]; ++j) {
-      const auto [number, capacity] = own(flows.channel[j]);
-      own_of[j] = number;
-      ++out.first[number + 1];
-      narrowest = capacity < narrowest ? capacity : narrowest;
+      ++first[place[j] + 1];
+      narrowest = room[place[j]] < narrowest ? room[place[j]] : narrowest;
     }
     out.narrowest[i] = narrowest;
   }
-  for (std::size_t k = 0; k < channels; ++k) out.first[k + 1] += out.first[k];
+  for (std::size_t k = 0; k < channels; ++k) first[k + 1] += first[k];
   std::vector<std::uint32_t> next(out.first.begin(), out.first.end() - 1);
   out.crossing.resize(flows.channel.size());
   for (std::size_t i = 0; i < flows.size(); ++i) {
     for (std::size_t j = flows.first[i]; j < flows.first[i + 1]; ++j) {
-      out.crossing[next[own_of[j]]++] = static_cast<std::uint32_t>(i);
+      out.crossing[next[place[j]]++] = static_cast<std::uint32_t>(i);
     }
   }
   return out;
@@ -930,15 +931,18 @@ std::vector<int>& EstimateFabric::slot_map(MaxMinShares& solver) const {
   return slot_of;
 }
 
-ChannelCounts EstimateFabric::count_channels(MaxMinShares& solver, const RoutedFlows& flows) const {
+ChannelCounts EstimateFabric::count_channels(MaxMinShares& solver, const RoutedFlows& flows, HopPlaces& places) const {
   std::vector<int>& slot_of = slot_map(solver);
   ChannelCounts out;
+  places.resize(flows.channel.size());
+  std::uint32_t* place = places.data();
   for (const int c : flows.channel) {
     int& slot = slot_of[static_cast<std::size_t>(c)];
     if (slot < 0) {
       slot = static_cast<int>(out.size());
       out.emplace_back(c, 0);
     }
+    *place++ = static_cast<std::uint32_t>(slot);
     ++out[static_cast<std::size_t>(slot)].second;
   }
   for (const auto& counted : out) slot_of[static_cast<std::size_t>(counted.first)] = -1;
@@ -958,7 +962,7 @@ bool EstimateFabric::fill_groups_by_counts(MaxMinShares& solver, const SolveJob&
   }
   if (flows == 0 || flows > std::numeric_limits<std::uint32_t>::max()) return false;
   const auto counts_of = [&](const CountedPart* part) -> const ChannelCounts& {
-    return part->counts([&](const RoutedFlows& routed) { return count_channels(solver, routed); });
+    return part->counts([&](const RoutedFlows& routed, HopPlaces& places) { return count_channels(solver, routed, places); });
   };
   for (const CountedPart* part : job.counts) counts_of(part);  // (before the merge below takes the slot map)
   MaxMinShares::Work& w = solver.work();
@@ -1062,13 +1066,15 @@ bool EstimateFabric::rounds_by_counts(MaxMinShares& solver, const SolveJob& job,
       part_slot[k * parts + p] = static_cast<int>(own);
     }
   }
-  // Each part's lists, made by the first solve that wants them, through this one's slots.
+  // Each part's lists, made by the first solve that wants them, with its channels' capacities.
   const auto lists_of = [&](std::size_t p) -> const ChannelCrossings& {
-    return job.counts[p]->crossings([&](const RoutedFlows& routed) {
-      return list_crossings(routed, counted[p]->size(), [&](int c) {
-        const auto k = static_cast<std::size_t>(slot_of[static_cast<std::size_t>(c)]);
-        return std::make_pair(static_cast<std::uint32_t>(part_slot[k * parts + p]), capacity[k]);
-      });
+    return job.counts[p]->crossings([&](const RoutedFlows& routed, const HopPlaces& places) {
+      std::vector<double>& own_capacity = w.own_capacity;
+      own_capacity.resize(counted[p]->size());
+      for (std::size_t own = 0; own < own_capacity.size(); ++own) {
+        own_capacity[own] = capacity[static_cast<std::size_t>(slot_of[static_cast<std::size_t>((*counted[p])[own].first)])];
+      }
+      return list_crossings(routed, places, own_capacity);
     });
   };
   std::vector<double>& room = w.count_room;

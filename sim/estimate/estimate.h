@@ -140,6 +140,10 @@ struct RoutedFlows {
 // How many of some routed flows' hops cross each channel, the channels in
 // the order first crossed (EstimateFabric::count_channels).
 using ChannelCounts = std::vector<std::pair<int, int>>;
+// Per hop of routed flows, its channel's place in their ChannelCounts
+// (the lists of crossings are made from it without looking each channel
+// up again).
+using HopPlaces = std::vector<std::uint32_t, UnzeroedAllocator<std::uint32_t>>;
 // The flows crossing each of those channels, and each flow's narrowest
 // channel (estimate.cpp's list_crossings).
 struct ChannelCrossings {
@@ -167,18 +171,21 @@ class CountedPart {
   void solved_one() const {
     if (users_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       counts_ = ChannelCounts{};
+      places_ = HopPlaces{};
       crossings_ = ChannelCrossings{};
     }
   }
   const RoutedFlows& flows() const { return flows_; }
+  // count(flows, places): the counts, each hop's place in them written to places.
   template <class Count>
   const ChannelCounts& counts(const Count& count) const {
-    std::call_once(counted_, [&] { counts_ = count(flows_); });
+    std::call_once(counted_, [&] { counts_ = count(flows_, places_); });
     return counts_;
   }
+  // list(flows, places), after counts().
   template <class List>
   const ChannelCrossings& crossings(const List& list) const {
-    std::call_once(listed_, [&] { crossings_ = list(flows_); });
+    std::call_once(listed_, [&] { crossings_ = list(flows_, places_); });
     return crossings_;
   }
 
@@ -187,6 +194,7 @@ class CountedPart {
   mutable std::atomic<int> users_;  // jobs taking it not yet solved
   mutable std::once_flag counted_, listed_;
   mutable ChannelCounts counts_;
+  mutable HopPlaces places_;
   mutable ChannelCrossings crossings_;
 };
 
@@ -310,7 +318,7 @@ class EstimateFabric {
   const std::vector<double>& kept_rates(const std::string& key, const std::function<std::vector<double>()>& solve) const;
   // Each channel the flows cross, with how many hops cross it (`solver`'s
   // working memory: the thread's own).
-  ChannelCounts count_channels(MaxMinShares& solver, const RoutedFlows& flows) const;
+  ChannelCounts count_channels(MaxMinShares& solver, const RoutedFlows& flows, HopPlaces& places) const;
   // One solve_routed, as a job of a SolveBatch.
   struct SolveJob {
     std::vector<const RoutedFlows*> parts;

@@ -718,7 +718,7 @@ TEST_CASE("estimate: a counted part is freed after the last job that takes it", 
   REQUIRE(rates.size() == 5);
   REQUIRE(rates[0].size() == list.size());
   for (std::size_t k = 1; k < rates.size(); ++k) CHECK(rates[k] == rates[0]);
-  const auto counted_already = [](const RoutedFlows&) -> ChannelCounts { throw std::logic_error("counted twice"); };
+  const auto counted_already = [](const RoutedFlows&, HopPlaces&) -> ChannelCounts { throw std::logic_error("counted twice"); };
   CHECK_FALSE(kept.counts(counted_already).empty());
   CHECK(freed.counts(counted_already).empty());
   CHECK_FALSE(waiting.counts(counted_already).empty());
