@@ -1044,6 +1044,47 @@ bool EstimateFabric::fill_groups_by_counts(MaxMinShares& solver, const SolveJob&
   return solved;
 }
 
+namespace {
+
+// rounds_by_counts' two scans, with their minima in registers, four at a
+// time (the minimum of positive rates is the same in any order): kept in
+// the solve's frame, each step stored and reloaded the running minimum,
+// and these loops were two thirds of the solve's time on 99,840 dies'
+// first AlltoAll point (perf).
+// Each flow's limit into to[f] (the cap, or its narrowest channel when
+// below and `partly`); returns the least.
+double limits_of(const double* narrowest, std::size_t flows, bool partly, double cap, double* to) {
+  double least[4] = {kUnlimited, kUnlimited, kUnlimited, kUnlimited};
+  std::size_t f = 0;
+  const auto one = [&](std::size_t i, double& m) {
+    const double l = partly && narrowest[i] < cap ? narrowest[i] : cap;
+    to[i] = l;
+    m = l < m ? l : m;
+  };
+  for (; f + 4 <= flows; f += 4) {
+    for (std::size_t k = 0; k < 4; ++k) one(f + k, least[k]);
+  }
+  for (; f < flows; ++f) one(f, least[0]);
+  return std::min(std::min(least[0], least[1]), std::min(least[2], least[3]));
+}
+
+// The least room / load of a channel some flow still loads.
+double least_loaded_level(const int* unfrozen, const double* level_of, std::size_t slots) {
+  double least[4] = {kUnlimited, kUnlimited, kUnlimited, kUnlimited};
+  std::size_t k = 0;
+  for (; k + 4 <= slots; k += 4) {
+    for (std::size_t j = 0; j < 4; ++j) {
+      if (unfrozen[k + j] > 0) least[j] = std::min(least[j], level_of[k + j]);
+    }
+  }
+  for (; k < slots; ++k) {
+    if (unfrozen[k] > 0) least[0] = std::min(least[0], level_of[k]);
+  }
+  return std::min(std::min(least[0], least[1]), std::min(least[2], least[3]));
+}
+
+}  // namespace
+
 bool EstimateFabric::rounds_by_counts(MaxMinShares& solver, const SolveJob& job,
                                       const std::vector<const ChannelCounts*>& counted, std::size_t flows, double weight,
                                       std::vector<double>& out) const {
@@ -1097,10 +1138,7 @@ bool EstimateFabric::rounds_by_counts(MaxMinShares& solver, const SolveJob& job,
   for (std::size_t p = 0; p < parts; ++p) {
     const std::vector<double>& narrowest = lists_of(p).narrowest;
     double* const to = limit.data() + part_first[p];
-    for (std::size_t f = 0; f < narrowest.size(); ++f) {
-      to[f] = partly ? (narrowest[f] < job.cap ? narrowest[f] : job.cap) : job.cap;
-      least_limit = to[f] < least_limit ? to[f] : least_limit;
-    }
+    least_limit = std::min(least_limit, limits_of(narrowest.data(), narrowest.size(), partly, job.cap, to));
     part_first.push_back(part_first[p] + narrowest.size());
   }
   const std::size_t wanted = job.kept == 0 ? flows : std::min(job.kept, flows);
@@ -1130,10 +1168,7 @@ bool EstimateFabric::rounds_by_counts(MaxMinShares& solver, const SolveJob& job,
   std::uint32_t round = 1;
   for (; round <= kMostRoundsByCounts && !solved; ++round) {
     // The level: the least room / load of a loaded channel, and the least limit of a flow still rising.
-    double level = kUnlimited;
-    for (std::size_t k = 0; k < slots; ++k) {
-      if (unfrozen[k] > 0) level = std::min(level, level_of[k]);
-    }
+    double level = least_loaded_level(unfrozen.data(), level_of.data(), slots);
     if (!ordered && level + level * 1e-12 >= least_limit) {
       order_by_limit(w, limit);
       ordered = true;
