@@ -1049,8 +1049,8 @@ namespace {
 // rounds_by_counts' two scans, with their minima in registers, four at a
 // time (the minimum of positive rates is the same in any order): kept in
 // the solve's frame, each step stored and reloaded the running minimum,
-// and these loops were two thirds of the solve's time on 99,840 dies'
-// first AlltoAll point (perf).
+// and these loops took two thirds of rounds_by_counts' perf samples on
+// 99,840 dies' first AlltoAll point.
 // Each flow's limit into to[f] (the cap, or its narrowest channel when
 // below and `partly`); returns the least.
 double limits_of(const double* narrowest, std::size_t flows, bool partly, double cap, double* to) {

@@ -768,6 +768,50 @@ TEST_CASE("estimate: a solve by groups from counts takes the room its frozen flo
   }
 }
 
+// A flow held back by its own narrowest channel before any channel fills:
+// channels A (rate R) and a slower B (rate S < R / 2), flows {A}, {A},
+// {A}, {A, B}, each its own group, each counting half. The last flow's
+// limit S comes first (A would fill at R / 2); A's three others then
+// share what it leaves: (R - S / 2) / 1.5. The counts' rounds must find
+// that least limit among all the flows (the last here, fourth of a group
+// of four) and give the filling's rates bit for bit; taking the least of
+// only the first two flows of each four froze all four at A's level.
+TEST_CASE("estimate: a solve by groups from counts holds a flow at its narrowest channel first", "[estimate]") {
+  const TopologySpec spec = load_topology(topology("cloudmatrix384.json"), {}, 2);
+  const EstimateFabric fabric(spec);
+  int a = 0;  // the fastest and the slowest channel
+  int b = 0;
+  for (int c = 1; c < static_cast<int>(2 * spec.links.size()); ++c) {
+    if (fabric.channel_rate(c) > fabric.channel_rate(a)) a = c;
+    if (fabric.channel_rate(c) < fabric.channel_rate(b)) b = c;
+  }
+  const double r = fabric.channel_rate(a);
+  const double s = fabric.channel_rate(b);
+  REQUIRE(s < r / 2);
+  RoutedFlows flows;
+  flows.channel = {a, a, a, a, b};
+  flows.first = {0, 1, 2, 3, 5};
+  const CountedPart counted(flows);
+  EstimateFabric::SolveJob plain;
+  plain.parts = {&flows};
+  plain.share = 0.5;
+  plain.cap = 1e30;
+  plain.only = SlowestOfGroups{4, 4};
+  EstimateFabric::SolveJob with_counts = plain;
+  with_counts.counts = {&counted};
+  const std::uint64_t later_before = fabric.later_rounds_by_counts();
+  EstimateFabric::SolveBatch batch(fabric);
+  batch.add(plain);
+  batch.add(with_counts);
+  const std::vector<std::vector<double>> rates = batch.finish();
+  REQUIRE(rates.size() == 2);
+  REQUIRE(rates[0].size() == 4);
+  CHECK(rates[1] == rates[0]);
+  CHECK(fabric.later_rounds_by_counts() - later_before == 1);
+  CHECK(rates[0][3] == Approx(s));
+  CHECK(rates[0][0] == Approx((r - s / 2) / 1.5));
+}
+
 // A pairwise step's solve with its neighbours' flows, every flow counting
 // one share and limited by the same narrowest channel (its NIC), is taken
 // by solve_alike_flows: a count of each channel's hops decides which can
