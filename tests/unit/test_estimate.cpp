@@ -731,6 +731,37 @@ TEST_CASE("estimate: a counted part is freed after the last job that takes it", 
 // rounds must give the filling's rates bit for bit (the grid above ends
 // its later rounds at limits and untouched channels: this one fails if
 // the room or load a frozen flow leaves is taken wrong, tried).
+namespace {
+
+// Four flows, each its own group, every one counting `share` (no cap),
+// solved in one batch as a plain job and as one from its counts: both
+// jobs' rates, and how many solves from counts went past their first round.
+struct FourGroupSolve {
+  std::vector<std::vector<double>> rates;
+  std::uint64_t later_rounds = 0;
+};
+
+FourGroupSolve solve_four_groups(const EstimateFabric& fabric, const RoutedFlows& flows, double share) {
+  const CountedPart counted(flows);
+  EstimateFabric::SolveJob plain;
+  plain.parts = {&flows};
+  plain.share = share;
+  plain.cap = 1e30;
+  plain.only = SlowestOfGroups{4, 4};
+  EstimateFabric::SolveJob with_counts = plain;
+  with_counts.counts = {&counted};
+  const std::uint64_t later_before = fabric.later_rounds_by_counts();
+  EstimateFabric::SolveBatch batch(fabric);
+  batch.add(plain);
+  batch.add(with_counts);
+  FourGroupSolve out;
+  out.rates = batch.finish();
+  out.later_rounds = fabric.later_rounds_by_counts() - later_before;
+  return out;
+}
+
+}  // namespace
+
 TEST_CASE("estimate: a solve by groups from counts takes the room its frozen flows leave", "[estimate]") {
   const TopologySpec spec = load_topology(topology("cloudmatrix384.json"), {}, 2);
   const EstimateFabric fabric(spec);
@@ -742,24 +773,13 @@ TEST_CASE("estimate: a solve by groups from counts takes the room its frozen flo
     RoutedFlows flows;
     flows.channel = {a, b, a, a, b};
     flows.first = {0, 2, 3, 4, 5};
-    const CountedPart counted(flows);
-    EstimateFabric::SolveJob plain;
-    plain.parts = {&flows};
-    plain.share = share;
-    plain.cap = 1e30;
-    plain.only = SlowestOfGroups{4, 4};
-    EstimateFabric::SolveJob with_counts = plain;
-    with_counts.counts = {&counted};
-    const std::uint64_t later_before = fabric.later_rounds_by_counts();
-    EstimateFabric::SolveBatch batch(fabric);
-    batch.add(plain);
-    batch.add(with_counts);
-    const std::vector<std::vector<double>> rates = batch.finish();
+    const FourGroupSolve solved = solve_four_groups(fabric, flows, share);
+    const std::vector<std::vector<double>>& rates = solved.rates;
     INFO("share " << share);
     REQUIRE(rates.size() == 2);
     REQUIRE(rates[0].size() == 4);
     CHECK(rates[1] == rates[0]);
-    CHECK(fabric.later_rounds_by_counts() - later_before == 1);
+    CHECK(solved.later_rounds == 1);
     // (Capped by A, then B's rest; a flow counting half still moves at most
     // its narrowest channel's rate.)
     const double first = std::min(r / (3 * share), r);
@@ -791,23 +811,12 @@ TEST_CASE("estimate: a solve by groups from counts holds a flow at its narrowest
   RoutedFlows flows;
   flows.channel = {a, a, a, a, b};
   flows.first = {0, 1, 2, 3, 5};
-  const CountedPart counted(flows);
-  EstimateFabric::SolveJob plain;
-  plain.parts = {&flows};
-  plain.share = 0.5;
-  plain.cap = 1e30;
-  plain.only = SlowestOfGroups{4, 4};
-  EstimateFabric::SolveJob with_counts = plain;
-  with_counts.counts = {&counted};
-  const std::uint64_t later_before = fabric.later_rounds_by_counts();
-  EstimateFabric::SolveBatch batch(fabric);
-  batch.add(plain);
-  batch.add(with_counts);
-  const std::vector<std::vector<double>> rates = batch.finish();
+  const FourGroupSolve solved = solve_four_groups(fabric, flows, 0.5);
+  const std::vector<std::vector<double>>& rates = solved.rates;
   REQUIRE(rates.size() == 2);
   REQUIRE(rates[0].size() == 4);
   CHECK(rates[1] == rates[0]);
-  CHECK(fabric.later_rounds_by_counts() - later_before == 1);
+  CHECK(solved.later_rounds == 1);
   CHECK(rates[0][3] == Approx(s));
   CHECK(rates[0][0] == Approx((r - s / 2) / 1.5));
 }
