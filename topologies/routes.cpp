@@ -139,44 +139,39 @@ const RouteFinder::LeafSpineRoutes& RouteFinder::leaf_spine_routes() const {
     const auto fabric = static_cast<std::size_t>(f);
     const FabricArrays a = arrays_of(fabric);
     if (a.npus < npus) continue;
-    // fabric_hops' lookups, every NPU's and every leaf's once: the leaves
-    // numbered as first met, each with the one list of spines (so spine
-    // k of every leaf is the same spine: fabric_hops' pick).
+    // Each NPU's end as fabric_hops reads it (looked up once each): the
+    // leaves numbered as first met, each with the one list of spines (so
+    // spine k of every leaf is the same spine: fabric_hops' pick).
     LeafSpineRoutes::Kind k;
     std::vector<int> index_of(a.leaves, -1);
     int list = -1;
     bool uniform = true;
     k.leaf_of.resize(npus);
     for (std::size_t n = 0; n < npus && uniform; ++n) {
-      const int leaf = a.leaf_of[n];
-      const int up = leaf >= 0 ? channel(static_cast<int>(n), leaf) : -1;
-      const int down = leaf >= 0 ? channel(leaf, static_cast<int>(n)) : -1;
-      if (up < 0 || down < 0 || static_cast<std::size_t>(leaf) >= a.leaves) {
+      const NpuEnd& end = npu_end(fabric, a, static_cast<int>(n));
+      if (end.up < 0 || end.down < 0 || end.list == kNoSpinesRow) {
         uniform = false;
         break;
       }
-      int& index = index_of[static_cast<std::size_t>(leaf)];
+      int& index = index_of[static_cast<std::size_t>(end.leaf)];
       if (index < 0) {
-        int at = a.spines_at[leaf];
-        if (at < 0) at = add_leaf_spines(fabric, leaf);
-        const LeafSpines& spines = leaf_spines_[static_cast<std::size_t>(at)];
         if (list < 0) {
-          list = spines.list;
-          k.spines = spines.count;
+          list = end.list;
+          k.spines = end.count;
         }
-        if (spines.list < 0 || spines.list != list || spines.count == 0) {
+        if (end.list < 0 || end.list != list || end.count == 0) {
           uniform = false;
           break;
         }
         index = static_cast<int>(k.to_spine.size() / k.spines);
         for (std::size_t s = 0; s < k.spines; ++s) {
-          k.to_spine.push_back(leaf_spine_hops_[spines.first + s].first);
-          k.from_spine.push_back(leaf_spine_hops_[spines.first + s].second);
+          k.to_spine.push_back(leaf_spine_hops_[end.first + s].first);
+          k.from_spine.push_back(leaf_spine_hops_[end.first + s].second);
         }
       }
       k.leaf_of[n] = index;
-      k.edges.push_back(up);
-      k.edges.push_back(down);
+      k.edges.push_back(end.up);
+      k.edges.push_back(end.down);
     }
     if (!uniform || k.spines == 0) continue;
     routes->kinds_[kind] = std::move(k);

@@ -167,12 +167,14 @@ class RouteFinder {
     std::size_t npus = 0;    // leaf_of's size
     std::size_t leaves = 0;  // spines_of's size
     NpuEnd* ends = nullptr;      // npu_ends_[f]
-    int* spines_at = nullptr;    // leaf_spines_at_[f]
   };
   FabricArrays arrays_of(std::size_t f) const {
     const FabricSpec& fabric = spec_->fabrics[f];
-    return FabricArrays{fabric.leaf_of.data(), fabric.leaf_of.size(), fabric.spines_of.size(), npu_ends_[f].data(),
-                        leaf_spines_at_[f].data()};
+    return FabricArrays{fabric.leaf_of.data(), fabric.leaf_of.size(), fabric.spines_of.size(), npu_ends_[f].data()};
+  }
+  // NPU n's end in fabric f (arrays a), looked up the first time.
+  const NpuEnd& npu_end(std::size_t f, const FabricArrays& a, int n) const {
+    return a.ends[n].up != -2 ? a.ends[n] : fill_npu_end(f, n);
   }
   // The one fabric of each kind of traffic (SDMA [0], RDMA [1]), with the
   // arrays its routes read: fabric -1 when there is none, or when some NPU
@@ -200,8 +202,8 @@ class RouteFinder {
   // hundreds of thousands of flows, and as a call its register saves were
   // a fifth of its cost.)
   [[gnu::always_inline]] int fabric_hops(std::size_t f, const FabricArrays& a, int src, int dst, int* at) const {
-    const NpuEnd& from = a.ends[src].up != -2 ? a.ends[src] : fill_npu_end(f, src);
-    const NpuEnd& to = a.ends[dst].up != -2 ? a.ends[dst] : fill_npu_end(f, dst);
+    const NpuEnd& from = npu_end(f, a, src);
+    const NpuEnd& to = npu_end(f, a, dst);
     if (from.up < 0 || to.down < 0) return 0;  // (an NPU under no leaf has neither)
     if (from.leaf == to.leaf) {
       at[0] = from.up;
