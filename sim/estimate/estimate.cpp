@@ -1046,40 +1046,19 @@ bool EstimateFabric::fill_groups_by_counts(MaxMinShares& solver, const SolveJob&
 
 namespace {
 
-// rounds_by_counts' two scans, with their minima in registers, four at a
-// time (the minimum of positive rates is the same in any order): kept in
-// the solve's frame, each step stored and reloaded the running minimum,
-// and these loops took two thirds of rounds_by_counts' perf samples on
-// 99,840 dies' first AlltoAll point.
-// Each flow's limit into to[f] (the cap, or its narrowest channel when
-// below and `partly`); returns the least.
-double limits_of(const double* narrowest, std::size_t flows, bool partly, double cap, double* to) {
+// The least of value(i) for i < n, with the running minima in registers,
+// four at a time (the minimum of positive rates is the same in any
+// order): rounds_by_counts' two scans, written in its frame, stored and
+// reloaded the running minimum at each step, and took two thirds of its
+// perf samples on 99,840 dies' first AlltoAll point.
+template <class Value>
+double least_in_lanes(std::size_t n, const Value& value) {
   double least[4] = {kUnlimited, kUnlimited, kUnlimited, kUnlimited};
-  std::size_t f = 0;
-  const auto one = [&](std::size_t i, double& m) {
-    const double l = partly && narrowest[i] < cap ? narrowest[i] : cap;
-    to[i] = l;
-    m = l < m ? l : m;
-  };
-  for (; f + 4 <= flows; f += 4) {
-    for (std::size_t k = 0; k < 4; ++k) one(f + k, least[k]);
+  std::size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    for (std::size_t lane = 0; lane < 4; ++lane) least[lane] = std::min(least[lane], value(i + lane));
   }
-  for (; f < flows; ++f) one(f, least[0]);
-  return std::min(std::min(least[0], least[1]), std::min(least[2], least[3]));
-}
-
-// The least room / load of a channel some flow still loads.
-double least_loaded_level(const int* unfrozen, const double* level_of, std::size_t slots) {
-  double least[4] = {kUnlimited, kUnlimited, kUnlimited, kUnlimited};
-  std::size_t k = 0;
-  for (; k + 4 <= slots; k += 4) {
-    for (std::size_t j = 0; j < 4; ++j) {
-      if (unfrozen[k + j] > 0) least[j] = std::min(least[j], level_of[k + j]);
-    }
-  }
-  for (; k < slots; ++k) {
-    if (unfrozen[k] > 0) least[0] = std::min(least[0], level_of[k]);
-  }
+  for (; i < n; ++i) least[0] = std::min(least[0], value(i));
   return std::min(std::min(least[0], least[1]), std::min(least[2], least[3]));
 }
 
@@ -1138,7 +1117,13 @@ bool EstimateFabric::rounds_by_counts(MaxMinShares& solver, const SolveJob& job,
   for (std::size_t p = 0; p < parts; ++p) {
     const std::vector<double>& narrowest = lists_of(p).narrowest;
     double* const to = limit.data() + part_first[p];
-    least_limit = std::min(least_limit, limits_of(narrowest.data(), narrowest.size(), partly, job.cap, to));
+    const double* const own = narrowest.data();
+    const double cap = job.cap;
+    least_limit = std::min(least_limit, least_in_lanes(narrowest.size(), [&](std::size_t f) {
+                             const double l = partly && own[f] < cap ? own[f] : cap;
+                             to[f] = l;
+                             return l;
+                           }));
     part_first.push_back(part_first[p] + narrowest.size());
   }
   const std::size_t wanted = job.kept == 0 ? flows : std::min(job.kept, flows);
@@ -1168,7 +1153,7 @@ bool EstimateFabric::rounds_by_counts(MaxMinShares& solver, const SolveJob& job,
   std::uint32_t round = 1;
   for (; round <= kMostRoundsByCounts && !solved; ++round) {
     // The level: the least room / load of a loaded channel, and the least limit of a flow still rising.
-    double level = least_loaded_level(unfrozen.data(), level_of.data(), slots);
+    double level = least_in_lanes(slots, [&](std::size_t k) { return unfrozen[k] > 0 ? level_of[k] : kUnlimited; });
     if (!ordered && level + level * 1e-12 >= least_limit) {
       order_by_limit(w, limit);
       ordered = true;
