@@ -2,6 +2,8 @@
 #include "sim/estimate/wide_loops.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <cstring>
@@ -1418,7 +1420,10 @@ struct EstimateFabric::SolveThreads {
   std::vector<std::thread> threads;
   std::function<void(std::size_t)> task;  // being served: run by each thread with its number (1..)
   std::uint64_t posts = 0;                // tasks posted so far
+  std::atomic<std::uint64_t> posts_unlocked{0};  // posts, for a thread spinning without the lock
   std::size_t serving = 0;                // threads not yet back from the task posted
+  std::size_t warming = 0;                // threads still making their working memory
+  std::condition_variable warmed;
   bool stopping = false;
   // Posts `each` to every thread.
   void post(std::function<void(std::size_t)> each) {
@@ -1427,6 +1432,7 @@ struct EstimateFabric::SolveThreads {
       task = std::move(each);
       serving = threads.size();
       ++posts;
+      posts_unlocked.store(posts, std::memory_order_release);
     }
     posted.notify_all();
   }
@@ -1458,6 +1464,47 @@ void EstimateFabric::set_solve_threads(int threads) {
 
 void EstimateFabric::start_solve_threads() const {
   if (solve_threads_ > 1) solve_pool();
+  // The caller's working memory too (its slot map, its heap's next pages),
+  // while the helpers make theirs.
+  slot_map(solver_);
+  warm_heap();
+}
+
+void EstimateFabric::await_solve_threads() const {
+  if (!solve_pool_) return;
+  std::unique_lock<std::mutex> lock(solve_pool_->mutex);
+  solve_pool_->warmed.wait(lock, [this] { return solve_pool_->warming == 0; });
+}
+
+namespace {
+
+// How much of its heap a solve thread faults in as it starts (and frees
+// for its solves to reuse: the heap settings keep freed memory, see
+// tools/heap_settings.h). A first AlltoAll point allocates 6-9 MiB on 99,840
+// dies (mallinfo2 around it), and up to 7 of its pages were new: on this
+// project's VM that was up to 22 ms of kernel time in one point (getrusage).
+constexpr std::size_t kWarmHeapBytes = std::size_t{16} << 20;
+
+// How long a solve thread back from a task keeps looking for the next one
+// before it sleeps: a sleeping thread's vCPU took 0.07-1.3 ms to wake on
+// this VM (the first job of a point waited that long for its solver),
+// and a sweep's next point or a form's next batch posts within it.
+constexpr auto kSpinBeforeSleep = std::chrono::milliseconds(5);
+
+void pause_a_moment() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+}  // namespace
+
+void EstimateFabric::warm_heap() {
+  const std::unique_ptr<char[]> block(new char[kWarmHeapBytes]);
+  volatile char* const bytes = block.get();  // (written: the pages are faulted in, not optimized away)
+  for (std::size_t at = 0; at < kWarmHeapBytes; at += 4096) bytes[at] = 0;
 }
 
 EstimateFabric::SolveThreads& EstimateFabric::solve_pool() const {
@@ -1468,6 +1515,10 @@ EstimateFabric::SolveThreads& EstimateFabric::solve_pool() const {
   if (helpers_.size() < helpers) helpers_.resize(helpers);
   for (std::size_t t = 0; t < helpers; ++t) {
     try {
+      {
+        const std::lock_guard<std::mutex> lock(pool.mutex);
+        ++pool.warming;
+      }
       pool.threads.emplace_back([this, &pool, t] {
         // Its slot map first, which every solve takes (one int a channel,
         // 5 MiB on 99,840 dies): faulted in as the thread starts, while the
@@ -1477,15 +1528,28 @@ EstimateFabric::SolveThreads& EstimateFabric::solve_pool() const {
         // (Only a head start: should it fail, the first job or caller that
         // wants them makes them, and reports the failure; a call_once left
         // by an exception is not done.)
+        // Then the first pages of its own heap (a thread's allocations come
+        // from an arena of its own). await_solve_threads waits for all this.
         try {
           slot_map(helpers_[t]);
           if (t == 0) places();
+          warm_heap();
         } catch (...) {
         }
+        {
+          const std::lock_guard<std::mutex> lock(pool.mutex);
+          --pool.warming;
+        }
+        pool.warmed.notify_all();
         std::uint64_t seen = 0;
         for (;;) {
           std::function<void(std::size_t)>* task = nullptr;
           {
+            const auto spin_until = std::chrono::steady_clock::now() + kSpinBeforeSleep;
+            while (pool.posts_unlocked.load(std::memory_order_acquire) == seen &&
+                   std::chrono::steady_clock::now() < spin_until) {
+              pause_a_moment();
+            }
             std::unique_lock<std::mutex> lock(pool.mutex);
             pool.posted.wait(lock, [&] { return pool.stopping || pool.posts != seen; });
             if (pool.stopping) return;
@@ -1501,6 +1565,8 @@ EstimateFabric::SolveThreads& EstimateFabric::solve_pool() const {
         }
       });
     } catch (const std::system_error&) {  // no more threads to be had: the others take the jobs
+      const std::lock_guard<std::mutex> lock(pool.mutex);
+      --pool.warming;
       break;
     }
     ++threads_started_;
@@ -1570,7 +1636,7 @@ void EstimateFabric::SolveBatch::add(SolveJob job) {
     state_->solved.push_back(0);
     jobs = state_->jobs.size();
   }
-  if (jobs == 2) start_helpers();
+  if (jobs == (several_ ? 1 : 2)) start_helpers();
   state_->added.notify_one();
 }
 
@@ -1693,10 +1759,10 @@ std::vector<const std::vector<double>*> EstimateFabric::kept_rates_each(
     if (rates_.count("solved/" + keys[i]) > 0) continue;
     bool repeated = false;  // a key listed twice is solved once
     for (const std::size_t k : solved) repeated = repeated || keys[k] == keys[i];
-    if (repeated) continue;
-    solved.push_back(i);
-    batch.add(job(i));
+    if (!repeated) solved.push_back(i);
   }
+  if (solved.size() > 1) batch.expect_several();
+  for (const std::size_t i : solved) batch.add(job(i));
   if (meanwhile) meanwhile();
   std::vector<std::vector<double>> rates = batch.finish();
   for (std::size_t k = 0; k < solved.size(); ++k) rates_.emplace("solved/" + keys[solved[k]], std::move(rates[k]));

@@ -359,6 +359,10 @@ class EstimateFabric {
     SolveBatch(const SolveBatch&) = delete;
     SolveBatch& operator=(const SolveBatch&) = delete;
     void add(SolveJob job);
+    // More than one job will be added: the other threads start on the
+    // first as it is added rather than at the second (which a batch of
+    // one never reaches, so that its caller solves it without waking them).
+    void expect_several() { several_ = true; }
     std::vector<std::vector<double>> finish();  // the rates, in the order added
     // finish(), calling progress(n) on this thread between its jobs each
     // time the first n jobs added are all solved (n rising to every job):
@@ -376,6 +380,7 @@ class EstimateFabric {
     void work(MaxMinShares& solver, std::size_t thread);
     bool solve(MaxMinShares& solver, std::size_t thread, std::size_t job, std::vector<double>& shares);
     std::unique_ptr<State> state_;
+    bool several_ = false;
   };
   // kept_rates for each key: job(i) (called on this thread, in order) for
   // each key not kept yet, solved in a SolveBatch while the next are
@@ -394,6 +399,10 @@ class EstimateFabric {
   // begin, which a form's first point otherwise waits for (perf's
   // estimate runs call it as they load the topology).
   void start_solve_threads() const;
+  // Once the threads started have made their working memory (slot maps,
+  // the NPUs' places, their heaps' first pages: see warm_heap), so that
+  // the points timed after it do not fault it in; at once if none were.
+  void await_solve_threads() const;
   // each(thread, threads) on every solve thread at once (this one is
   // thread 0), returning when all are done (the first error rethrown
   // here): for a form's loop over parts that do not touch each other.
@@ -564,6 +573,9 @@ class EstimateFabric {
   struct SolveThreads;  // those threads, serving one batch at a time (estimate.cpp)
   mutable std::unique_ptr<SolveThreads> solve_pool_;
   SolveThreads& solve_pool() const;  // started if not yet
+  // Faults in the calling thread's next heap pages and frees them for its
+  // later allocations (a point's page faults cost milliseconds on this VM).
+  static void warm_heap();
   void stop_solve_threads() const;
   int solve_threads_;
   mutable std::uint64_t threads_started_ = 0;

@@ -380,6 +380,10 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
     std::vector<std::size_t> samples;
     for (std::size_t ri = 0; ri < std::min<std::size_t>(rounds.size(), 32); ++ri) samples.push_back(sample_of(ri));
     std::reverse(samples.begin(), samples.end());
+    // Round 0's solve first (it needs no round alongside): the other
+    // threads start on it after one round is routed instead of three
+    // (99,840 dies: 0.2 against 0.4 ms into the routing).
+    if (samples.size() > 2) std::rotate(samples.begin(), samples.end() - 1, samples.end());
     auto in_flight = [&rounds](std::size_t sample) {
       std::vector<std::size_t> out{sample};
       if (sample >= 1) {

@@ -398,8 +398,13 @@ TEST_CASE("estimate: solves run at once on several threads give the rates of one
     EstimateFabric early(spec);
     early.set_solve_threads(2);
     early.start_solve_threads();
+    // Waiting for them to make their working memory returns (their
+    // count of threads still warming falls to zero), and again at once.
+    early.await_solve_threads();
+    early.await_solve_threads();
     CHECK(early.threads_started() == 1);
     EstimateFabric::SolveBatch batch(early);
+    batch.expect_several();  // (the helper starts at the first job: the same rates)
     for (const EstimateFabric::SolveJob& job : jobs) batch.add(job);
     CHECK(batch.finish() == at_once);
     CHECK(early.threads_started() == 1);
@@ -414,6 +419,9 @@ TEST_CASE("estimate: solves run at once on several threads give the rates of one
   {
     EstimateFabric alone_fabric(spec);
     alone_fabric.set_solve_threads(1);
+    alone_fabric.start_solve_threads();
+    alone_fabric.await_solve_threads();  // (none started: returns at once)
+    CHECK(alone_fabric.threads_started() == 0);
     EstimateFabric::SolveBatch batch(alone_fabric);
     for (const EstimateFabric::SolveJob& job : jobs) batch.add(job);
     std::vector<std::size_t> told;
