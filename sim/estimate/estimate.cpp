@@ -1464,10 +1464,11 @@ void EstimateFabric::set_solve_threads(int threads) {
 
 void EstimateFabric::start_solve_threads() const {
   if (solve_threads_ > 1) solve_pool();
-  // The caller's working memory too (its slot map, its heap's next pages),
-  // while the helpers make theirs.
+  // The caller's slot map too, while the helpers make theirs. (Its heap's
+  // next pages are faulted in ahead of it already: tools/systemc_main.cpp.
+  // Faulting 16 MiB more here made a 99,840-die command 10 ms longer for
+  // 0.2 ms off its first point.)
   slot_map(solver_);
-  warm_heap();
 }
 
 void EstimateFabric::await_solve_threads() const {
@@ -1480,10 +1481,13 @@ namespace {
 
 // How much of its heap a solve thread faults in as it starts (and frees
 // for its solves to reuse: the heap settings keep freed memory, see
-// tools/heap_settings.h). A first AlltoAll point allocates 6-9 MiB on 99,840
-// dies (mallinfo2 around it), and up to 7 of its pages were new: on this
-// project's VM that was up to 22 ms of kernel time in one point (getrusage).
-constexpr std::size_t kWarmHeapBytes = std::size_t{16} << 20;
+// tools/heap_settings.h). A thread's allocations come from an arena of its
+// own, which nothing faults in ahead. On 99,840 dies a first AlltoAll
+// point allocates 6-9 MiB (mallinfo2 around it) and up to 7 of its pages
+// were new, once 22 ms of kernel time (getrusage); with 4 MiB faulted in
+// per helper, 30 runs: median 6.50 -> 6.26 ms, max 30.3 -> 11.6 ms, the
+// whole command 2 ms longer (16 MiB: no better, 10 ms longer).
+constexpr std::size_t kWarmHeapBytes = std::size_t{4} << 20;
 
 // How long a solve thread back from a task keeps looking for the next one
 // before it sleeps: a sleeping thread's vCPU took 0.07-1.3 ms to wake on
@@ -1528,8 +1532,8 @@ EstimateFabric::SolveThreads& EstimateFabric::solve_pool() const {
         // (Only a head start: should it fail, the first job or caller that
         // wants them makes them, and reports the failure; a call_once left
         // by an exception is not done.)
-        // Then the first pages of its own heap (a thread's allocations come
-        // from an arena of its own). await_solve_threads waits for all this.
+        // Then the first pages of its own heap (warm_heap). await_solve_threads
+        // waits for all this.
         try {
           slot_map(helpers_[t]);
           if (t == 0) places();

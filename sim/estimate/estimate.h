@@ -402,6 +402,7 @@ class EstimateFabric {
   // Once the threads started have made their working memory (slot maps,
   // the NPUs' places, their heaps' first pages: see warm_heap), so that
   // the points timed after it do not fault it in; at once if none were.
+  // (start_solve_threads makes the caller's slot map itself.)
   void await_solve_threads() const;
   // each(thread, threads) on every solve thread at once (this one is
   // thread 0), returning when all are done (the first error rethrown
@@ -573,8 +574,8 @@ class EstimateFabric {
   struct SolveThreads;  // those threads, serving one batch at a time (estimate.cpp)
   mutable std::unique_ptr<SolveThreads> solve_pool_;
   SolveThreads& solve_pool() const;  // started if not yet
-  // Faults in the calling thread's next heap pages and frees them for its
-  // later allocations (a point's page faults cost milliseconds on this VM).
+  // On a solve thread as it starts: faults in its heap's first pages and
+  // frees them for its solves (a point's page faults cost milliseconds on this VM).
   static void warm_heap();
   void stop_solve_threads() const;
   int solve_threads_;
