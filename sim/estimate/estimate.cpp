@@ -1420,7 +1420,10 @@ struct EstimateFabric::SolveThreads {
   std::vector<std::thread> threads;
   std::function<void(std::size_t)> task;  // being served: run by each thread with its number (1..)
   std::uint64_t posts = 0;                // tasks posted so far
-  std::atomic<std::uint64_t> posts_unlocked{0};  // posts, for a thread spinning without the lock
+  // posts and stopping, for a thread spinning without the lock (so that
+  // neither waits out its spin: a command's exit did, 5 ms).
+  std::atomic<std::uint64_t> posts_unlocked{0};
+  std::atomic<bool> stopping_unlocked{false};
   std::size_t serving = 0;                // threads not yet back from the task posted
   std::size_t warming = 0;                // threads still making their working memory
   std::condition_variable warmed;
@@ -1451,6 +1454,7 @@ void EstimateFabric::stop_solve_threads() const {
   {
     const std::lock_guard<std::mutex> lock(solve_pool_->mutex);
     solve_pool_->stopping = true;
+    solve_pool_->stopping_unlocked.store(true, std::memory_order_release);
   }
   solve_pool_->posted.notify_all();
   for (std::thread& t : solve_pool_->threads) t.join();
@@ -1551,6 +1555,7 @@ EstimateFabric::SolveThreads& EstimateFabric::solve_pool() const {
           {
             const auto spin_until = std::chrono::steady_clock::now() + kSpinBeforeSleep;
             while (pool.posts_unlocked.load(std::memory_order_acquire) == seen &&
+                   !pool.stopping_unlocked.load(std::memory_order_acquire) &&
                    std::chrono::steady_clock::now() < spin_until) {
               pause_a_moment();
             }
