@@ -1419,15 +1419,14 @@ struct EstimateFabric::SolveThreads {
   std::condition_variable posted, served;
   std::vector<std::thread> threads;
   std::function<void(std::size_t)> task;  // being served: run by each thread with its number (1..)
-  std::uint64_t posts = 0;                // tasks posted so far
-  // posts and stopping, for a thread spinning without the lock (so that
-  // neither waits out its spin: a command's exit did, 5 ms).
-  std::atomic<std::uint64_t> posts_unlocked{0};
-  std::atomic<bool> stopping_unlocked{false};
+  // Tasks posted so far, and the stop: written under the lock, atomic so
+  // that a thread spinning without it sees either at once (a command's
+  // exit waited out a 5 ms spin).
+  std::atomic<std::uint64_t> posts{0};
+  std::atomic<bool> stopping{false};
   std::size_t serving = 0;                // threads not yet back from the task posted
   std::size_t warming = 0;                // threads still making their working memory
   std::condition_variable warmed;
-  bool stopping = false;
   // Posts `each` to every thread.
   void post(std::function<void(std::size_t)> each) {
     {
@@ -1435,7 +1434,6 @@ struct EstimateFabric::SolveThreads {
       task = std::move(each);
       serving = threads.size();
       ++posts;
-      posts_unlocked.store(posts, std::memory_order_release);
     }
     posted.notify_all();
   }
@@ -1454,7 +1452,6 @@ void EstimateFabric::stop_solve_threads() const {
   {
     const std::lock_guard<std::mutex> lock(solve_pool_->mutex);
     solve_pool_->stopping = true;
-    solve_pool_->stopping_unlocked.store(true, std::memory_order_release);
   }
   solve_pool_->posted.notify_all();
   for (std::thread& t : solve_pool_->threads) t.join();
@@ -1499,6 +1496,14 @@ constexpr std::size_t kWarmHeapBytes = std::size_t{4} << 20;
 // and a sweep's next point or a form's next batch posts within it.
 constexpr auto kSpinBeforeSleep = std::chrono::milliseconds(5);
 
+// On a solve thread as it starts: faults in its heap's first pages and
+// frees them for its solves.
+void warm_heap() {
+  const std::unique_ptr<char[]> block(new char[kWarmHeapBytes]);
+  volatile char* const bytes = block.get();  // (written: the pages are faulted in, not optimized away)
+  for (std::size_t at = 0; at < kWarmHeapBytes; at += 4096) bytes[at] = 0;
+}
+
 void pause_a_moment() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
@@ -1508,12 +1513,6 @@ void pause_a_moment() {
 }
 
 }  // namespace
-
-void EstimateFabric::warm_heap() {
-  const std::unique_ptr<char[]> block(new char[kWarmHeapBytes]);
-  volatile char* const bytes = block.get();  // (written: the pages are faulted in, not optimized away)
-  for (std::size_t at = 0; at < kWarmHeapBytes; at += 4096) bytes[at] = 0;
-}
 
 EstimateFabric::SolveThreads& EstimateFabric::solve_pool() const {
   if (solve_pool_) return *solve_pool_;
@@ -1554,8 +1553,7 @@ EstimateFabric::SolveThreads& EstimateFabric::solve_pool() const {
           std::function<void(std::size_t)>* task = nullptr;
           {
             const auto spin_until = std::chrono::steady_clock::now() + kSpinBeforeSleep;
-            while (pool.posts_unlocked.load(std::memory_order_acquire) == seen &&
-                   !pool.stopping_unlocked.load(std::memory_order_acquire) &&
+            while (pool.posts == seen && !pool.stopping &&
                    std::chrono::steady_clock::now() < spin_until) {
               pause_a_moment();
             }

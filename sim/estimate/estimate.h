@@ -400,7 +400,7 @@ class EstimateFabric {
   // estimate runs call it as they load the topology).
   void start_solve_threads() const;
   // Once the threads started have made their working memory (slot maps,
-  // the NPUs' places, their heaps' first pages: see warm_heap), so that
+  // the NPUs' places, their heaps' first pages: estimate.cpp's warm_heap), so that
   // the points timed after it do not fault it in; at once if none were.
   // (start_solve_threads makes the caller's slot map itself.)
   void await_solve_threads() const;
@@ -574,9 +574,6 @@ class EstimateFabric {
   struct SolveThreads;  // those threads, serving one batch at a time (estimate.cpp)
   mutable std::unique_ptr<SolveThreads> solve_pool_;
   SolveThreads& solve_pool() const;  // started if not yet
-  // On a solve thread as it starts: faults in its heap's first pages and
-  // frees them for its solves (a point's page faults cost milliseconds on this VM).
-  static void warm_heap();
   void stop_solve_threads() const;
   int solve_threads_;
   mutable std::uint64_t threads_started_ = 0;
