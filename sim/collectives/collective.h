@@ -57,9 +57,16 @@ struct CollectiveSpec {
   // - chunked: ReduceScatter / AllGather of `count` elements in total, rank r
   //   owning chunk(count, r) in place (sizes differ by at most one element);
   //   must fit the HCCL buffer (no loops).
+  // - chunked Broadcast: the scatter alone (rank r ends with chunk(count, r)
+  //   of the root's input in place); chunked Reduce: the gather alone (rank r
+  //   holds chunk r of the reduced data in place, the root collects them).
   int segments = 1;
   std::uint64_t block_stride = 0;   // segments: elements between blocks on the strided side (0: count)
   bool chunked = false;
+  // Level-1 Broadcast form: the whole data along a binomial tree, HCCL's
+  // small-data templates (BroadcastNHROneshot for NHR: halving distances;
+  // BroadcastNBBinary for NB: doubling distances) instead of scatter + all-gather.
+  bool one_shot = false;
   // AlltoAllV: elements rank r sends to rank j, [r][j]; empty for AlltoAll.
   // Blocks sit back to back in rank order in the input and the output.
   std::vector<std::vector<std::uint64_t>> alltoallv_counts;

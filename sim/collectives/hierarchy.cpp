@@ -392,8 +392,93 @@ class HierarchyBuilder {
     }
   }
 
-  // The root's rail first, then every server from its rail member.
+  // Elements per slice of a rooted op: half the buffer, in whole NPU shares.
+  std::uint64_t rooted_slice() const {
+    const std::uint64_t g0 = static_cast<std::uint64_t>(h_.per_server);
+    const std::uint64_t per_slice = half() / esz_ / g0 * g0;
+    if (per_slice == 0) throw std::invalid_argument("the HCCL buffer is too small for this cluster");
+    return per_slice;
+  }
+  // The level-1 stage of a plane: `op` over the rail of NPU index i, on its
+  // chunk of the slice, in place in the HCCL buffer, rooted at the root's server.
+  CollectiveSpec plane_spec(CollOp op, const Span& c, int root_server) const {
+    CollectiveSpec s = stage_spec(op, h_.servers(), c.count, ref(BufferKind::Scratch, c.first),
+                                  ref(BufferKind::Scratch, c.first), half(), half() / 2);
+    s.root = root_server;
+    s.one_shot = plan_.one_shot;
+    return s;
+  }
+
+  // BroadCastMeshExecutor across servers (hcomm coll_broadcast_mesh_executor.cc),
+  // per slice: the root's server scatters the slice over its NPUs (ScatterMesh);
+  // NPU i of every server broadcasts chunk i on its own rail (one level-1
+  // domain per plane, so every NIC works); every server all-gathers the
+  // chunks (AllGatherMeshAtomic) into the output.
   void broadcast() {
+    if (plan_.level0 != Level0Algo::Mesh) return broadcast_on_root_rail();
+    const int root_index = spec_.root % h_.per_server;
+    const int root_server = spec_.root / h_.per_server;
+    const std::uint64_t per_slice = rooted_slice();
+    std::uint64_t slice = 0;
+    for (std::uint64_t first = 0; first < spec_.count || first == 0; first += per_slice, ++slice) {
+      const std::uint64_t n = std::min(per_slice, spec_.count - first);
+      CollectiveSpec scatter = stage_spec(CollOp::Broadcast, h_.per_server, n, ref(spec_.input_buffer, first),
+                                          ref(BufferKind::Scratch, 0), 0, spec_.buffer_bytes);
+      scatter.input_offset = spec_.input_offset + first * esz_;
+      scatter.root = root_index;
+      scatter.chunked = true;
+      composer_.stage(level0(scatter), server_group(0, root_server), 0, "L0/");
+      for (int i = 0; i < h_.per_server; ++i) {
+        const Span c = chunk_span(n, h_.per_server, i);
+        if (c.count == 0) continue;
+        composer_.stage(build_level1(plane_spec(CollOp::Broadcast, c, root_server), plan_.level1), rail(0, i, true),
+                        level1_base(slice % 2), "L1/");
+      }
+      CollectiveSpec gather = stage_spec(CollOp::AllGather, h_.per_server, n, ref(BufferKind::Scratch, 0),
+                                         ref(spec_.output_buffer, 0), 0, spec_.buffer_bytes);
+      gather.output_offset = spec_.output_offset + first * esz_;
+      gather.chunked = true;
+      each_server(level0(gather), "L0/");
+      if (spec_.count == 0) break;
+    }
+  }
+
+  // ReduceMeshExecutor across servers (hcomm coll_reduce_mesh_executor.cc),
+  // per slice: every server reduce-scatters the slice; NPU i of every server
+  // reduces chunk i on its own rail to the root's server; the root gathers
+  // the chunks from its server's NPUs (GatherMesh) into its output.
+  void reduce() {
+    if (plan_.level0 != Level0Algo::Mesh) return reduce_on_root_rail();
+    const int root_index = spec_.root % h_.per_server;
+    const int root_server = spec_.root / h_.per_server;
+    const std::uint64_t per_slice = rooted_slice();
+    std::uint64_t slice = 0;
+    for (std::uint64_t first = 0; first < spec_.count || first == 0; first += per_slice, ++slice) {
+      const std::uint64_t n = std::min(per_slice, spec_.count - first);
+      CollectiveSpec rs0 = stage_spec(CollOp::ReduceScatter, h_.per_server, n, ref(spec_.input_buffer, first),
+                                      ref(BufferKind::Scratch, 0), 0, spec_.buffer_bytes);
+      rs0.input_offset = spec_.input_offset + first * esz_;
+      rs0.chunked = true;
+      each_server(level0(rs0), "L0/");
+      for (int i = 0; i < h_.per_server; ++i) {
+        const Span c = chunk_span(n, h_.per_server, i);
+        if (c.count == 0) continue;
+        composer_.stage(build_level1(plane_spec(CollOp::Reduce, c, root_server), plan_.level1), rail(0, i, true),
+                        level1_base(slice % 2), "L1/");
+      }
+      CollectiveSpec gather = stage_spec(CollOp::Reduce, h_.per_server, n, ref(BufferKind::Scratch, 0),
+                                         ref(spec_.output_buffer, 0), 0, spec_.buffer_bytes);
+      gather.output_offset = spec_.output_offset + first * esz_;
+      gather.root = root_index;
+      gather.chunked = true;
+      composer_.stage(level0(gather), server_group(0, root_server), 0, "L0/");
+      if (spec_.count == 0) break;
+    }
+  }
+
+  // With a ring level 0 (A2 under HCCL_ALGO=level0:ring, A3): the root's
+  // rail first, then every server from its rail member.
+  void broadcast_on_root_rail() {
     const int root_index = spec_.root % h_.per_server;
     const int root_server = spec_.root / h_.per_server;
     CollectiveSpec b1 = spec_;
@@ -408,8 +493,9 @@ class HierarchyBuilder {
     each_server(level0(b0), "L0/");
   }
 
-  // Every server to its member on the root's rail, then that rail to the root.
-  void reduce() {
+  // With a ring level 0: every server to its member on the root's rail, then
+  // that rail to the root.
+  void reduce_on_root_rail() {
     const int root_index = spec_.root % h_.per_server;
     const int root_server = spec_.root / h_.per_server;
     CollectiveSpec r0 = spec_;
@@ -439,7 +525,11 @@ class HierarchyBuilder {
 TaskGraph build_hierarchical(const CollectiveSpec& spec, const Hierarchy& h, const AlgoPlan& plan) {
   if (h.servers() <= 1) return build_collective(spec, plan.level0);
   // One NPU per server: no level 0 (it needs 2 ranks); one level-1 graph over every rank.
-  if (h.per_server == 1) return build_level1(spec, spec.op == CollOp::AlltoAll ? Level1Algo::Pairwise : plan.level1);
+  if (h.per_server == 1) {
+    CollectiveSpec flat = spec;
+    flat.one_shot = plan.one_shot;
+    return build_level1(flat, spec.op == CollOp::AlltoAll ? Level1Algo::Pairwise : plan.level1);
+  }
   return HierarchyBuilder(spec, h, plan).build();
 }
 
@@ -489,6 +579,18 @@ Level1Algo pick(CollOp op, int p, double n, double beta) {
 
 }  // namespace
 
+bool broadcast_one_shot(Level1Algo algo, std::uint64_t slice_bytes, int level1_ranks, Bandwidth nic_bandwidth) {
+  if (algo == Level1Algo::NHR) return slice_bytes <= 2 * 1024 * 1024;  // NHR_BCAST_SMALL_SIZE
+  if (algo != Level1Algo::NB) return false;
+  if (level1_ranks == 2) return true;
+  // bandwidth (GB/s) x 60 us, in bytes; scaled by the ranks up to 4, else by
+  // (2k - 2) / (k - 2) in whole numbers (k = ceil(log2 ranks)), as HCCL computes it.
+  const double base = static_cast<double>(nic_bandwidth.bytes_per_s) / 1e9 * 60.0 * 1000.0;
+  const int k = ceil_log2(level1_ranks);
+  const double threshold = level1_ranks <= 4 ? level1_ranks * base : static_cast<double>((2 * k - 2) / (k - 2)) * base;
+  return static_cast<double>(slice_bytes) < threshold;
+}
+
 bool pipeline_supported(CollOp op, const Hierarchy& h, Level0Algo level0) {
   const bool op_ok = op == CollOp::AllReduce || op == CollOp::ReduceScatter || op == CollOp::AllGather;
   // Its two level-0 stages keep 4 notifies per rank each below level 1's region.
@@ -517,8 +619,11 @@ AlgoPlan choose_algorithm(CollOp op, const Hierarchy& h, std::uint64_t bytes_per
   const bool three = h.pods > 1 && h.servers_per_pod > 1 && op == CollOp::AllReduce;
   const int level1_ranks = three ? h.servers_per_pod : h.servers();
   // What one rank moves at level 1: an 1/per_server share for the ops whose
-  // level 0 splits the data over the server, everything for the others.
-  const bool split = op == CollOp::AllReduce || op == CollOp::ReduceScatter || op == CollOp::AllGather;
+  // level 0 splits the data over the server (Broadcast and Reduce too, by
+  // plane, with a mesh level 0), everything for the others.
+  const bool rooted = op == CollOp::Broadcast || op == CollOp::Reduce;
+  const bool split = op == CollOp::AllReduce || op == CollOp::ReduceScatter || op == CollOp::AllGather ||
+                     (rooted && plan.level0 == Level0Algo::Mesh);
   const double level1_bytes = split ? n / h.per_server : n;
   // A requested algorithm that lacks the op is replaced as HCCL's support
   // table says; where it names no replacement HCCL picks on its own.
@@ -530,6 +635,9 @@ AlgoPlan choose_algorithm(CollOp op, const Hierarchy& h, std::uint64_t bytes_per
   };
   plan.level1 = honour(request.level1, pick(op, level1_ranks, level1_bytes, beta));
   plan.level2 = honour(request.level2, pick(op, h.pods, level1_bytes / std::max(1, h.servers_per_pod), beta));
+  if (op == CollOp::Broadcast) {
+    plan.one_shot = broadcast_one_shot(plan.level1, static_cast<std::uint64_t>(level1_bytes), level1_ranks, link_bandwidth);
+  }
   if (request.pipeline) {
     if (!pipeline_supported(op, h, plan.level0)) {
       throw std::invalid_argument(

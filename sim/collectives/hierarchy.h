@@ -6,8 +6,14 @@
 //                   L2 all-reduce, L1 all-gather), L0 all-gather;
 //   ReduceScatter = L0 reduce-scatter, then L1 reduce-scatter;
 //   AllGather     = L1 all-gather, then L0 all-gather;
-//   Broadcast     = L1 broadcast on the root's rail, then L0 broadcast;
-//   Reduce        = L0 reduce to the root's index, then L1 reduce on that rail;
+//   Broadcast     = L0 scatter in the root's server, L1 broadcast of each
+//                   NPU's slice on its own rail (one level-1 domain per
+//                   plane), L0 all-gather in every server (mesh level 0;
+//                   with a ring level 0: L1 broadcast on the root's rail,
+//                   then L0 broadcast);
+//   Reduce        = L0 reduce-scatter in every server, L1 reduce of each
+//                   slice on its rail, L0 gather to the root (mesh; with a
+//                   ring level 0: L0 reduce, then L1 reduce on the root's rail);
 //   AlltoAll      = pairwise over all ranks.
 // Pipeline (A2 clusters; AllReduce, ReduceScatter, AllGather): the same
 // stages, but slice k+1's first stage overlaps slice k's later ones, on
@@ -38,6 +44,7 @@ struct AlgoPlan {
   Level1Algo level2 = Level1Algo::Ring;
   bool pipeline = false;     // HCCL's Pipeline: level 1 runs `level1` inside it
   bool flat = false;         // one `level1` algorithm over every rank (HCCL's *Comm executors)
+  bool one_shot = false;     // a Broadcast's level-1 stage as a whole-data tree (broadcast_one_shot)
   // "level0:fullmesh;level1:NHR" (the levels that take part), or "flat:NHR".
   std::string describe(const Hierarchy& h, CollOp op) const;
 };
@@ -54,6 +61,15 @@ struct AlgoRequest {
 // (one level of servers of at most 8 NPUs, a mesh level 0), AllReduce,
 // ReduceScatter and AllGather.
 bool pipeline_supported(CollOp op, const Hierarchy& h, Level0Algo level0);
+
+// HCCL's choice between a level-1 Broadcast's templates, by the bytes one
+// level-1 group broadcasts (`slice_bytes`: the whole data for a flat
+// executor, a plane's slice for the mesh and ring executors): NHR takes its
+// one-shot tree up to 2 MiB (NHR_BCAST_SMALL_SIZE); NB its binary tree for
+// 2 ranks or below ShouldUseBinaryBroadcastOfNB's threshold, which scales a
+// 60 us latency by the NIC rate per NPU (hcomm alg_template
+// broadcast_nb_binary.cc); H-D_R and ring have one template each.
+bool broadcast_one_shot(Level1Algo algo, std::uint64_t slice_bytes, int level1_ranks, Bandwidth nic_bandwidth);
 
 // HCCL's automatic choice (DESIGN.md §3): Pipeline for ReduceScatter and
 // AllGather of 32 KiB and more with a mesh level 0, and for AllReduce when

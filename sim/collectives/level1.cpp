@@ -293,6 +293,8 @@ class Level1Builder : public PlanBuilder {
       move(stream_[root], input(root, loop.first), ccl_in(root, 0), n, false, "copy in");
       if (algo_ == Level1Algo::HalvingDoubling) {
         emit(hd_broadcast(n));
+      } else if (spec_.one_shot) {
+        emit(tree_broadcast(n));
       } else {
         const Blocks b = chunks(n);
         std::vector<Step> steps = algo_ == Level1Algo::NHR ? nhr_scatter_steps(b) : nb_scatter_steps(b);
@@ -384,7 +386,8 @@ class Level1Builder : public PlanBuilder {
   //   sends each block as its own piece where they are not adjacent.
   //   Scatter (Broadcast): NHR splits by residue classes of the index relative
   //   to the root (contiguous in its layout), NB by halving index ranges.
-  // Not modelled: NHR's single-tree variant for small data.
+  // With spec.one_shot the Broadcast is instead HCCL's whole-data tree
+  // (tree_broadcast below).
 
   std::vector<Step> reduce_scatter_steps(const Blocks& b) const {
     if (algo_ == Level1Algo::Ring) {
@@ -460,6 +463,30 @@ class Level1Builder : public PlanBuilder {
         std::vector<int> blocks;
         for (int t = u + d; t < std::min(u + 2 * d, p_); ++t) blocks.push_back(mod(root + t, p_));
         st.xfers.push_back(Xfer{mod(root + u, p_), mod(root + u + d, p_), b.spans(blocks), false});
+      }
+      steps.push_back(std::move(st));
+    }
+    return steps;
+  }
+
+  // HCCL's small-data Broadcast templates: the whole data along a binomial
+  // tree rooted at the root, for any p. Relative index u = rank - root; a
+  // holder u sends to u + d when that is a rank. BroadcastNHROneshot
+  // (NHR) halves the distance, d = 2^(k-1-s) with u a multiple of 2d;
+  // BroadcastNBBinary (NB) doubles it, d = 2^s with u < d
+  // (hcomm alg_template broadcast_nhr_oneshot.cc, broadcast_nb_binary.cc).
+  std::vector<Step> tree_broadcast(std::uint64_t n) const {
+    const int root = spec_.root;
+    const int k = ceil_log2(p_);
+    std::vector<Step> steps;
+    for (int s = 0; s < k; ++s) {
+      Step st;
+      st.name = "Broadcast step " + std::to_string(s);
+      const bool halving = algo_ == Level1Algo::NHR;
+      const int d = halving ? 1 << (k - 1 - s) : 1 << s;
+      for (int u = 0; u + d < p_; u += halving ? 2 * d : 1) {
+        if (!halving && u >= d) break;
+        st.xfers.push_back(Xfer{mod(root + u, p_), mod(root + u + d, p_), {Span{0, n}}, false});
       }
       steps.push_back(std::move(st));
     }

@@ -264,6 +264,7 @@ class MeshBuilder : public PlanBuilder {
 
   // Scatter from the root, then every rank passes its chunk to the others.
   void broadcast() {
+    if (spec_.chunked) return scatter_chunked();
     const int root = spec_.root;
     for (const Span& loop : loops(spec_.count, buffer_elements())) {
       begin_loop();
@@ -286,8 +287,52 @@ class MeshBuilder : public PlanBuilder {
     }
   }
 
+  // The scatter of a Broadcast alone (ScatterMesh, the first stage of
+  // BroadCastMeshExecutor across servers): the root copies its input in,
+  // every other rank reads its chunk; each rank's chunk then lands in place
+  // in its output.
+  void scatter_chunked() {
+    const int root = spec_.root;
+    const std::uint64_t n = spec_.count;
+    begin_loop();
+    move(main_[root], input(root, 0), ccl_in(root, 0), n, false, "copy in");
+    fork();
+    phase("Scatter", [&](int r, int j) -> std::optional<Move> {
+      if (r != root) return std::nullopt;
+      const Span c = chunk(n, j);
+      return Move{ccl_in(r, c.first), ccl_in(j, c.first), c.count, false};
+    });
+    join();
+    for (int r = 0; r < p_; ++r) {
+      const Span c = chunk(n, r);
+      move(main_[r], ccl_in(r, c.first), output(r, c.first), c.count, false, "copy out");
+    }
+  }
+
+  // The gather of a Reduce alone (GatherMesh, the last stage of
+  // ReduceMeshExecutor across servers): rank r's chunk r, in place in its
+  // input, goes to the root, which copies the whole out.
+  void gather_chunked() {
+    const int root = spec_.root;
+    const std::uint64_t n = spec_.count;
+    begin_loop();
+    for (int r = 0; r < p_; ++r) {
+      const Span c = chunk(n, r);
+      move(main_[r], input(r, c.first), ccl_in(r, c.first), c.count, false, "copy in");
+    }
+    fork();
+    phase("Gather", [&](int r, int j) -> std::optional<Move> {
+      if (j != root) return std::nullopt;
+      const Span c = chunk(n, r);
+      return Move{ccl_in(r, c.first), ccl_in(j, c.first), c.count, false};
+    });
+    join();
+    move(main_[root], ccl_in(root, 0), output(root, 0), n, false, "copy out");
+  }
+
   // Reduce-scatter, then every rank sends its reduced chunk to the root.
   void reduce() {
+    if (spec_.chunked) return gather_chunked();
     const int root = spec_.root;
     for (const Span& loop : loops(spec_.count, buffer_elements())) {
       begin_loop();

@@ -9,10 +9,8 @@
 // same time from when its rank of this server starts it.
 #include <algorithm>
 #include <array>
-#include <deque>
 #include <functional>
 #include <map>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -371,78 +369,53 @@ double hierarchical(const CollectiveSpec& s, const ExecContext& ctx, const AlgoP
   return end;
 }
 
-// Broadcast across servers: level-1 broadcast on the root's rail, then in
-// every server the mesh-atomic broadcast (copy in at the root, scatter from
-// it, all-gather among the others, copy out) per loop. Reduce the other way
-// round: the mesh-atomic reduce (copy in, reduce-scatter, gather to the
-// root, copy out at the root), then the level-1 reduce on the root's rail.
+// Broadcast and Reduce across servers, per plane (hierarchy.cpp), per slice
+// of half the buffer. Broadcast: the root's server copies in and scatters
+// the slice (the root's peers read their chunk); NPU i of every server
+// broadcasts chunk i on its rail; every server all-gathers the chunks and
+// copies the slice out. Reduce: every server copies in and reduce-scatters;
+// chunk i is reduced on rail i towards the root's server; the root reads
+// the chunks and copies the slice out. Every server's NPU i holds its chunk
+// when the root server's NPU i has broadcast it (a rail stage takes the
+// same time from when its rank of the root's server starts it), so one
+// server's times stand for all.
 double rooted(const CollectiveSpec& s, const ExecContext& ctx, const AlgoPlan& plan, const EstimateFabric& f) {
   const StepCosts& c = f.costs();
   const Hierarchy& h = ctx.hierarchy;
   const int p0 = h.per_server;
   const int root = s.root % p0;
-  const double d = c.dispatch;
-  const double esz = static_cast<double>(data_type_size(s.dtype));
-  GroupLayout rail;
-  rail.members = h.servers();
-  rail.stride = p0;
-  rail.groups = 1;
-  rail.group_step = root;
-  CollectiveSpec r1 = s;
-  r1.ranks = h.servers();
-  r1.root = s.root / p0;
-  const double level1 = level1_estimate(f, r1, plan.level1, rail, 0.0);
-  // Per loop over the buffer, in every server. A full loop is a max-plus
-  // map of the streams' free times (as a ring's slice, ring.cpp slices()):
-  // once two full loops in a row moved every time on by the same amount,
-  // bit for bit, so would the full loops after them. All but the last of
-  // those are added at once (a 128 GiB Broadcast is 640 loops; followed,
-  // its point took 10 ms on 1024 A2 NPUs); the last full loop and the
-  // partial one are followed.
-  auto server_stage = [&](Times free) {
-    const std::uint64_t per_loop = std::max<std::uint64_t>(1, s.buffer_bytes / data_type_size(s.dtype));
-    std::deque<Times> after_full;  // the times after the latest full loops (the first: before them), newest last
-    std::uint64_t first = 0;
-    do {
-      const std::uint64_t n = std::min(per_loop, s.count - first);
-      if (n == per_loop && after_full.empty()) after_full.push_back(free);
-      const double bytes = static_cast<double>(n) * esz;
-      const double chunk = static_cast<double>((n + p0 - 1) / p0) * esz;
-      if (s.op == CollOp::Broadcast) {
-        free = copies(c, free, 1, bytes, root);
-        free = atomic_phase(f, free, chunk, false, true, [root](int r, int j) { return j == root && r != root; });
-        free = atomic_phase(f, free, chunk, false, true, [root](int r, int j) { return r != root && j != root; });
-        free = copies(c, free, 1, bytes);
-      } else {
-        free = copies(c, free, 1, bytes);
-        free = atomic_phase(f, free, chunk, true, true, every_pair);
-        free = atomic_phase(f, free, chunk, false, false, [root](int r, int j) { return r == root && j != root; });
-        free = copies(c, free, 1, bytes, root);
-      }
-      first += per_loop;
-      if (n != per_loop || f.follows_every_slice()) continue;
-      after_full.push_back(free);
-      if (after_full.size() > 3) after_full.pop_front();
-      const std::uint64_t full_after = (s.count - std::min(s.count, first)) / per_loop;
-      const std::optional<double> step = steady_step(after_full, 1);
-      if (step && full_after >= 2) {
-        const std::uint64_t skipped = full_after - 1;
-        for (double& t : free) t += static_cast<double>(skipped) * *step;
-        first += skipped * per_loop;
-        f.count_slices_added_at_once(skipped);
-        after_full.clear();
-      }
-    } while (first < s.count);
-    return free;
+  const std::uint64_t esz = data_type_size(s.dtype);
+  const std::uint64_t g0 = static_cast<std::uint64_t>(p0);
+  const std::uint64_t per_slice = std::max<std::uint64_t>(1, s.buffer_bytes / 2 / esz / g0) * g0;
+  const bool broadcast = s.op == CollOp::Broadcast;
+  RailMemo memo;
+  auto rail = [&](const Times& free, std::uint64_t n) {
+    // Every rail moves its own chunk; the largest chunk sets the stage.
+    CollectiveSpec r1 = stage_spec(s, s.op, h.servers(), (n + g0 - 1) / g0, s.buffer_bytes / 4);
+    r1.root = s.root / p0;
+    r1.one_shot = plan.one_shot;
+    return rail_stage(f, r1, plan.level1, rails(h), free, memo);
   };
-  Times start(static_cast<std::size_t>(p0), c.launch - d);
-  if (s.op == CollOp::Broadcast) {
-    // The rail member of each server has the data level1 after the start;
-    // its server's stage waits for it (the others' first tasks wait in the scatter).
-    start[static_cast<std::size_t>(root)] += level1;
-    return latest(server_stage(start));
-  }
-  return server_stage(start)[static_cast<std::size_t>(root)] - d + level1;
+  auto from_root = [root](int r, int j) { return j == root && r != root; };
+  auto to_root = [root](int r, int j) { return r == root && j != root; };
+  Times t(static_cast<std::size_t>(p0), c.launch - c.dispatch);
+  std::uint64_t first = 0;
+  do {
+    const std::uint64_t n = std::min(per_slice, s.count - first);
+    const double bytes = static_cast<double>(n * esz);
+    const double chunk = static_cast<double>((n + g0 - 1) / g0 * esz);
+    if (broadcast) {
+      t = atomic_phase(f, copies(c, t, 1, bytes, root), chunk, false, true, from_root);
+      t = rail(t, n);
+      t = copies(c, atomic_phase(f, t, chunk, false, true, every_pair), 1, bytes);
+    } else {
+      t = atomic_phase(f, copies(c, t, 1, bytes), chunk, true, true, every_pair);
+      t = rail(t, n);
+      t = copies(c, atomic_phase(f, t, chunk, false, true, to_root), 1, bytes, root);
+    }
+    first += per_slice;
+  } while (first < s.count);
+  return broadcast ? latest(t) : t[static_cast<std::size_t>(root)];
 }
 
 }  // namespace

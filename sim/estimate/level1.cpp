@@ -266,8 +266,22 @@ std::vector<Step1> hd_steps(CollOp op, int p, double n) {
 
 // A loop's steps; n = the loop's elements (AllReduce, Broadcast, Reduce) or
 // per-rank block (ReduceScatter, AllGather).
-std::vector<Step1> loop_steps(CollOp op, Level1Algo algo, int p, double n) {
+std::vector<Step1> loop_steps(CollOp op, Level1Algo algo, int p, double n, bool one_shot = false) {
   if (algo == Level1Algo::HalvingDoubling) return hd_steps(op, p, n);
+  if (op == CollOp::Broadcast && one_shot) {
+    // The whole data along the binomial tree (NHR: halving distances; NB:
+    // doubling), the root sending in every step.
+    std::vector<Step1> out;
+    const int k = ceil_log2(p);
+    for (int s = 0; s < k; ++s) {
+      Step1 st;
+      st.elems = n;
+      st.shift = algo == Level1Algo::NHR ? 1 << (k - 1 - s) : 1 << s;
+      st.tree = st.fanout = true;
+      out.push_back(st);
+    }
+    return out;
+  }
   const double chunk = n / p;
   std::vector<Step1> out;
   auto add = [&](std::vector<Step1> s) { out.insert(out.end(), s.begin(), s.end()); };
@@ -1400,8 +1414,22 @@ struct HdFold {
 // bytes of one of the p blocks. The scatter (NHR: residue classes of the
 // index relative to the root; NB and ring: halving ranges), then the
 // all-gather; H-D_R: a binomial tree of whole sends, then the unfold.
-std::vector<RunStep> broadcast_xfers(Level1Algo algo, int p, int root, double chunk) {
+std::vector<RunStep> broadcast_xfers(Level1Algo algo, int p, int root, double chunk, bool one_shot) {
   std::vector<RunStep> out;
+  if (one_shot && algo != Level1Algo::HalvingDoubling) {
+    // The whole data along the binomial tree (level1.cpp tree_broadcast).
+    const int k = ceil_log2(p);
+    const bool halving = algo == Level1Algo::NHR;
+    for (int s = 0; s < k; ++s) {
+      const int d = halving ? 1 << (k - 1 - s) : 1 << s;
+      std::vector<RankXfer> step;
+      for (int u = 0; u + d < p && (halving || u < d); u += halving ? 2 * d : 1) {
+        step.push_back(RankXfer{mod(root + u, p), mod(root + u + d, p), chunk * p, 1, false});
+      }
+      out.push_back(RunStep{std::move(step), {}, -1});
+    }
+    return out;
+  }
   if (algo == Level1Algo::HalvingDoubling) {
     const HdFold f(p, root);
     const int vroot = f.virt(root);
@@ -1450,7 +1478,8 @@ std::vector<RunStep> broadcast_xfers(Level1Algo algo, int p, int root, double ch
 // else the ring or the binary strides), the gather to the root (H-D_R:
 // binomial; else along the ring), the root copies out. The copy out is
 // marked with the loop's index.
-std::vector<RunStep> rooted_steps(CollOp op, Level1Algo algo, int p, int root, const std::vector<double>& loops) {
+std::vector<RunStep> rooted_steps(CollOp op, Level1Algo algo, int p, int root, const std::vector<double>& loops,
+                                  bool one_shot) {
   std::vector<RunStep> out;
   auto step = [&out](std::vector<RankXfer> xfers) { out.push_back(RunStep{std::move(xfers), {}, -1}); };
   const HdFold f(p, root);
@@ -1463,7 +1492,7 @@ std::vector<RunStep> rooted_steps(CollOp op, Level1Algo algo, int p, int root, c
     const std::vector<double> everyone(static_cast<std::size_t>(p), b);
     out.push_back(RunStep{{}, broadcast ? at_root : everyone, -1});
     if (broadcast) {
-      for (RunStep& st : broadcast_xfers(algo, p, root, b / p)) out.push_back(std::move(st));
+      for (RunStep& st : broadcast_xfers(algo, p, root, b / p, one_shot)) out.push_back(std::move(st));
     } else if (algo == Level1Algo::HalvingDoubling) {
       std::vector<RankXfer> fold;
       for (int i = 0; i < f.r; ++i) fold.push_back(RankXfer{f.partner(i), f.real(i), b, 1, true});
@@ -1511,14 +1540,42 @@ static_assert(kRunLoops >= 3, "the period is taken between the loops before the 
 double rooted_run(const EstimateFabric& fabric, const CollectiveSpec& spec, Level1Algo algo, const GroupLayout& g,
                   std::uint64_t per_loop, double free) {
   const int p = g.members;
-  if (g.groups != 1 || p > kCountedSources || !fabric.path(g.npu(0, 0), g.npu(0, 1)).rdma) return -1;
+  // Several groups at once (a Broadcast's or Reduce's planes, one per NPU
+  // index of a server) are followed together when they tile the NPUs
+  // (member x of group q is NPU x * groups + q): their writes share the
+  // fabric. Member x of group q is then rank x * groups + q of one run.
+  const int groups = g.groups;
+  const bool tiled = groups == 1 || (g.group_step == 1 && g.stride == groups);
+  const int ranks = p * groups;
+  if (!tiled || ranks > kCountedSources || !fabric.path(g.npu(0, 0), g.npu(0, 1)).rdma) return -1;
   const double esz = static_cast<double>(data_type_size(spec.dtype));
   const std::uint64_t full = spec.count / per_loop;
   const std::uint64_t rest = spec.count % per_loop;
   std::vector<double> loops(static_cast<std::size_t>(std::min<std::uint64_t>(full, kRunLoops)), static_cast<double>(per_loop) * esz);
   if (rest > 0 || loops.empty()) loops.push_back(static_cast<double>(rest) * esz);
-  RdmaRun run(fabric, g, p, rooted_steps(spec.op, algo, p, spec.root, loops));
-  double end = run.run(std::vector<double>(static_cast<std::size_t>(p), free));
+  std::vector<RunStep> steps = rooted_steps(spec.op, algo, p, spec.root, loops, spec.one_shot);
+  GroupLayout all = g;
+  if (groups > 1) {
+    for (RunStep& st : steps) {
+      std::vector<RankXfer> xfers;
+      std::vector<double> local(st.local.empty() ? 0 : static_cast<std::size_t>(ranks), 0.0);
+      for (int q = 0; q < groups; ++q) {
+        for (RankXfer x : st.xfers) {
+          x.from = x.from * groups + q;
+          x.to = x.to * groups + q;
+          xfers.push_back(x);
+        }
+        for (std::size_t r = 0; r < st.local.size(); ++r) local[r * static_cast<std::size_t>(groups) + static_cast<std::size_t>(q)] = st.local[r];
+      }
+      st.xfers = std::move(xfers);
+      st.local = std::move(local);
+    }
+    all.members = ranks;
+    all.stride = 1;
+    all.groups = 1;
+  }
+  RdmaRun run(fabric, all, ranks, steps);
+  double end = run.run(std::vector<double>(static_cast<std::size_t>(ranks), free));
   if (end >= 0 && full > kRunLoops) end += static_cast<double>(full - kRunLoops) * (run.mark(kRunLoops - 2) - run.mark(kRunLoops - 3));
   return end;
 }
@@ -1743,7 +1800,7 @@ double level1_estimate(const EstimateFabric& fabric, const CollectiveSpec& spec,
   // sending and receiving alike) are followed rank by rank within the
   // budget: a slow pair then delays its own ranks only, as in the detailed
   // model, instead of every rank at every step.
-  const double steps_per_loop = static_cast<double>(loop_steps(spec.op, algo, p, 1.0).size());
+  const double steps_per_loop = static_cast<double>(loop_steps(spec.op, algo, p, 1.0, spec.one_shot).size());
   const bool by_rank = p <= kCountedSources && steps_per_loop * p <= kPerRankBudget &&
                        (spec.op == CollOp::AllReduce || spec.op == CollOp::ReduceScatter || spec.op == CollOp::AllGather);
   if (spec.op == CollOp::Broadcast || spec.op == CollOp::Reduce) {
@@ -1761,7 +1818,7 @@ double level1_estimate(const EstimateFabric& fabric, const CollectiveSpec& spec,
       case CollOp::Broadcast: free = copy(free, n); break;  // the root's copy in starts the tree
       default: free = copy(free, n);
     }
-    const std::vector<Step1> steps = loop_steps(spec.op, algo, p, n);
+    const std::vector<Step1> steps = loop_steps(spec.op, algo, p, n, spec.one_shot);
     if (by_rank) {
       std::vector<double> t(static_cast<std::size_t>(p), free);
       for (const Step1& st : steps) {
@@ -1831,7 +1888,9 @@ void register_level1_estimates(std::map<std::string, EstimateFn>& out) {
     g.members = spec.ranks;
     g.group_step = spec.ranks;
     const StepCosts& c = fabric.costs();
-    return level1_estimate(fabric, spec, plan.level1, g, c.launch - c.dispatch);
+    CollectiveSpec one = spec;
+    one.one_shot = plan.one_shot;
+    return level1_estimate(fabric, one, plan.level1, g, c.launch - c.dispatch);
   };
   for (const char* name : {"AllReduceComm", "AllGatherComm", "ReduceScatterComm", "BroadCastComm",
                            "AllReduceMidCountFor91093Executor", "AllGatherMidCountFor91093Executor",

@@ -40,7 +40,11 @@ Executor flat_executor(const std::string& name, CollOp op, const std::string& fi
         return s.op == op ? std::string() : "runs " + coll_op_title(op) + " only";
       },
       // The selection puts the algorithm in plan.level1 (`algo` unless HCCL_ALGO asked otherwise).
-      [](const CollectiveSpec& s, const ExecContext&, const AlgoPlan& plan) { return build_level1(s, plan.level1); }};
+      [](const CollectiveSpec& s, const ExecContext&, const AlgoPlan& plan) {
+        CollectiveSpec one = s;
+        one.one_shot = plan.one_shot;
+        return build_level1(one, plan.level1);
+      }};
 }
 
 }  // namespace

@@ -20,8 +20,10 @@ bool aiv_reduce(DataType dtype, ReduceOp op) { return sdma_inline_reduce(dtype, 
 
 AlgoPlan a2_plan(const CollectiveSpec& spec, const ExecContext& ctx) {
   const std::uint64_t size = spec.count * data_type_size(spec.dtype);
-  AlgoPlan plan = choose_algorithm(spec.op, ctx.hierarchy,
-                                   spec.op == CollOp::AllReduce ? size : size * static_cast<std::uint64_t>(spec.ranks),
+  // What the levels share out: the data itself for the ops that have one
+  // buffer of it (AllReduce, Broadcast, Reduce), every rank's block otherwise.
+  const bool one_buffer = spec.op == CollOp::AllReduce || spec.op == CollOp::Broadcast || spec.op == CollOp::Reduce;
+  AlgoPlan plan = choose_algorithm(spec.op, ctx.hierarchy, one_buffer ? size : size * static_cast<std::uint64_t>(spec.ranks),
                                    ctx.inter_server_bandwidth, ctx.algo);
   if (ctx.mode != WorkflowMode::OpBase) plan.pipeline = false;  // HCCL honours Pipeline in op-base mode only
   return plan;
