@@ -510,9 +510,10 @@ void broadcast_mesh_one_server(Expect& e) {
 // The per-plane structure of HCCL's coll_broadcast_mesh_executor.cc across
 // A2 servers: the root scatters n/p0 to each peer of its server; NPU i of
 // every server broadcasts slice i along its rail (NHR: one-shot binomial
-// tree of the slice when n/p0 <= 2 MiB (NHR_BCAST_SMALL_SIZE), else scatter
-// + all-gather; H-D_R: binomial tree); every server all-gathers the p0
-// slices.
+// tree of the slice when n/p0 <= 2 MiB (NHR_BCAST_SMALL_SIZE; HCCL asks
+// it of each loop over the HCCL buffer, and the grid's sizes fall on the
+// same side of it per loop and in all), else scatter + all-gather; H-D_R:
+// binomial tree); every server all-gathers the p0 slices.
 void broadcast_per_plane(Expect& e) {
   const Case& c = e.at();
   const int p0 = e.p0();
