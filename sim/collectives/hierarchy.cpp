@@ -175,11 +175,7 @@ class HierarchyBuilder {
     for (std::uint64_t first = 0; first < spec_.count || first == 0; first += per_slice, ++slice) {
       const std::uint64_t n = std::min(per_slice, spec_.count - first);
       // L0: reduce-scatter in each server; rank i keeps chunk(n, i) of the slice in its buffer.
-      CollectiveSpec rs0 = stage_spec(CollOp::ReduceScatter, h_.per_server, n, ref(spec_.input_buffer, first),
-                                      ref(BufferKind::Scratch, 0), 0, spec_.buffer_bytes);
-      rs0.input_offset = spec_.input_offset + first * esz_;
-      rs0.chunked = true;
-      each_server(level0(rs0), "L0/");
+      reduce_scatter_into_buffer(first, n);
       for (int i = 0; i < h_.per_server; ++i) {
         const Span c = chunk_span(n, h_.per_server, i);
         if (c.count == 0) continue;
@@ -213,11 +209,7 @@ class HierarchyBuilder {
         }
       }
       // L0: all-gather in each server from the buffer into the output.
-      CollectiveSpec ag0 = stage_spec(CollOp::AllGather, h_.per_server, n, ref(BufferKind::Scratch, 0),
-                                      ref(spec_.output_buffer, 0), 0, spec_.buffer_bytes);
-      ag0.output_offset = spec_.output_offset + first * esz_;
-      ag0.chunked = true;
-      each_server(level0(ag0), "L0/");
+      all_gather_into_output(first, n);
       if (spec_.count == 0) break;
     }
   }
@@ -409,6 +401,34 @@ class HierarchyBuilder {
     return s;
   }
 
+  // Level-0 stages of the slice [first, first + n) in every server: the
+  // input reduce-scattered into each NPU's chunk in the buffer, and the
+  // chunks in the buffer all-gathered into the output.
+  void reduce_scatter_into_buffer(std::uint64_t first, std::uint64_t n) {
+    CollectiveSpec rs0 = stage_spec(CollOp::ReduceScatter, h_.per_server, n, ref(spec_.input_buffer, first),
+                                    ref(BufferKind::Scratch, 0), 0, spec_.buffer_bytes);
+    rs0.input_offset = spec_.input_offset + first * esz_;
+    rs0.chunked = true;
+    each_server(level0(rs0), "L0/");
+  }
+  void all_gather_into_output(std::uint64_t first, std::uint64_t n) {
+    CollectiveSpec ag0 = stage_spec(CollOp::AllGather, h_.per_server, n, ref(BufferKind::Scratch, 0),
+                                    ref(spec_.output_buffer, 0), 0, spec_.buffer_bytes);
+    ag0.output_offset = spec_.output_offset + first * esz_;
+    ag0.chunked = true;
+    each_server(level0(ag0), "L0/");
+  }
+  // `op` (Broadcast or Reduce) of each NPU's chunk of n elements on its own
+  // rail, rooted at the root's server.
+  void each_plane(CollOp op, std::uint64_t n, int root_server, std::uint64_t slice) {
+    for (int i = 0; i < h_.per_server; ++i) {
+      const Span c = chunk_span(n, h_.per_server, i);
+      if (c.count == 0) continue;
+      composer_.stage(build_level1(plane_spec(op, c, root_server), plan_.level1), rail(0, i, true),
+                      level1_base(slice % 2), "L1/");
+    }
+  }
+
   // BroadCastMeshExecutor across servers (hcomm coll_broadcast_mesh_executor.cc),
   // per slice: the root's server scatters the slice over its NPUs (ScatterMesh);
   // NPU i of every server broadcasts chunk i on its own rail (one level-1
@@ -428,17 +448,8 @@ class HierarchyBuilder {
       scatter.root = root_index;
       scatter.chunked = true;
       composer_.stage(level0(scatter), server_group(0, root_server), 0, "L0/");
-      for (int i = 0; i < h_.per_server; ++i) {
-        const Span c = chunk_span(n, h_.per_server, i);
-        if (c.count == 0) continue;
-        composer_.stage(build_level1(plane_spec(CollOp::Broadcast, c, root_server), plan_.level1), rail(0, i, true),
-                        level1_base(slice % 2), "L1/");
-      }
-      CollectiveSpec gather = stage_spec(CollOp::AllGather, h_.per_server, n, ref(BufferKind::Scratch, 0),
-                                         ref(spec_.output_buffer, 0), 0, spec_.buffer_bytes);
-      gather.output_offset = spec_.output_offset + first * esz_;
-      gather.chunked = true;
-      each_server(level0(gather), "L0/");
+      each_plane(CollOp::Broadcast, n, root_server, slice);
+      all_gather_into_output(first, n);
       if (spec_.count == 0) break;
     }
   }
@@ -455,17 +466,8 @@ class HierarchyBuilder {
     std::uint64_t slice = 0;
     for (std::uint64_t first = 0; first < spec_.count || first == 0; first += per_slice, ++slice) {
       const std::uint64_t n = std::min(per_slice, spec_.count - first);
-      CollectiveSpec rs0 = stage_spec(CollOp::ReduceScatter, h_.per_server, n, ref(spec_.input_buffer, first),
-                                      ref(BufferKind::Scratch, 0), 0, spec_.buffer_bytes);
-      rs0.input_offset = spec_.input_offset + first * esz_;
-      rs0.chunked = true;
-      each_server(level0(rs0), "L0/");
-      for (int i = 0; i < h_.per_server; ++i) {
-        const Span c = chunk_span(n, h_.per_server, i);
-        if (c.count == 0) continue;
-        composer_.stage(build_level1(plane_spec(CollOp::Reduce, c, root_server), plan_.level1), rail(0, i, true),
-                        level1_base(slice % 2), "L1/");
-      }
+      reduce_scatter_into_buffer(first, n);
+      each_plane(CollOp::Reduce, n, root_server, slice);
       CollectiveSpec gather = stage_spec(CollOp::Reduce, h_.per_server, n, ref(BufferKind::Scratch, 0),
                                          ref(spec_.output_buffer, 0), 0, spec_.buffer_bytes);
       gather.output_offset = spec_.output_offset + first * esz_;
