@@ -131,6 +131,32 @@ int checked_int(const std::string& option, int value, int min, int max, const st
   return value;
 }
 
+int hccl_test_ranks(const TopologySpec& spec, const std::string& topology_file, std::optional<int> ranks,
+                    std::optional<int> npus, int fallback) {
+  if (ranks) {
+    checked_int("--ranks", *ranks, 2, spec.npus,
+                "topology " + topology_file + " has " + std::to_string(spec.npus) + " NPUs");
+  }
+  if (!npus) return ranks.value_or(fallback);
+  const int servers = spec.npus_per_server > 0 ? (spec.npus + spec.npus_per_server - 1) / spec.npus_per_server : 1;
+  if (servers > 1) {
+    if (*npus != spec.npus_per_server) {
+      throw InputError("option -p", "-p " + std::to_string(*npus) + " NPUs per server, but the servers of " +
+                                        topology_file + " have " + std::to_string(spec.npus_per_server) +
+                                        " NPUs; on a cluster -p must agree with the topology (--servers and "
+                                        "--ranks choose how many take part)");
+    }
+    return ranks.value_or(fallback);
+  }
+  checked_int("-p", *npus, 2, spec.npus,
+              "the NPUs of one server; topology " + topology_file + " has " + std::to_string(spec.npus));
+  if (ranks && *ranks != *npus) {
+    throw InputError("option -p", "-p " + std::to_string(*npus) + " and --ranks " + std::to_string(*ranks) +
+                                      " disagree (on one server -p is the number of ranks)");
+  }
+  return *npus;
+}
+
 std::uint64_t checked_size(const std::string& option, const std::string& text) {
   try {
     return parse_size(text, /*allow_bare_bytes=*/true);

@@ -61,6 +61,19 @@ struct MemoryLimit {
 // tearing the platform down.
 Platform& platform_kept_until_exit(const TopologySpec& spec);
 
+// `value` when the option was given.
+inline std::optional<int> given(const CLI::Option* option, int value) {
+  return option->count() > 0 ? std::optional<int>(value) : std::nullopt;
+}
+
+// The ranks of an hccl_test-style run on `spec` (read from `topology_file`):
+// --ranks N (2..NPUs), and hccl_test's -p N, its NPUs per server: on one
+// server the ranks (--ranks must agree), on a cluster it must equal the
+// topology's NPUs per server and leaves the ranks to --ranks. `fallback`
+// when neither sets them. Errors name the option.
+int hccl_test_ranks(const TopologySpec& spec, const std::string& topology_file, std::optional<int> ranks,
+                    std::optional<int> npus, int fallback);
+
 // An integer option within [min, max]; the error names the option and why.
 int checked_int(const std::string& option, int value, int min, int max, const std::string& why = "");
 // A size option ("8K", "64MiB", bytes); the error names the option.
