@@ -96,6 +96,15 @@ class OutputFile {
   std::ofstream out_;
 };
 
+// A file written whole or not at all: `text` goes to a temporary file beside
+// `path` that is renamed over it once written, so a failure leaves `path` as
+// it was (a link is followed: its target is replaced). A `path` that exists
+// and is not a regular file (a directory, a FIFO, /dev/null) is refused, as
+// is one that cannot be written; errors name `option` (`--out`).
+// check_replaceable() refuses the same before any work is done.
+void check_replaceable(const std::string& option, const std::string& path);
+void write_file_atomically(const std::string& option, const std::string& path, const std::string& text);
+
 struct WallClock {
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
   double seconds() const;
