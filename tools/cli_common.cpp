@@ -1,10 +1,15 @@
 #include "tools/cli_common.h"
 
+#include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <stdexcept>
 
@@ -131,6 +136,32 @@ int checked_int(const std::string& option, int value, int min, int max, const st
   return value;
 }
 
+int hccl_test_ranks(const TopologySpec& spec, const std::string& topology_file, std::optional<int> ranks,
+                    std::optional<int> npus, int fallback) {
+  if (ranks) {
+    checked_int("--ranks", *ranks, 2, spec.npus,
+                "topology " + topology_file + " has " + std::to_string(spec.npus) + " NPUs");
+  }
+  if (!npus) return ranks.value_or(fallback);
+  const int servers = spec.npus_per_server > 0 ? (spec.npus + spec.npus_per_server - 1) / spec.npus_per_server : 1;
+  if (servers > 1) {
+    if (*npus != spec.npus_per_server) {
+      throw InputError("option -p", "-p " + std::to_string(*npus) + " NPUs per server, but the servers of " +
+                                        topology_file + " have " + std::to_string(spec.npus_per_server) +
+                                        " NPUs; on a cluster -p must agree with the topology (--servers and "
+                                        "--ranks choose how many take part)");
+    }
+    return ranks.value_or(fallback);
+  }
+  checked_int("-p", *npus, 2, spec.npus,
+              "the NPUs of one server; topology " + topology_file + " has " + std::to_string(spec.npus));
+  if (ranks && *ranks != *npus) {
+    throw InputError("option -p", "-p " + std::to_string(*npus) + " and --ranks " + std::to_string(*ranks) +
+                                      " disagree (on one server -p is the number of ranks)");
+  }
+  return *npus;
+}
+
 std::uint64_t checked_size(const std::string& option, const std::string& text) {
   try {
     return parse_size(text, /*allow_bare_bytes=*/true);
@@ -159,6 +190,74 @@ void OutputFile::close() {
   const bool ok = static_cast<bool>(out_);
   out_.close();
   if (!ok || out_.fail()) throw InputError("option " + option_, "writing " + path_ + " failed");
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Where a replaceable output goes: `path`, or the regular file a link at it
+// names; std::nullopt mode when it does not exist yet.
+struct OutputTarget {
+  std::string path;
+  std::optional<mode_t> mode;
+};
+
+OutputTarget replaceable_target(const std::string& option, const std::string& path) {
+  struct stat st{};
+  if (::stat(path.c_str(), &st) != 0) {
+    struct stat link{};
+    if (::lstat(path.c_str(), &link) == 0) throw InputError("option " + option, path + " is a link to nothing");
+    const fs::path dir = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
+    if (::access(dir.c_str(), W_OK) != 0) {
+      throw InputError("option " + option, "cannot write " + path + ": " + dir.string() + ": " + std::strerror(errno));
+    }
+    return {path, std::nullopt};
+  }
+  if (!S_ISREG(st.st_mode)) {
+    throw InputError("option " + option, path + " exists and is not a regular file; give a new file, or a regular "
+                                                 "file to replace");
+  }
+  std::error_code ec;
+  const fs::path target = fs::canonical(path, ec);
+  return {ec ? path : target.string(), st.st_mode & 07777};
+}
+
+}  // namespace
+
+void check_replaceable(const std::string& option, const std::string& path) { replaceable_target(option, path); }
+
+void write_file_atomically(const std::string& option, const std::string& path, const std::string& text) {
+  const OutputTarget target = replaceable_target(option, path);
+  const fs::path final_path(target.path);
+  const fs::path dir = final_path.has_parent_path() ? final_path.parent_path() : fs::path(".");
+  const auto failed = [&](const std::string& what) {
+    return InputError("option " + option, "cannot write " + path + ": " + what);
+  };
+  std::string temporary;
+  int fd = -1;
+  for (int attempt = 0; fd < 0; ++attempt) {
+    temporary = (dir / ("." + final_path.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" +
+                        std::to_string(attempt)))
+                    .string();
+    fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 && (errno != EEXIST || attempt == 100)) throw failed(std::strerror(errno));
+  }
+  std::string error;
+  if (target.mode && ::fchmod(fd, *target.mode) != 0) error = std::strerror(errno);
+  for (std::size_t done = 0; error.empty() && done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) error = std::strerror(errno);
+    else done += static_cast<std::size_t>(n);
+  }
+  if (error.empty() && ::fsync(fd) != 0) error = std::strerror(errno);
+  if (::close(fd) != 0 && error.empty()) error = std::strerror(errno);
+  if (error.empty() && ::rename(temporary.c_str(), target.path.c_str()) != 0) error = std::strerror(errno);
+  if (!error.empty()) {
+    ::unlink(temporary.c_str());
+    throw failed(error);
+  }
 }
 
 double WallClock::seconds() const {

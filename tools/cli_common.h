@@ -61,6 +61,19 @@ struct MemoryLimit {
 // tearing the platform down.
 Platform& platform_kept_until_exit(const TopologySpec& spec);
 
+// `value` when the option was given.
+inline std::optional<int> given(const CLI::Option* option, int value) {
+  return option->count() > 0 ? std::optional<int>(value) : std::nullopt;
+}
+
+// The ranks of an hccl_test-style run on `spec` (read from `topology_file`):
+// --ranks N (2..NPUs), and hccl_test's -p N, its NPUs per server: on one
+// server the ranks (--ranks must agree), on a cluster it must equal the
+// topology's NPUs per server and leaves the ranks to --ranks. `fallback`
+// when neither sets them. Errors name the option.
+int hccl_test_ranks(const TopologySpec& spec, const std::string& topology_file, std::optional<int> ranks,
+                    std::optional<int> npus, int fallback);
+
 // An integer option within [min, max]; the error names the option and why.
 int checked_int(const std::string& option, int value, int min, int max, const std::string& why = "");
 // A size option ("8K", "64MiB", bytes); the error names the option.
@@ -82,6 +95,15 @@ class OutputFile {
   std::string path_;
   std::ofstream out_;
 };
+
+// A file written whole or not at all: `text` goes to a temporary file beside
+// `path` that is renamed over it once written, so a failure leaves `path` as
+// it was (a link is followed: its target is replaced). A `path` that exists
+// and is not a regular file (a directory, a FIFO, /dev/null) is refused, as
+// is one that cannot be written; errors name `option` (`--out`).
+// check_replaceable() refuses the same before any work is done.
+void check_replaceable(const std::string& option, const std::string& path);
+void write_file_atomically(const std::string& option, const std::string& path, const std::string& text);
 
 struct WallClock {
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();

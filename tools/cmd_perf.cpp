@@ -143,8 +143,7 @@ class PerfCommand : public Command {
 
 int PerfCommand::run(CommandContext& ctx) {
   // hccl_test's binaries are named all_reduce_test, alltoallv_test, ...
-  std::string op_name = op_;
-  if (op_name.size() > 5 && op_name.compare(op_name.size() - 5, 5, "_test") == 0) op_name.resize(op_name.size() - 5);
+  const std::string op_name = hccl_test_op_name(op_);
   const bool alltoallv = op_name == "alltoallv";
   const auto op = alltoallv ? std::optional<CollOp>(CollOp::AlltoAll) : parse_coll_op(op_name);
   if (!op) {
@@ -157,33 +156,11 @@ int PerfCommand::run(CommandContext& ctx) {
   }
   std::string topology_file;
   const TopologySpec spec = topology_.load(&topology_file);
-  const int servers = spec.npus_per_server > 0 ? (spec.npus + spec.npus_per_server - 1) / spec.npus_per_server : 1;
 
   PerfRequest req;
   req.op = *op;
-  req.ranks = spec.npus;
-  if (ranks_opt_->count() > 0) {
-    req.ranks = checked_int("--ranks", ranks_, 2, spec.npus,
-                            "topology " + topology_file + " has " + std::to_string(spec.npus) + " NPUs");
-  }
-  if (npus_opt_->count() > 0) {
-    if (servers <= 1) {
-      const int p = checked_int("-p", npus_, 2, spec.npus,
-                                "the NPUs of one server; topology " + topology_file + " has " +
-                                    std::to_string(spec.npus));
-      if (ranks_opt_->count() > 0 && p != req.ranks) {
-        throw InputError("option -p", "-p " + std::to_string(p) + " and --ranks " + std::to_string(req.ranks) +
-                                          " disagree (on one server -p is the number of ranks)");
-      }
-      req.ranks = p;
-    } else if (npus_ != spec.npus_per_server) {
-      throw InputError("option -p", "-p " + std::to_string(npus_) + " NPUs per server, but the servers of " +
-                                        topology_file + " have " + std::to_string(spec.npus_per_server) +
-                                        " NPUs; on a cluster -p must agree with the topology (--servers and "
-                                        "--ranks choose how many take part)");
-    }
-  }
-  const std::optional<DataType> dtype = parse_data_type(dtype_ == "bfp16" ? "bf16" : dtype_);
+  req.ranks = hccl_test_ranks(spec, topology_file, given(ranks_opt_, ranks_), given(npus_opt_, npus_), spec.npus);
+  const std::optional<DataType> dtype = parse_hccl_test_data_type(dtype_);
   if (!dtype) throw InputError("option -d", "unknown value '" + dtype_ + "'; expected one of: " + join(data_type_names()));
   req.dtype = *dtype;
   const std::optional<ReduceOp> reduce_op = parse_reduce_op(reduce_op_);

@@ -25,6 +25,9 @@ usage:
   hcclsim check BASELINE [opts]      re-run a saved baseline and compare the times
   hcclsim executors                  the HCCL executors hcclsim models, with their sources
   hcclsim validate FILE [opts]       every point of a measurement file: measured, simulated, error
+  hcclsim import hccl-test LOG ...   your hccl_test output as a measurement file for validate
+  hcclsim import torch-npu-profile DIR ...
+                                     a torch_npu profile's HCCL operators, the same
   hcclsim moe dispatch|combine|both  MoE expert-parallel dispatch / combine as AIV kernels
   hcclsim help [command]             this text, or one command's options
   hcclsim --version
@@ -121,6 +124,25 @@ std::string explain(const CLI::ParseError& e, const CLI::App& sub) {
   return what;
 }
 
+// The subcommand a command line reached: `sub`, or the one of its own it
+// names (`import hccl-test`), and its name as typed ("hcclsim import hccl-test").
+CLI::App* reached(CLI::App* sub) {
+  while (!sub->get_subcommands().empty()) sub = sub->get_subcommands().front();
+  return sub;
+}
+std::string command_words(const CLI::App* sub) {
+  std::string words = sub->get_name();
+  for (const CLI::App* a = sub->get_parent(); a != nullptr && a->get_parent() != nullptr; a = a->get_parent()) {
+    words = a->get_name() + " " + words;
+  }
+  return "hcclsim " + words;
+}
+// Its help, with the words that lead to it in the usage line.
+std::string help_of(const CLI::App* sub, CLI::AppFormatMode mode = CLI::AppFormatMode::Normal) {
+  const std::string words = command_words(sub);
+  return sub->help(words.substr(0, words.size() - sub->get_name().size() - 1), mode);
+}
+
 int report(const CommandContext& ctx, int code, const std::string& message) {
   // Names from the command line or input files may hold control characters:
   // escaped (printable()), except the line breaks of multi-line reports.
@@ -185,19 +207,23 @@ int dispatch(const std::vector<std::string>& words, CommandContext& ctx) {
     std::vector<std::string> reversed(words.rbegin(), words.rend());  // CLI11 parses a reversed vector
     parser.app.parse(reversed);
   } catch (const CLI::CallForHelp&) {
-    if (ctx.root()) std::cout << parser.subcommands[index]->help("hcclsim");
+    if (ctx.root()) std::cout << help_of(reached(parser.subcommands[index]));
     return 0;
   } catch (const CLI::CallForAllHelp&) {
-    if (ctx.root()) std::cout << parser.subcommands[index]->help("hcclsim", CLI::AppFormatMode::All);
+    if (ctx.root()) std::cout << help_of(reached(parser.subcommands[index]), CLI::AppFormatMode::All);
     return 0;
   } catch (const CLI::ParseError& e) {
-    return report(ctx, 2, explain(e, *parser.subcommands[index]) + " (see 'hcclsim " + words[0] + " --help')");
+    const CLI::App* sub = reached(parser.subcommands[index]);
+    return report(ctx, 2, explain(e, *sub) + " (see '" + command_words(sub) + " --help')");
   }
   // A flag given twice is refused like a repeated option (CLI11 would count it).
-  for (const CLI::Option* opt : parser.subcommands[index]->get_options()) {
-    if (opt->count() > 1) {
-      return report(ctx, 2, "option " + option_names(*opt) + " is given " + std::to_string(opt->count()) +
-                                " times; give it once (see 'hcclsim " + words[0] + " --help')");
+  for (const CLI::App* sub = parser.subcommands[index]; sub != nullptr;
+       sub = sub->get_subcommands().empty() ? nullptr : sub->get_subcommands().front()) {
+    for (const CLI::Option* opt : sub->get_options()) {
+      if (opt->count() > 1) {
+        return report(ctx, 2, "option " + option_names(*opt) + " is given " + std::to_string(opt->count()) +
+                                  " times; give it once (see '" + command_words(sub) + " --help')");
+      }
     }
   }
   Command& command = *parser.commands[index];

@@ -34,6 +34,15 @@ std::optional<DataType> parse_data_type(const std::string& name) {
   return find_name<DataType>(data_type_names(), name);
 }
 std::string data_type_name(DataType type) { return data_type_names()[static_cast<std::size_t>(type)]; }
+
+std::string hccl_test_op_name(const std::string& name) {
+  const std::string suffix = "_test";
+  const bool binary = name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return binary ? name.substr(0, name.size() - suffix.size()) : name;
+}
+std::optional<DataType> parse_hccl_test_data_type(const std::string& name) {
+  return parse_data_type(name == "bfp16" ? "bf16" : name);
+}
 std::uint64_t data_type_size(DataType type) {
   static const std::uint64_t sizes[] = {4, 2, 2, 1, 2, 4, 8};
   return sizes[static_cast<std::size_t>(type)];

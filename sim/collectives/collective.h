@@ -33,6 +33,10 @@ std::optional<ReduceOp> parse_reduce_op(const std::string& name);
 std::string reduce_op_name(ReduceOp op);
 std::string level0_algo_name(Level0Algo algo);
 bool has_reduction(CollOp op);
+// hccl_test's own spellings: a binary's name ("all_reduce_test") is the op
+// without "_test" (other names come back unchanged), and -d's "bfp16" is bf16.
+std::string hccl_test_op_name(const std::string& name);
+std::optional<DataType> parse_hccl_test_data_type(const std::string& name);
 
 struct CollectiveSpec {
   CollOp op = CollOp::AllReduce;

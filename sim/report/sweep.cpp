@@ -285,8 +285,7 @@ SweepGrid load_sweep_grid(const std::string& file) {
   op_choices.push_back("alltoallv");
   for (std::size_t t = 0; t < grid.topologies.size(); ++t) {
     for (std::size_t o = 0; o < ops.size(); ++o) {
-      std::string name = ops[o];
-      if (name.size() > 5 && name.compare(name.size() - 5, 5, "_test") == 0) name.resize(name.size() - 5);
+      const std::string name = hccl_test_op_name(ops[o]);
       const auto op = name == "alltoallv" ? std::optional(CollOp::AlltoAll) : parse_coll_op(name);
       if (!op) {
         std::string expected;

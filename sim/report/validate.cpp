@@ -43,6 +43,12 @@ std::string option_text(const nlohmann::json& v) {
 
 }  // namespace
 
+const std::vector<std::string>& measured_collective_ops() {
+  static const std::vector<std::string> ops{"all_reduce", "all_gather", "reduce_scatter", "alltoall",
+                                            "alltoallv",  "broadcast",  "reduce"};
+  return ops;
+}
+
 std::vector<MeasuredPoint> load_measurements(const std::string& file) {
   const nlohmann::json doc = load_json_file(file);
   ObjectReader root(doc, JsonLocation{file});
@@ -51,8 +57,6 @@ std::vector<MeasuredPoint> load_measurements(const std::string& file) {
   root.finish();
   std::vector<MeasuredPoint> out;
   std::set<std::string> ids;
-  static const std::vector<std::string> perf_ops{"all_reduce", "all_gather", "reduce_scatter", "alltoall",
-                                                 "alltoallv",  "broadcast",  "reduce"};
   for (std::size_t i = 0; i < points.size(); ++i) {
     const JsonLocation loc = root.location_of("points").index(i);
     ObjectReader r(points[i], loc);
@@ -65,7 +69,7 @@ std::vector<MeasuredPoint> load_measurements(const std::string& file) {
     if (!fs::exists(p.topology_file)) r.location_of("topology").fail("no such file: " + p.topology);
     p.servers = static_cast<int>(r.int_in_or("servers", 1, 1 << 16, -1));
     p.ranks = static_cast<int>(r.int_in_or("ranks", 1, 1 << 20, 0));
-    std::vector<std::string> ops = perf_ops;
+    std::vector<std::string> ops = measured_collective_ops();
     for (const char* extra : {"p2p_write", "p2p_read", "p2p_notify", "moe_dispatch", "moe_combine"}) ops.push_back(extra);
     p.op = r.required_choice("op", ops);
     p.dtype = r.choice_or("dtype", data_type_names(), "fp16");
@@ -109,6 +113,59 @@ std::vector<MeasuredPoint> load_measurements(const std::string& file) {
     out.push_back(std::move(p));
   }
   return out;
+}
+
+namespace {
+
+// JSON text of `v`; bytes that are not UTF-8 (a file name) become U+FFFD.
+template <class Json>
+std::string dump_text(const Json& v) {
+  return v.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+// A point on one line, `"key": value` pairs joined by ", ", as the
+// calibration file writes them.
+std::string one_line(const nlohmann::ordered_json& point) {
+  std::string line = "{";
+  for (auto it = point.begin(); it != point.end(); ++it) {
+    line += (it == point.begin() ? "" : ", ") + dump_text(nlohmann::json(it.key())) + ": " + dump_text(it.value());
+  }
+  return line + "}";
+}
+
+}  // namespace
+
+std::string measurements_json(const std::vector<MeasuredPoint>& points, const std::string& description) {
+  std::string out = "{\n \"description\": " + dump_text(nlohmann::json(description)) + ",\n \"points\": [";
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const MeasuredPoint& p = points[i];
+    const bool p2p = p.op.rfind("p2p_", 0) == 0;
+    const bool moe = p.op.rfind("moe_", 0) == 0;
+    nlohmann::ordered_json o;
+    o["id"] = p.id;
+    o["group"] = p.group;
+    o["topology"] = p.topology;
+    if (p.servers != -1) o["servers"] = p.servers;
+    if (p.ranks != 0) o["ranks"] = p.ranks;
+    o["op"] = p.op;
+    if (p2p) {
+      o["block_bytes"] = p.block_bytes;
+      o["total_bytes"] = p.total_bytes;
+    }
+    if ((!p2p && !moe) || p.dtype != "fp16") o["dtype"] = p.dtype;
+    if (!p2p && !moe) {
+      o["size_bytes"] = p.size_bytes;
+      o["size_means"] = p.size_means;
+    }
+    o["metric"] = p.metric;
+    o["value"] = p.value;
+    if (!p.options.empty()) o["options"] = p.options;
+    o["source"] = p.source;
+    if (p.tolerance_pct) o["tolerance_pct"] = *p.tolerance_pct;
+    if (!p.known_gap.empty()) o["known_gap"] = p.known_gap;
+    out += (i == 0 ? "\n  " : ",\n  ") + one_line(o);
+  }
+  return out + (points.empty() ? "]\n}\n" : "\n ]\n}\n");
 }
 
 namespace {
@@ -242,6 +299,12 @@ double run_collective(Platform& platform, const MeasuredPoint& p, std::string* e
 
 }  // namespace
 
+TopologySpec load_point_topology(const std::string& file, int servers) {
+  // "servers": 1 on a listed (one-server) topology means that topology as it is.
+  const bool listed = servers == 1 && !load_json_file(file).contains("cluster");
+  return load_topology(file, std::nullopt, listed ? -1 : servers);
+}
+
 std::vector<ValidationResult> run_validation(const std::vector<MeasuredPoint>& points) {
   // A MoE point runs with the flow quantum its mode needs (moe_flow_quantum),
   // as `hcclsim moe` does; everything else with the default.
@@ -257,9 +320,7 @@ std::vector<ValidationResult> run_validation(const std::vector<MeasuredPoint>& p
   for (const MeasuredPoint& p : points) {
     const auto key = std::make_tuple(p.topology_file, p.servers, quantum_of(p));
     if (platforms.count(key) != 0) continue;
-    // "servers": 1 on a listed (one-server) topology means that topology as it is.
-    const bool listed = p.servers == 1 && !load_json_file(p.topology_file).contains("cluster");
-    TopologySpec spec = load_topology(p.topology_file, std::nullopt, listed ? -1 : p.servers);
+    TopologySpec spec = load_point_topology(p.topology_file, p.servers);
     spec.flow_batching.quantum_ps = std::get<2>(key);
     const std::string name = "validate" + std::to_string(platforms.size());
     platforms.emplace(key, std::make_unique<NamedPlatform>(name.c_str(), spec));

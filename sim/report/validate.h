@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "sim/executors/executor.h"
+#include "topologies/platform_spec.h"
 
 namespace hcclsim {
 
@@ -57,10 +58,23 @@ struct GroupSummary {
   double mean_abs_error_pct = 0;
 };
 
+// The collectives a point may name: the perf ops and alltoallv.
+const std::vector<std::string>& measured_collective_ops();
+
 // Reads the file strictly (unknown keys refused, errors name the file and
 // the JSON path). Relative topology paths resolve against the working
 // directory, else against the nearest directory above the file that holds them.
 std::vector<MeasuredPoint> load_measurements(const std::string& file);
+
+// A measurement file of `points` (sim/calibrate/import.h writes one): the
+// description, then one point a line with its keys in the order above;
+// servers, ranks, options, tolerance_pct and known_gap only when set.
+// load_measurements reads back the same points (options as their text).
+std::string measurements_json(const std::vector<MeasuredPoint>& points, const std::string& description);
+
+// The topology a point runs on: its file with its servers (-1: as the file
+// says; 1 on a listed, one-server topology: that topology as it is).
+TopologySpec load_point_topology(const std::string& file, int servers);
 
 // Runs every point (each topology elaborated once, all before the first run).
 std::vector<ValidationResult> run_validation(const std::vector<MeasuredPoint>& points);

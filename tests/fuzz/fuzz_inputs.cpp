@@ -1,5 +1,6 @@
 // Fuzzing target over hcclsim's input readers: hardware profiles, topologies,
-// program files, HCCL rank tables, sweep grids and the command-line parser.
+// program files, HCCL rank tables, sweep grids, the command-line parser, and
+// hcclsim import's hccl_test logs and torch_npu communication.json files.
 // The first byte of an input picks the reader, the rest is the file (or, for
 // the command line, the words separated by newlines). A reader may refuse an
 // input only with the exceptions that hcclsim reports as bad input
@@ -29,7 +30,9 @@
 #include <string>
 #include <vector>
 
+#include "sim/calibrate/import.h"
 #include "sim/error.h"
+#include "sim/json_reader.h"
 #include "sim/program/program.h"
 #include "sim/program/program_json.h"
 #include "sim/report/sweep.h"
@@ -83,8 +86,10 @@ const HardwareProfile& a3_profile() {
   return p;
 }
 
+constexpr int kReaders = 8;
+
 void run_one(std::uint8_t which, const std::uint8_t* data, std::size_t size) {
-  switch (which % 6) {
+  switch (which % kReaders) {
     case 0: load_profile(write("profiles/fuzz.json", data, size)); break;
     case 1: load_topology(write("topologies/fuzz.json", data, size), std::nullopt, -1); break;
     case 2: {
@@ -114,6 +119,20 @@ void run_one(std::uint8_t which, const std::uint8_t* data, std::size_t size) {
       parse_command_line(words);
       break;
     }
+    case 6: {  // hcclsim import hccl-test: the log, then the points and their file
+      const std::string text(reinterpret_cast<const char*>(data), size);
+      const ImportTarget target{"topologies/a2-server.json", -1, 0, ""};
+      measurements_json(hccl_test_points(parse_hccl_test_log(text, "fuzz.log"), "fuzz.log", "all_reduce", "fp32", target).points, "");
+      break;
+    }
+    case 7: {  // hcclsim import torch-npu-profile
+      const std::string text(reinterpret_cast<const char*>(data), size);
+      std::size_t p2p = 0;
+      const std::vector<CommunicationOp> ops = parse_communication_json(parse_json_text(text, "fuzz.json"), "fuzz.json", &p2p);
+      const ImportTarget target{"topologies/a2-server.json", -1, 0, ""};
+      measurements_json(communication_points(ops, p2p, "fuzz.json", 8, target, "fuzz").points, "");
+      break;
+    }
   }
 }
 
@@ -127,7 +146,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const ProgramError&) {
   } catch (const std::invalid_argument&) {
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "fuzz: BUG: reader %d let an unexpected exception escape: %s\n", data[0] % 6, e.what());
+    std::fprintf(stderr, "fuzz: BUG: reader %d let an unexpected exception escape: %s\n", data[0] % kReaders, e.what());
     std::abort();
   }
   return 0;
