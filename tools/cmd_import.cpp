@@ -80,42 +80,20 @@ class ImportCommand : public Command {
 
   int run(CommandContext& ctx) override {
     check_replaceable("--out", out_);
-    const TargetOptions& given_target = hccl_test_->parsed() ? hccl_test_target_ : torch_target_;
-    const std::optional<int> servers = given(given_target.servers, servers_);
-    const std::optional<int> ranks = given(given_target.ranks, ranks_);
+    const TargetOptions& options = hccl_test_->parsed() ? hccl_test_target_ : torch_target_;
+    const std::optional<int> servers = given(options.servers, servers_);
     if (servers) checked_int("--servers", *servers, 1, 1 << 16);
     const TopologySpec spec = load_point_topology(topology_, servers.value_or(-1));
-    ImportTarget target{topology_, servers.value_or(-1), 0, group_};
-    ImportResult result;
+    const ImportTarget target{topology_, servers.value_or(-1), 0, group_};
+    const std::optional<int> ranks = given(options.ranks, ranks_);
     std::string description;
-    std::string input = input_;
-    if (hccl_test_->parsed()) {
-      const std::optional<std::string> op = measured_op_name(op_);
-      if (!op) {
-        throw InputError("option --op", "unknown collective '" + op_ + "'; expected one of: " +
-                                            join(measured_collective_ops()) + " (or hccl_test's names: all_reduce_test, ...)");
-      }
-      const std::optional<DataType> dtype = parse_hccl_test_data_type(dtype_);
-      if (!dtype) {
-        throw InputError("option -d", "unknown value '" + dtype_ + "'; expected one of: " + join(data_type_names()) +
-                                          " (hccl_test's others are not simulated)");
-      }
-      target.ranks = hccl_test_ranks(spec, topology_, ranks, given(npus_opt_, npus_), 0);
-      const std::vector<HcclTestRow> rows = parse_hccl_test_log(read_regular_file(input, kMaxImportBytes), input);
-      result = hccl_test_points(rows, input, *op, data_type_name(*dtype), target);
-      description = "hccl_test's measurements of " + *op + " from " + input + " (hcclsim import hccl-test)";
-    } else {
-      target.ranks = hccl_test_ranks(spec, topology_, ranks, std::nullopt, 0);
-      input = find_communication_json(input_);
-      const nlohmann::json doc = parse_json_text(read_regular_file(input, kMaxImportBytes), input);
-      std::size_t p2p_ops = 0;
-      const std::vector<CommunicationOp> ops = parse_communication_json(doc, input, &p2p_ops);
-      result = communication_points(ops, p2p_ops, input, target.ranks > 0 ? target.ranks : spec.npus, target,
-                                    profile_name(input));
-      description = "HCCL operators of a torch_npu profile, " + input + " (hcclsim import torch-npu-profile)";
-    }
+    const ImportResult result = hccl_test_->parsed() ? from_hccl_test(spec, target, ranks, &description)
+                                                     : from_profile(spec, target, ranks, &description);
     for (const std::string& w : result.warnings) std::cerr << "hcclsim: warning: " << printable(w) << "\n";
-    if (result.points.empty()) throw InputError(input, "nothing to import (see the warnings above)");
+    if (result.points.empty()) {
+      throw InputError(input_, result.warnings.empty() ? "nothing to import: it holds no HCCL operator"
+                                                       : "nothing to import: every entry was passed over (warnings above)");
+    }
     write_file_atomically("--out", out_, measurements_json(result.points, description));
     *ctx.out << result.points.size() << " point(s) of group '" << printable(result.points.front().group)
              << "' written to " << printable(out_) << "\n";
@@ -141,6 +119,36 @@ class ImportCommand : public Command {
         ->required()
         ->type_name("FILE");
     return options;
+  }
+
+  ImportResult from_hccl_test(const TopologySpec& spec, ImportTarget target, std::optional<int> ranks,
+                              std::string* description) const {
+    const std::optional<std::string> op = measured_op_name(op_);
+    if (!op) {
+      throw InputError("option --op", "unknown collective '" + op_ + "'; expected one of: " +
+                                          join(measured_collective_ops()) + " (or hccl_test's names: all_reduce_test, ...)");
+    }
+    const std::optional<DataType> dtype = parse_hccl_test_data_type(dtype_);
+    if (!dtype) {
+      throw InputError("option -d", "unknown value '" + dtype_ + "'; expected one of: " + join(data_type_names()) +
+                                        " (hccl_test's others are not simulated)");
+    }
+    target.ranks = hccl_test_ranks(spec, topology_, ranks, given(npus_opt_, npus_), 0);
+    const std::vector<HcclTestRow> rows = parse_hccl_test_log(read_regular_file(input_, kMaxImportBytes), input_);
+    *description = "hccl_test's measurements of " + *op + " from " + input_ + " (hcclsim import hccl-test)";
+    return hccl_test_points(rows, input_, *op, data_type_name(*dtype), target);
+  }
+
+  ImportResult from_profile(const TopologySpec& spec, ImportTarget target, std::optional<int> ranks,
+                            std::string* description) const {
+    target.ranks = hccl_test_ranks(spec, topology_, ranks, std::nullopt, 0);
+    const std::string file = find_communication_json(input_);
+    const nlohmann::json doc = parse_json_text(read_regular_file(file, kMaxImportBytes), file);
+    std::size_t p2p_ops = 0;
+    const std::vector<CommunicationOp> ops = parse_communication_json(doc, file, &p2p_ops);
+    *description = "HCCL operators of a torch_npu profile, " + file + " (hcclsim import torch-npu-profile)";
+    return communication_points(ops, p2p_ops, file, target.ranks > 0 ? target.ranks : spec.npus, target,
+                                profile_name(file));
   }
 
   // The default group of a profile: the profiler's output directory's name

@@ -4,13 +4,8 @@
 # stderr naming the problem, and nothing else.
 # usage: bad_input.sh HCCLSIM SOURCE_DIR CASE   (CASE "list" prints the cases)
 set -u
-if [ $# -ne 3 ]; then
-  echo "usage: $0 HCCLSIM SOURCE_DIR CASE" >&2
-  exit 2
-fi
-hcclsim=$1
-src=$2
-name=$3
+# shellcheck source=../lib/case_script.sh
+. "$(dirname "$0")/../lib/case_script.sh"
 topology="$src/configs/topologies/a2-server.json"
 profile="$src/configs/profiles/a2-910b.json"
 
@@ -18,15 +13,7 @@ CASES=(malformed_topology_json unknown_topology_key unknown_profile_key bandwidt
        bandwidth_no_unit too_many_ranks size_not_multiple_of_dtype unknown_op unknown_algo
        unknown_option unknown_dtype root_out_of_range missing_topology_file control_good_input
        good_flag_before_op segment_without_segment_model segment_too_fine segment_not_a_size)
-if [ "$name" = list ]; then
-  printf '%s\n' "${CASES[@]}"
-  exit 0
-fi
-
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-# shellcheck source=../lib/run_case.sh
-. "$(dirname "$0")/../lib/run_case.sh"
+start_cases
 
 # A copy of the real profile with one line changed by sed; fails the case if
 # the line is not found (the real profile changed shape).

@@ -6,13 +6,8 @@
 # stderr and pass the data check on every row.
 # usage: cluster_input.sh HCCLSIM SOURCE_DIR CASE   (CASE "list" prints the cases)
 set -u
-if [ $# -ne 3 ]; then
-  echo "usage: $0 HCCLSIM SOURCE_DIR CASE" >&2
-  exit 2
-fi
-hcclsim=$1
-src=$2
-name=$3
+# shellcheck source=../lib/case_script.sh
+. "$(dirname "$0")/../lib/case_script.sh"
 topologies="$src/configs/topologies"
 a2_cluster="$topologies/a2-cluster.json"
 a2_profile="$src/configs/profiles/a2-910b.json"
@@ -26,15 +21,7 @@ CASES=(servers_zero servers_on_listed_topology servers_not_whole_supernodes rank
        ranks_cut_server algo_pipeline algo_bogus good_level0_ring_across_servers uneven_servers_rank_table
        good_a2_cluster_all_reduce good_a3_rank_table_alltoall good_cluster_json good_a2_rank_table
        good_one_npu_per_server)
-if [ "$name" = list ]; then
-  printf '%s\n' "${CASES[@]}"
-  exit 0
-fi
-
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-# shellcheck source=../lib/run_case.sh
-. "$(dirname "$0")/../lib/run_case.sh"
+start_cases
 
 # An A2 rank table (version 1.0) with the given device counts per server.
 a2_rank_table() {  # a2_rank_table OUT COUNT...

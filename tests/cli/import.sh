@@ -6,25 +6,13 @@
 # JSON path or option; --out is replaced only by a complete file.
 # usage: import.sh HCCLSIM SOURCE_DIR CASE   (CASE "list" prints the cases)
 set -u
-if [ $# -ne 3 ]; then
-  echo "usage: $0 HCCLSIM SOURCE_DIR CASE" >&2
-  exit 2
-fi
-hcclsim=$1
-src=$2
-name=$3
+# shellcheck source=../lib/case_script.sh
+. "$(dirname "$0")/../lib/case_script.sh"
 CASES=(hccl_test_round_trip hccl_test_sample_log torch_profile_validates torch_profile_dir_forms out_replaced_only_whole
        out_not_a_regular_file no_table non_numeric_cell wrong_columns missing_op missing_out missing_topology unknown_op
        unknown_dtype log_fifo log_dev_zero p_disagrees_with_ranks topology_missing every_row_failed
        communication_json_bad_value communication_json_syntax no_communication_json help_says_what_is_read)
-if [ "$name" = list ]; then
-  printf '%s\n' "${CASES[@]}"
-  exit 0
-fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-# shellcheck source=../lib/run_case.sh
-. "$(dirname "$0")/../lib/run_case.sh"
+start_cases
 a2="$src/configs/topologies/a2-server.json"
 sample_log="$src/tests/import/hccl_test_a2_8p.log"
 profile="$src/tests/import/rank0_ascend_pt"

@@ -4,25 +4,13 @@
 # the calibration file's point-to-point rows hold their stated tolerances.
 # usage: moe_validate.sh HCCLSIM SOURCE_DIR CASE   (CASE "list" prints the cases)
 set -u
-if [ $# -ne 3 ]; then
-  echo "usage: $0 HCCLSIM SOURCE_DIR CASE" >&2
-  exit 2
-fi
-hcclsim=$1
-src=$2
-name=$3
+# shellcheck source=../lib/case_script.sh
+. "$(dirname "$0")/../lib/case_script.sh"
 CASES=(moe_topk_over_experts moe_experts_not_divisible moe_zero_tokens moe_hidden_not_multiple moe_bad_routing
        moe_zipf_nan moe_routing_file_bad moe_good_a3_normal moe_good_a2_one_server moe_good_a2_two_servers
        moe_routing_deterministic moe_routing_file moe_trace validate_bad_file validate_p2p_within_tolerance
        validate_json_plot moe_ep_uneven_servers)
-if [ "$name" = list ]; then
-  printf '%s\n' "${CASES[@]}"
-  exit 0
-fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-# shellcheck source=../lib/run_case.sh
-. "$(dirname "$0")/../lib/run_case.sh"
+start_cases
 cm="$src/configs/topologies/cloudmatrix384.json"
 a2c="$src/configs/topologies/a2-cluster.json"
 small=(--ep 8 --tokens 64 --hidden 1024 --topk 4 --experts 32)

@@ -5,13 +5,8 @@
 # Also link statistics (--links, --stats, the JSON summary, trace counters).
 # usage: robust.sh HCCLSIM SOURCE_DIR CASE   (CASE "list" prints the cases)
 set -u
-if [ $# -ne 3 ]; then
-  echo "usage: $0 HCCLSIM SOURCE_DIR CASE" >&2
-  exit 2
-fi
-hcclsim=$1
-src=$2
-name=$3
+# shellcheck source=../lib/case_script.sh
+. "$(dirname "$0")/../lib/case_script.sh"
 topology="$src/configs/topologies/a2-server.json"
 cluster="$src/configs/topologies/a2-cluster.json"
 a2_profile="$src/configs/profiles/a2-910b.json"
@@ -26,15 +21,7 @@ CASES=(duplicate_key_topology duplicate_key_nested_profile program_int_not_trunc
        vcounts_nan vcounts_inf algo_empty repeated_topology control_chars_in_name control_chars_in_key
        stdout_write_fails run_trace_bad_path links_bad_path links_csv links_json_summary links_stats
        trace_link_counters run_links piped_output_complete row_times_stats launcher_without_core)
-if [ "$name" = list ]; then
-  printf '%s\n' "${CASES[@]}"
-  exit 0
-fi
-
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-# shellcheck source=../lib/run_case.sh
-. "$(dirname "$0")/../lib/run_case.sh"
+start_cases
 
 # copy_with OUT IN SED_EXPR: IN changed by sed; fails the case if nothing changed.
 copy_with() {

@@ -6,28 +6,15 @@
 # usage: tools.sh HCCLSIM SOURCE_DIR CASE   (CASE "list" prints the cases)
 # Exit code 77 = skipped (ctest SKIP_RETURN_CODE), with the reason printed.
 set -u
-if [ $# -ne 3 ]; then
-  echo "usage: $0 HCCLSIM SOURCE_DIR CASE" >&2
-  exit 2
-fi
-hcclsim=$1
-src=$2
-name=$3
+# shellcheck source=../lib/case_script.sh
+. "$(dirname "$0")/../lib/case_script.sh"
 profile="$src/configs/profiles/a2-910b.json"
 a2_cluster="$src/configs/topologies/a2-cluster.json"
 
 CASES=(hccl_test_command_line hccl_test_layout hccl_test_no_check hccl_test_p_on_cluster repeated_option
        repeated_flag subcommand_help help_keeps_scope baseline_check run_baseline_check sweep_single_vs_mpirun
        sweep_json sweep_bad_grid out_opened_before_run stream_json_lines plot_png model_estimate model_estimate_refusals segment_converges)
-if [ "$name" = list ]; then
-  printf '%s\n' "${CASES[@]}"
-  exit 0
-fi
-
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-# shellcheck source=../lib/run_case.sh
-. "$(dirname "$0")/../lib/run_case.sh"
+start_cases
 
 fail=0
 check() {  # check DESCRIPTION COMMAND...: fails the case unless COMMAND succeeds

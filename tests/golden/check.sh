@@ -3,13 +3,8 @@
 # usage: check.sh HCCLSIM SOURCE_DIR CASE
 # Fails (printing the diff) on any difference; regenerate on purpose with update.sh.
 set -u
-if [ $# -ne 3 ]; then
-  echo "usage: $0 HCCLSIM SOURCE_DIR CASE" >&2
-  exit 2
-fi
-hcclsim=$1
-src=$2
-name=$3
+# shellcheck source=../lib/case_script.sh
+. "$(dirname "$0")/../lib/case_script.sh"
 here="$src/tests/golden"
 # shellcheck source=cases.sh
 . "$here/cases.sh"

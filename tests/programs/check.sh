@@ -5,13 +5,8 @@
 # configs/programs examples run (exit 0) and their --format json output parses.
 # usage: check.sh HCCLSIM SOURCE_DIR CASE   (CASE "list" prints the cases)
 set -u
-if [ $# -ne 3 ]; then
-  echo "usage: $0 HCCLSIM SOURCE_DIR CASE" >&2
-  exit 2
-fi
-hcclsim=$1
-src=$2
-name=$3
+# shellcheck source=../lib/case_script.sh
+. "$(dirname "$0")/../lib/case_script.sh"
 here="$src/tests/programs"
 a2="$src/configs/topologies/a2-server.json"
 a3="$src/configs/topologies/a3-server.json"
@@ -21,15 +16,7 @@ CASES=(malformed_json unknown_key unknown_collective inter_group_sync_on_a2 time
        run_seed_alltoall_allgather run_seed_thread_notify run_fused_matmul_allgather sync_order_in_json
        seed_without_sync_on_a2 run_moe_layer_a3 run_moe_layer_a2 moe_layer_deterministic bad_moe_topk bad_moe_ep
        bad_moe_on_aic moe_matmul_never_released)
-if [ "$name" = list ]; then
-  printf '%s\n' "${CASES[@]}"
-  exit 0
-fi
-
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-# shellcheck source=../lib/run_case.sh
-. "$(dirname "$0")/../lib/run_case.sh"
+start_cases
 
 expect_rc=2
 expect=()      # substrings stderr must contain

@@ -34,6 +34,18 @@ std::string write_temp(const std::string& name, const std::string& text) {
   return path;
 }
 
+const std::string kHeader = "data_size(Bytes): | aveg_time(us): | alg_bandwidth(GB/s): | check_result:\n";
+
+// What parse_hccl_test_log says refusing hccl_test's header and `rows` as "a.log".
+std::string refusal_of(const std::string& rows) {
+  try {
+    parse_hccl_test_log(kHeader + rows, "a.log");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
 ImportTarget a2_server() { return ImportTarget{source_file("configs/topologies/a2-server.json"), -1, 0, ""}; }
 
 const char* kProfile = "tests/import/rank0_ascend_pt/ASCEND_PROFILER_OUTPUT/communication.json";
@@ -121,8 +133,7 @@ TEST_CASE("a log without hccl_test's table is refused naming the file and the he
                     Contains("empty.log: no hccl_test table") && Contains("data_size(Bytes): | aveg_time(us):"));
   CHECK_THROWS_WITH(parse_hccl_test_log("", "empty.log"), Contains("empty.log: no hccl_test table"));
   // A header with nothing under it names the header's line.
-  CHECK_THROWS_WITH(parse_hccl_test_log("x\ndata_size(Bytes): | aveg_time(us): | alg_bandwidth(GB/s): | check_result:\n",
-                                        "cut.log"),
+  CHECK_THROWS_WITH(parse_hccl_test_log("x\n" + kHeader, "cut.log"),
                     Contains("cut.log:2: the table under this header has no rows"));
   // hcclsim perf's own table format is not hccl_test's.
   CHECK_THROWS_WITH(parse_hccl_test_log("# AllReduce\n     data_size      aveg_time  alg_bandwidth\n", "table.log"),
@@ -130,29 +141,22 @@ TEST_CASE("a log without hccl_test's table is refused naming the file and the he
 }
 
 TEST_CASE("a cell that is not a number is refused naming the file, the line and the column", "[import][hccl_test]") {
-  const std::string header = "data_size(Bytes): | aveg_time(us): | alg_bandwidth(GB/s): | check_result:\n";
-  CHECK_THROWS_WITH(parse_hccl_test_log(header + "8192 | 12.5 | 0.6 | success\n16384 | 1x.0 | 1.2 | success\n", "a.log"),
-                    Contains("a.log:3: aveg_time '1x.0' is not a decimal number"));
-  CHECK_THROWS_WITH(parse_hccl_test_log(header + "8K | 12.5 | 0.6 | success\n", "a.log"),
-                    Contains("a.log:2: data_size '8K' is not a whole number of bytes"));
-  CHECK_THROWS_WITH(parse_hccl_test_log(header + "8192 | 12.5 | nan | success\n", "a.log"),
-                    Contains("a.log:2: alg_bandwidth 'nan' is not a decimal number"));
-  CHECK_THROWS_WITH(parse_hccl_test_log(header + "99999999999999999999 | 12.5 | 0.6 | success\n", "a.log"),
-                    Contains("a.log:2") && Contains("fits 64 bits"));
-  CHECK_THROWS_WITH(parse_hccl_test_log(header + "8192 | 0.00 | 0.6 | success\n", "a.log"),
-                    Contains("a.log:2: aveg_time 0.00 is not a positive time"));
-  CHECK_THROWS_WITH(parse_hccl_test_log(header + "8192 | 2000000000000.00 | 0.6 | success\n", "a.log"),
-                    Contains("a.log:2: aveg_time 2000000000000.00 is not a positive time in us of at most 10^6 s"));
-  CHECK_THROWS_WITH(parse_hccl_test_log(header + "8192 | 12.5 | 0.6 | passed\n", "a.log"),
-                    Contains("a.log:2: check_result 'passed' is not one of: success, failed, NULL"));
+  CHECK_THAT(refusal_of("8192 | 12.5 | 0.6 | success\n16384 | 1x.0 | 1.2 | success\n"),
+             Contains("a.log:3: aveg_time '1x.0' is not a decimal number"));
+  CHECK_THAT(refusal_of("8K | 12.5 | 0.6 | success\n"), Contains("a.log:2: data_size '8K' is not a whole number of bytes"));
+  CHECK_THAT(refusal_of("8192 | 12.5 | nan | success\n"), Contains("a.log:2: alg_bandwidth 'nan' is not a decimal number"));
+  CHECK_THAT(refusal_of("99999999999999999999 | 12.5 | 0.6 | success\n"), Contains("a.log:2") && Contains("fits 64 bits"));
+  CHECK_THAT(refusal_of("8192 | 0.00 | 0.6 | success\n"), Contains("a.log:2: aveg_time 0.00 is not a positive time"));
+  CHECK_THAT(refusal_of("8192 | 2000000000000.00 | 0.6 | success\n"),
+             Contains("a.log:2: aveg_time 2000000000000.00 is not a positive time in us of at most 10^6 s"));
+  CHECK_THAT(refusal_of("8192 | 12.5 | 0.6 | passed\n"),
+             Contains("a.log:2: check_result 'passed' is not one of: success, failed, NULL"));
 }
 
 TEST_CASE("a row with the wrong number of columns is refused naming the file and the line", "[import][hccl_test]") {
-  const std::string header = "data_size(Bytes): | aveg_time(us): | alg_bandwidth(GB/s): | check_result:\n";
-  CHECK_THROWS_WITH(parse_hccl_test_log(header + "8192 | 12.5 | 0.6\n", "a.log"),
-                    Contains("a.log:2: expected 4 columns") && Contains("found 3"));
-  CHECK_THROWS_WITH(parse_hccl_test_log(header + "8192 | 12.5 | 0.6 | success\n16384 | 13 | 1.2 | success | x\n", "a.log"),
-                    Contains("a.log:3: expected 4 columns") && Contains("found 5"));
+  CHECK_THAT(refusal_of("8192 | 12.5 | 0.6\n"), Contains("a.log:2: expected 4 columns") && Contains("found 3"));
+  CHECK_THAT(refusal_of("8192 | 12.5 | 0.6 | success\n16384 | 13 | 1.2 | success | x\n"),
+             Contains("a.log:3: expected 4 columns") && Contains("found 5"));
   // A header of other columns.
   CHECK_THROWS_WITH(parse_hccl_test_log("data_size(Bytes): | aveg_time(us): | check_result:\n", "a.log"),
                     Contains("a.log:1") && Contains("not hccl_test's"));
@@ -187,9 +191,8 @@ TEST_CASE("hccl_test rows become time_us points; failed rows are passed over nam
 }
 
 TEST_CASE("a data_size given twice in one log is refused naming both lines", "[import][hccl_test]") {
-  const std::string header = "data_size(Bytes): | aveg_time(us): | alg_bandwidth(GB/s): | check_result:\n";
   const std::vector<HcclTestRow> rows =
-      parse_hccl_test_log(header + "8192 | 12.5 | 0.6 | success\n" + header + "8192 | 12.9 | 0.6 | success\n", "two.log");
+      parse_hccl_test_log(kHeader + "8192 | 12.5 | 0.6 | success\n" + kHeader + "8192 | 12.9 | 0.6 | success\n", "two.log");
   REQUIRE(rows.size() == 2);
   CHECK_THROWS_WITH(hccl_test_points(rows, "two.log", "all_reduce", "fp32", a2_server()),
                     Contains("two.log:4: data_size 8192 is given again (first at line 2)"));
