@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -27,10 +28,21 @@ std::string join(const std::vector<std::string>& items) {
   return out;
 }
 
-std::string default_topology() {
-  // Next to the build tree's source, so `build/hcclsim perf all_reduce` works from anywhere.
-  return std::string(HCCLSIM_SOURCE_DIR) + "/configs/topologies/a2-server.json";
+std::string data_dir() {
+  // HCCLSIM_DATA names it; an installed binary finds it beside itself
+  // (PREFIX/bin/hcclsim-core -> PREFIX/share/hcclsim); a build tree's binary
+  // falls back on the source it was built from.
+  if (const char* env = std::getenv("HCCLSIM_DATA"); env != nullptr && *env != '\0') return env;
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const std::filesystem::path installed = exe.parent_path().parent_path() / "share" / "hcclsim";
+    if (std::filesystem::is_directory(installed / "configs", ec)) return installed.string();
+  }
+  return HCCLSIM_SOURCE_DIR;
 }
+
+std::string default_topology() { return data_dir() + "/configs/topologies/a2-server.json"; }
 
 void TopologyOptions::declare(CLI::App& app) {
   app.add_option("--topology", topology,

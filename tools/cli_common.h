@@ -22,6 +22,9 @@
 namespace hcclsim {
 
 std::string join(const std::vector<std::string>& items);
+// Where the configs are: $HCCLSIM_DATA, else PREFIX/share/hcclsim beside an
+// installed binary, else the source tree the binary was built from.
+std::string data_dir();
 std::string default_topology();
 
 // --topology FILE (default the A2 server) with --profile and --servers, or

@@ -13,7 +13,8 @@ a2_cluster="$src/configs/topologies/a2-cluster.json"
 
 CASES=(hccl_test_command_line hccl_test_layout hccl_test_no_check hccl_test_p_on_cluster repeated_option
        repeated_flag subcommand_help help_keeps_scope baseline_check run_baseline_check sweep_single_vs_mpirun
-       sweep_json sweep_bad_grid out_opened_before_run stream_json_lines plot_png model_estimate model_estimate_refusals segment_converges)
+       sweep_json sweep_bad_grid out_opened_before_run stream_json_lines plot_png model_estimate model_estimate_refusals segment_converges
+       install_prefix)
 start_cases
 
 fail=0
@@ -273,6 +274,21 @@ PY
     check "jsonl exits 0" [ $? -eq 0 ]
     python3 -c 'import json,sys; rows=[json.loads(l) for l in open(sys.argv[1])]; assert len(rows)==8, len(rows)' \
       "$tmp/rows.jsonl" || fail=1 ;;
+  install_prefix)
+    # cmake --install into a prefix: the installed binary runs from anywhere on
+    # the configs installed beside it, and HCCLSIM_DATA overrides them.
+    cmake --install "$(dirname "$hcclsim")" --prefix "$tmp/prefix" >"$tmp/install.txt" 2>&1
+    check "cmake --install exits 0" [ $? -eq 0 ]
+    check "the configs are installed" [ -f "$tmp/prefix/share/hcclsim/configs/topologies/a2-server.json" ]
+    check "the docs are installed" [ -f "$tmp/prefix/share/doc/hcclsim/README.md" ]
+    (cd / && "$tmp/prefix/bin/hcclsim" perf all_reduce -b 8K -e 8K --format csv >"$tmp/installed.csv" 2>"$tmp/err.txt")
+    check "the installed binary runs its default example" [ $? -eq 0 ]
+    check "with a row" contains "$tmp/installed.csv" "all_reduce,8,"
+    mkdir -p "$tmp/empty"
+    (cd / && HCCLSIM_DATA="$tmp/empty" "$tmp/prefix/bin/hcclsim" perf all_reduce -b 8K -e 8K >/dev/null 2>"$tmp/err2.txt")
+    rc=$?
+    check "HCCLSIM_DATA without configs exits 2 (got $rc)" [ $rc -eq 2 ]
+    check "naming the data directory" contains "$tmp/err2.txt" "$tmp/empty" ;;
   plot_png)
     if ! /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
       echo "SKIP: python3-matplotlib is not installed (tools/setup.sh installs it)"
