@@ -86,7 +86,7 @@ PY
     run_case ;;
   validate_p2p_within_tolerance)
     # Every point-to-point row with a stated tolerance holds it (--check exits 1 otherwise).
-    "$hcclsim" validate "$src/configs/calibration/measurements.json" --only A2-,A3-1,A3-2 --check --format csv >"$tmp/v.csv" || fail=1
+    "$hcclsim" validate "$src/configs/calibration/measurements.json" --only A2-1,A2-2,A2-3,A2-4,A3-1,A3-2 --check --format csv >"$tmp/v.csv" || fail=1
     [ "$(grep -c ',ok,' "$tmp/v.csv")" -ge 40 ] || { echo "FAIL: fewer than 40 rows within tolerance" >&2; fail=1; } ;;
   validate_json_plot)
     "$hcclsim" validate "$src/configs/calibration/measurements.json" --only A2-1 --format json --plot "$tmp/p.svg" >"$tmp/v.json" || fail=1
