@@ -54,7 +54,7 @@ struct PerfRow {
   std::uint64_t count;          // elements, hccl_test's count
   std::uint64_t input_bytes;    // per rank
   std::uint64_t output_bytes;   // per rank
-  std::uint64_t data_size;      // bytes the bandwidths divide (README)
+  std::uint64_t data_size;      // bytes the bandwidths divide (docs/user-guide.md)
   Time time;
   double algbw_gbps;
   double busbw_gbps;

@@ -230,7 +230,7 @@ int PerfCommand::run(CommandContext& ctx) {
     }
     req.check = false;
   }
-  // Refused before anything is allocated (README: limits); the estimate
+  // Refused before anything is allocated (docs/user-guide.md: limits); the estimate
   // allocates little but walks every HCCL-buffer loop.
   const std::string too_large =
       estimate ? estimate_problem(req, sizes.back())

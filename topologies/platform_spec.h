@@ -54,7 +54,7 @@ struct TopologySpec {
 
 // The segment model's granularity on every channel, links and on-chip
 // memory alike (a flow uses the smallest along its path). Below this a run
-// costs an event per few hundred bytes and converges no further (README:
+// costs an event per few hundred bytes and converges no further (docs/user-guide.md:
 // segment size).
 constexpr std::uint64_t kMinSegmentBytes = 256;
 inline void set_segment_bytes(TopologySpec& spec, std::uint64_t bytes) {

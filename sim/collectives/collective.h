@@ -43,7 +43,7 @@ struct CollectiveSpec {
   int ranks = 8;                   // ranks 0..ranks-1 of the platform
   DataType dtype = DataType::Fp16;
   ReduceOp reduce_op = ReduceOp::Sum;
-  std::uint64_t count = 0;         // elements, as hccl_test's count (per rank; see README)
+  std::uint64_t count = 0;         // elements, as hccl_test's count (per rank; see docs/user-guide.md)
   int root = 0;                    // Broadcast, Reduce
   std::uint64_t buffer_bytes = 0;  // HCCL_BUFFSIZE: the CCL_IN and CCL_OUT areas hold this much each
   // Where the data lives, so that stages of a hierarchical collective can

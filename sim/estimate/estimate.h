@@ -25,7 +25,7 @@
 // steps count as a share of their steps' flows, not followed in time), and
 // skew between ranks where the form follows one representative.
 // tests/unit/test_estimate*.cpp bound the difference on a grid of ops,
-// sizes, rank counts and products; README "The estimate mode" lists where
+// sizes, rank counts and products; docs/estimate.md (accuracy) lists where
 // it differs most and why.
 #pragma once
 

@@ -1593,7 +1593,7 @@ double rooted_run(const EstimateFabric& fabric, const CollectiveSpec& spec, Leve
 // the shifts' difference instead moved a slow share by one rank per step,
 // in step with the ranks' waits on x - s and x + s, and made the exchange
 // 6-13% slower than solving every step (1024 A2 NPUs, 64M..4G); scattered,
-// it is within 0.6% (README "The estimate mode").
+// it is within 0.6% (docs/estimate.md).
 constexpr int kDrawnSteps = 32;
 
 // How far step `shift` rotates the shares it takes: a multiplicative hash.

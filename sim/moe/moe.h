@@ -90,7 +90,7 @@ struct MoeRun {
   double time_us = 0;          // the slowest rank, from the call's start to its last task
   double time_min_us = 0;
   double time_mean_us = 0;
-  double bandwidth_gbps = 0;   // DeepEP's definition (README "MoE"), mean bytes per rank / mean time
+  double bandwidth_gbps = 0;   // DeepEP's definition (docs/user-guide.md "MoE dispatch and combine"), mean bytes per rank / mean time
   double bytes_per_rank = 0;   // what that bandwidth counts, mean over ranks
   std::map<std::string, std::uint64_t> link_bytes;  // by link kind ("hccs", "sio", "ub", "roce", "local")
   double expert_imbalance = 0; // the busiest expert's rows / the mean

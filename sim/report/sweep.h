@@ -7,7 +7,7 @@
 // runs in a child process of its own (fork), which streams its rows back
 // over a pipe; under MPI the points are split into contiguous blocks so that
 // each process meets few topologies, and rank 0 writes every row in point
-// order (README "Sweeps").
+// order (docs/user-guide.md "Sweeps").
 #pragma once
 
 #include <cstdint>

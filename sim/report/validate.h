@@ -1,6 +1,6 @@
 // `hcclsim validate FILE`: every point of a measurement file run on the
 // simulator, against its measured value. The file format is a contract
-// other tools write to (README "Validation"):
+// other tools write to (docs/calibration.md "The measurement file"):
 //   {"points": [{"id", "group", "topology", "servers", "ranks", "op", "dtype",
 //     "size_bytes", "size_means", "metric", "value", "options", "source",
 //     "tolerance_pct"?, "known_gap"?, "block_bytes"?, "total_bytes"?}]}

@@ -9,7 +9,7 @@
 // crash is a bug: the target aborts, and the input belongs in
 // tests/fuzz/corpus/ once fixed.
 //
-// Two drivers (README, "Fuzzing"):
+// Two drivers (docs/user-guide.md, "Fuzzing"):
 //  - libFuzzer (clang -fsanitize=fuzzer, CMake -DHCCLSIM_LIBFUZZER=ON):
 //    `build-fuzz/fuzz_inputs_libfuzzer tests/fuzz/corpus -max_total_time=600`;
 //  - without clang, this file's own main (ctest fuzz_inputs): every corpus

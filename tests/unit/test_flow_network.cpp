@@ -402,7 +402,7 @@ const std::vector<CollOp> kOps = {CollOp::AllReduce, CollOp::AllGather, CollOp::
 // flows share a port (an A3 die's switch port, 15 mesh flows; AlltoAll(V)'s
 // pieces staged through on-chip memory, whose default segment is 1 MiB) the
 // default segments serve them almost one after another and are up to 20% off
-// this (README: segment size); the flow model is the limit they converge on.
+// this (docs/user-guide.md: segment size); the flow model is the limit they converge on.
 TopologySpec converged(TopologySpec spec) {
   set_segment_bytes(spec, 1024);
   return spec;

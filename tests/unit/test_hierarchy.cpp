@@ -55,7 +55,7 @@ double seconds(Time t) { return static_cast<double>(t.ps) / 1e12; }
 // `per_group` NPUs (A2: the servers; A3: the supernodes) that can only
 // exchange data through their NPUs' NICs, each sending and receiving at
 // `nic` bytes/s. N is the row's data_size (per rank, as hccl_test counts it:
-// README / perf.h). Counting, per element, the transfers that must cross a
+// docs/user-guide.md / perf.h). Counting, per element, the transfers that must cross a
 // group boundary (each crossing leaves through one NIC and enters through
 // one NIC; a group has per_group NICs; there are K = groups groups):
 //   AllReduce      every group starts with a partial sum of each element and
