@@ -64,7 +64,7 @@ void TopologyOptions::declare(CLI::App& app) {
   app.add_option("--segment", segment,
                  "segment model: cut transfers on every channel (links and on-chip memory) into segments of SIZE "
                  "instead of each channel's own (profile links.<kind>.segment). Where short flows share a port the "
-                 "default segments are up to 20% off the model's converged times; 1KiB converges (README: segment "
+                 "default segments are up to 20% off the model's converged times; 1KiB converges (docs/user-guide.md: segment "
                  "size) at many more events")
       ->type_name("SIZE");
   flow_quantum_option = app.add_option("--flow-quantum", flow_quantum,

@@ -51,7 +51,7 @@ class ImportCommand : public Command {
 
   void declare(CLI::App& app) override {
     app.require_subcommand(1, 1);
-    app.footer("Writes the measurement file `hcclsim validate FILE` reads (README: Validation; "
+    app.footer("Writes the measurement file `hcclsim validate FILE` reads (docs/calibration.md: the measurement file; "
                "docs/user-guide-import.md). 'hcclsim import hccl-test --help' and 'hcclsim import torch-npu-profile "
                "--help' say what each reads and what it does not.");
     hccl_test_ = app.add_subcommand("hccl-test", "points from the table hccl_test prints");

@@ -64,7 +64,7 @@ class RunCommand : public Command {
     app.add_option("--program", program_file_,
                    "program JSON (configs/programs/); kernel steps: init, set_tiling, prepare, commit, wait, query, "
                    "inter_group_sync, iterate, finalize, matmul, vector, moe_dispatch, moe_combine (AIV list), "
-                   "cross_core_set, cross_core_wait (README, Programs)")
+                   "cross_core_set, cross_core_wait (docs/user-guide.md, Programs)")
         ->type_name("FILE")
         ->required();
     topology_.declare(app);

@@ -19,7 +19,7 @@ class SweepCommand : public Command {
   std::string name() const override { return "sweep"; }
   std::string summary() const override {
     return "a grid of topologies, servers, ops, sizes, dtypes, algorithms and buffer sizes: one perf row per point "
-           "(schema in README; example configs/sweeps/example.json); \"model\": \"estimate\" answers from the "
+           "(schema in docs/user-guide.md, Sweeps; example configs/sweeps/example.json); \"model\": \"estimate\" answers from the "
            "closed forms (configs/sweeps/capacity-estimate.json: 192 points up to 100,000 NPUs in seconds)";
   }
   bool parallel() const override { return true; }

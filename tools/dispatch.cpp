@@ -20,7 +20,7 @@ usage:
   hcclsim perf <op> [options]        hccl_test-style sweep of one collective
                                      (<op> also as hccl_test's binaries: all_reduce_test, ...)
   hcclsim run --program FILE [opts]  run a communication program (HCCL thread/notify
-                                     API, Ascend C Hccl kernels, MoE calls, see README)
+                                     API, Ascend C Hccl kernels, MoE calls; docs/user-guide.md)
   hcclsim sweep GRID.json [opts]     a grid of topologies, ops, sizes, dtypes, algorithms
   hcclsim check BASELINE [opts]      re-run a saved baseline and compare the times
   hcclsim executors                  the HCCL executors hcclsim models, with their sources
