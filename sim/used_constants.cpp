@@ -15,6 +15,8 @@ std::uint8_t kind_bit(LinkKind kind) { return static_cast<std::uint8_t>(1u << st
 // the same tests of RDMA domains, chips and reads).
 ChargedTask charged(const Task& t, int rank, RankPaths& paths) {
   ChargedTask c;
+  c.cores = t.cores;          // (read for AIV moves and Compute only)
+  c.core_kind = t.core_kind;
   switch (t.kind) {
     case TaskKind::NotifyRecord:
       if (paths.rdma_between(rank, t.peer)) {
@@ -34,7 +36,6 @@ ChargedTask charged(const Task& t, int rank, RankPaths& paths) {
       c.kind = ExecKind::Transfer;
       c.reduce = t.kind == TaskKind::ReduceInline;
       c.aiv = t.mover == Mover::Aiv;
-      c.cores = t.cores;
       c.read = t.src.rank != rank;
       c.moves_bytes = t.bytes > 0;
       if (c.moves_bytes) {
@@ -48,11 +49,7 @@ ChargedTask charged(const Task& t, int rank, RankPaths& paths) {
       }
       break;
     }
-    case TaskKind::Compute:
-      c.kind = ExecKind::Compute;
-      c.core_kind = t.core_kind;
-      c.cores = t.cores;
-      break;
+    case TaskKind::Compute: c.kind = ExecKind::Compute; break;
     case TaskKind::Delay: c.kind = ExecKind::Delay; break;
   }
   return c;
