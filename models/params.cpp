@@ -1,7 +1,27 @@
 #include "models/params.h"
 
+#include <stdexcept>
+
 namespace hcclsim {
 
 const char* product_name(Product product) { return product == Product::A2 ? "A2" : "A3"; }
+
+const char* link_kind_name(LinkKind kind) {
+  switch (kind) {
+    case LinkKind::Memory: return "memory";
+    case LinkKind::Hccs: return "hccs";
+    case LinkKind::Sio: return "sio";
+    case LinkKind::Ub: return "ub";
+    case LinkKind::Roce: return "roce";
+  }
+  return "?";
+}
+
+LinkKind parse_link_kind(const std::string& name) {
+  for (const LinkKind kind : {LinkKind::Hccs, LinkKind::Sio, LinkKind::Ub, LinkKind::Roce}) {
+    if (name == link_kind_name(kind)) return kind;
+  }
+  throw std::invalid_argument("unknown link kind '" + name + "'; expected hccs, sio, ub or roce");
+}
 
 }  // namespace hcclsim

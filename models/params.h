@@ -14,6 +14,13 @@ namespace hcclsim {
 enum class Product : std::uint8_t { A2, A3 };
 const char* product_name(Product product);   // "A2", "A3"
 
+// What a channel is: an NPU's local memory, or a link of a kind the profile
+// describes under "links" (its constants are links.<kind>.*).
+enum class LinkKind : std::uint8_t { Memory, Hccs, Sio, Ub, Roce };
+const char* link_kind_name(LinkKind kind);   // "memory", "hccs", "sio", "ub", "roce"
+// "hccs" -> LinkKind::Hccs; throws std::invalid_argument for another name.
+LinkKind parse_link_kind(const std::string& name);
+
 // One direction of a point-to-point link or a switch port.
 struct ChannelParams {
   Bandwidth bandwidth;        // serialization rate (what an SDMA read through it reaches)
@@ -23,6 +30,7 @@ struct ChannelParams {
   // slower than reads on A2 HCCS (calibration rows A2-1): a cap for a write
   // flow crossing it. 0: writes run at `bandwidth` too.
   Bandwidth write_bandwidth;
+  LinkKind kind = LinkKind::Memory;  // set by the platform from its link's kind
 };
 
 struct SdmaParams {

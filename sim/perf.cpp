@@ -7,6 +7,7 @@
 #include "sim/error.h"
 #include "sim/estimate/estimate.h"
 #include "sim/scheduler.h"
+#include "sim/used_constants.h"
 
 namespace hcclsim {
 
@@ -268,6 +269,24 @@ PerfRow row_of(const PerfRequest& request, const CollectiveSpec& spec, const Exe
   return row;
 }
 
+// An estimate runs no graph: its row lists the assumed constants the
+// executor's graph for the same collective would pay, built (not run) when
+// it has at most kMaxAssumedGraphTasks tasks. A larger one would cost more
+// than the closed form itself (a 1 GiB CloudMatrix384 AllReduce: 4.9 M
+// tasks), so such a row lists every assumed constant of the profile: an
+// upper bound, never an omission.
+constexpr std::uint64_t kMaxAssumedGraphTasks = std::uint64_t{1} << 20;
+
+std::vector<std::string> estimate_assumed(const TopologySpec& topology, const PerfRequest& request,
+                                          const CollectiveSpec& spec, const ExecContext& ctx,
+                                          const ExecutorChoice& choice, std::uint64_t size,
+                                          std::optional<TopologyPaths>& paths) {
+  if (estimate_perf_row(topology, request, size).tasks > kMaxAssumedGraphTasks) return topology.assumed_constants;
+  if (!paths) paths.emplace(topology);
+  const TaskGraph graph = build_executor(spec, ctx, choice);
+  return assumed_constants_used(used_constants(graph, *paths), topology);
+}
+
 }  // namespace
 
 std::string estimate_problem(const PerfRequest& request, std::uint64_t size) {
@@ -292,6 +311,7 @@ std::vector<PerfRow> estimate_perf(const TopologySpec& topology, const PerfReque
   fabric.start_solve_threads();
   const ExecContext ctx = exec_context(topology, request);
   fabric.await_solve_threads();
+  std::optional<TopologyPaths> paths;   // made when a row first needs it
   for (const std::uint64_t size : request.sizes) {
     const auto started = std::chrono::steady_clock::now();
     const CollectiveSpec spec = collective_of(request, size);
@@ -312,6 +332,8 @@ std::vector<PerfRow> estimate_perf(const TopologySpec& topology, const PerfReque
     row.model = "estimate";
     row.check = "skipped";
     row.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    // After the timing: --stats tells the closed form's own cost.
+    row.assumed = estimate_assumed(topology, request, spec, ctx, choice, size, paths);
     rows.push_back(std::move(row));
     if (on_row) on_row(rows.size() - 1, rows.back());
   }
@@ -358,6 +380,7 @@ std::vector<PerfRow> run_perf(Platform& platform, const PerfRequest& request, Tr
     row.tasks = tasks;
     row.activations = result.activations;
     row.link_summary = meter.summary(row.time);
+    row.assumed = assumed_constants_used(result.constants, platform.spec());
     if (request.link_details) row.links = meter.stop(row.time);
     if (!tracker) {
       row.check = "skipped";

@@ -68,6 +68,9 @@ struct PerfRow {
   double seconds = 0;
   LinkSummary link_summary;       // the busiest link and bytes per link kind during this row
   std::vector<LinkUsage> links;   // every link that carried data (with PerfRequest::link_details)
+  // The profile's assumed constants the row's tasks paid, as dotted paths,
+  // sorted (sim/used_constants.h; README "Assumed constants").
+  std::vector<std::string> assumed;
 };
 
 // Elements per rank (hccl_test's count) for a requested data_size, rounded

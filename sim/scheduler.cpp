@@ -158,8 +158,11 @@ void Scheduler::check_compile_execute(const TaskGraph& graph, TaskGraph* release
   graph.check_references(platform_.npus());  // the cycle check waits for a run that does not finish
   tracker_ = tracker;
   if (tracker_) mark_copies(graph);
+  PlatformPaths paths(platform_);
+  constants_ = used_constants(graph, paths);
   compile(graph, release);
   execute(graph);
+  result_.constants = constants_;
 }
 
 RunResult Scheduler::run(const TaskGraph& graph, DataTracker* tracker) {

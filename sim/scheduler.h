@@ -17,6 +17,7 @@
 #include "sim/data_check.h"
 #include "sim/serial_worker.h"
 #include "sim/task_graph.h"
+#include "sim/used_constants.h"
 #include "topologies/platform.h"
 
 namespace hcclsim {
@@ -39,6 +40,9 @@ struct RunResult {
   bool timed_out = false;
   std::string check_error;         // data check: first out-of-bounds access, if any
   std::uint64_t activations = 0;   // SystemC process activations in this run
+  // The profile constants its tasks paid (sim/used_constants.h): reports
+  // list the assumed ones.
+  UsedConstants constants;
 };
 
 class Scheduler : private TaskObserver {
@@ -219,6 +223,7 @@ class Scheduler : private TaskObserver {
   static constexpr std::uint32_t kMaxSlots = kBadCopy - kInFlight;
   std::optional<TaskId> first_bad_copy_;   // the first copy beyond its buffers to start
   RunResult result_;
+  UsedConstants constants_;      // of the graph being run (read before compile frees its tasks)
   bool keep_timings_ = true;
   std::vector<bool> finished_;   // by task, for the deadlock report whether timings are kept or not
   // The replay thread of a checked run (null otherwise). Declared last, so

@@ -151,6 +151,7 @@ TaskId TaskGraph::flag_wait(ThreadId thread, int owner, int flag, std::uint32_t 
 
 std::vector<TaskId> TaskGraph::append(const TaskGraph& part, const std::vector<int>& rank_map, int notify_base,
                                       const std::string& thread_prefix, ThreadIndex* reuse) {
+  noted_.merge(part.noted_);
   std::vector<ThreadId> thread_map;
   for (const Thread& th : part.threads_) {
     const std::pair<int, std::string> key{rank_map.at(static_cast<std::size_t>(th.rank)), thread_prefix + th.name};

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "models/npu/exec_task.h"
+#include "models/npu/task_costs.h"
 #include "sim/chunked_vector.h"
 #include "sim/units.h"
 
@@ -153,6 +154,12 @@ class TaskGraph {
   using ThreadIndex = std::map<std::pair<int, std::string>, ThreadId>;
   std::vector<TaskId> append(const TaskGraph& part, const std::vector<int>& rank_map, int notify_base,
                              const std::string& thread_prefix, ThreadIndex* reuse = nullptr);
+  // Profile constants a builder baked into durations (a Compute's rate, a
+  // host synchronisation's Delay): its tasks alone do not show them
+  // (sim/used_constants.h). append() carries them over.
+  void note_constant(Constant c) { noted_.add(c); }
+  const UsedConstants& noted_constants() const { return noted_; }
+
   // One more than the largest notify (flag) index used (0 if none).
   int notifies_used() const;
   int flags_used() const;
@@ -194,6 +201,7 @@ class TaskGraph {
   bool one_recorder(const std::vector<TaskId>& records) const;  // all on one thread
 
   ChunkedVector<Task> tasks_;
+  UsedConstants noted_;
   std::vector<std::string> labels_{std::string()};
   std::unordered_map<std::string, LabelId> label_ids_;
   LabelId last_label_ = 0;   // the label interned last (0, the empty one, at first)

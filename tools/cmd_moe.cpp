@@ -4,8 +4,10 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 
 #include "sim/moe/moe.h"
+#include "sim/report/row_writer.h"
 #include "tools/cli_common.h"
 #include "tools/command.h"
 
@@ -31,7 +33,10 @@ class MoeCommand : public Command {
         ->type_name("R");
     app.add_option("--seed", seed_, "seed of the uniform and zipf routings (default 1)")->type_name("S");
     topology_.declare(app);
-    app.add_option("--format", format_, "table | json | csv (default table)")->type_name("F");
+    app.add_option("--format", format_,
+                   "table | json | csv (default table); a json row's \"assumed\" lists the profile's assumed "
+                   "constants its tasks used, a table ends with them")
+        ->type_name("F");
     app.add_option("--trace", trace_file_, "Chrome trace: AIV cores' copies, flag sets and flag waits per rank")
         ->type_name("FILE");
     app.add_flag("--stats", stats_, "print wall time, tasks, events/s and peak memory to stderr");
@@ -78,7 +83,7 @@ class MoeCommand : public Command {
                         {"time_min_us", round3(r.time_min_us)}, {"time_mean_us", round3(r.time_mean_us)},
                         {"bandwidth_GBps", round3(r.bandwidth_gbps)}, {"bytes_per_rank", round3(r.bytes_per_rank)},
                         {"link_bytes", links}, {"expert_imbalance", round3(r.expert_imbalance)}, {"kernel", r.kernel},
-                        {"routing", p_.routing}, {"topology", spec.name}});
+                        {"routing", p_.routing}, {"topology", spec.name}, {"assumed", r.assumed}});
       }
       out << rows.dump(2) << "\n";
     } else if (format_ == "csv") {
@@ -107,6 +112,9 @@ class MoeCommand : public Command {
         for (const auto& [kind, bytes] : r.link_bytes) out << " " << kind << " " << bytes;
         out << "\n";
       }
+      std::set<std::string> assumed;
+      for (const MoeRun& r : runs) assumed.insert(r.assumed.begin(), r.assumed.end());
+      out << assumed_footnote({assumed.begin(), assumed.end()}, spec.profile_file);
     }
     if (trace_out) {
       trace.write(trace_out->stream());

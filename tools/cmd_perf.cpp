@@ -71,7 +71,11 @@ class PerfCommand : public Command {
     app.add_option("--executor", executor_,
                    "run this HCCL executor instead of HCCL's choice (list: hcclsim executors)")
         ->type_name("NAME");
-    app.add_option("--format", format_, "table | csv | json | jsonl | hccl_test (default table)")->type_name("F");
+    app.add_option("--format", format_,
+                   "table | csv | json | jsonl | hccl_test (default table); a json / jsonl row's \"assumed\" lists "
+                   "the profile's assumed constants its tasks used, a table ends with them (csv and hccl_test: "
+                   "unchanged)")
+        ->type_name("F");
     app.add_option("--out", out_file_, "write the rows to FILE instead of stdout")->type_name("FILE");
     app.add_option("--trace", trace_file_, "write a Chrome trace-event JSON (Perfetto, MindStudio Insight)")
         ->type_name("FILE");
@@ -275,7 +279,7 @@ int PerfCommand::run(CommandContext& ctx) {
   RowWriter writer(out, *format,
                    title + " on " + std::to_string(req.ranks) + " ranks of " + spec.name + ", " +
                        data_type_name(req.dtype),
-                   HcclTestPreamble{sizes.front(), last, iters_, warmup_});
+                   HcclTestPreamble{sizes.front(), last, iters_, warmup_}, spec.profile_file);
   Progress progress("perf " + op_name, sizes.size(), ctx.root() && !ctx.replay);
   bool failed_check = false;
   std::uint64_t tasks = 0;

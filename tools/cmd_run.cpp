@@ -14,6 +14,7 @@
 #include "sim/perf.h"
 #include "sim/program/program_json.h"
 #include "sim/report/link_stats.h"
+#include "sim/report/row_writer.h"
 #include "sim/scheduler.h"
 #include "tools/baseline_output.h"
 #include "tools/cli_common.h"
@@ -68,7 +69,10 @@ class RunCommand : public Command {
         ->type_name("FILE")
         ->required();
     topology_.declare(app);
-    app.add_option("--format", format_, "table | json (default table)")->type_name("F");
+    app.add_option("--format", format_,
+                   "table | json (default table); json's \"assumed\" lists the profile's assumed constants the "
+                   "program's tasks used, the table's handle list ends with them")
+        ->type_name("F");
     app.add_option("--trace", trace_file_,
                    "Chrome trace: a track per domain/engine/thread, flow arrows from each notify record to the "
                    "wait it released")
@@ -221,7 +225,8 @@ int RunCommand::run(CommandContext& ctx) {
   if (format == "json") {
     nlohmann::json doc{{"program", loaded.name}, {"topology", spec.name}, {"ranks", spec.npus},
                        {"total_us", std::stod(format_us(result.elapsed(), 6))},
-                       {"links", link_summary_json(meter.summary(result.elapsed()))}};
+                       {"links", link_summary_json(meter.summary(result.elapsed()))},
+                       {"assumed", assumed_constants_used(result.constants, spec)}};
     doc["handles"] = nlohmann::json::array();
     for (const Program::HandleInfo& h : built.handles) {
       const Span s = span_of(h.tasks);
@@ -300,6 +305,7 @@ int RunCommand::run(CommandContext& ctx) {
                   format_us(s.start).c_str(), format_us(s.end).c_str(), format_us(s.end - s.start).c_str(),
                   c.kernel.c_str(), c.params.ep);
     }
+    out << assumed_footnote(assumed_constants_used(result.constants, spec), spec.profile_file);
     for (const auto& q : built.queries) {
       out << "query: rank " << q.rank << " domain " << q.domain << " handle " << handle_name(q.domain, q.handle)
                 << " at " << format_us(result.timings[q.task].start) << " us: " << completed_at(q)

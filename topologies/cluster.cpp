@@ -80,6 +80,8 @@ TopologySpec make_cluster(const ClusterLayout& layout, const HardwareProfile& pr
   TopologySpec spec;
   spec.name = layout.name;
   spec.npu = profile.npu;
+  spec.assumed_constants = profile.assumed;
+  spec.profile_file = profile.file;
   spec.npus_per_chip = a3 ? 2 : 1;
   spec.npus_per_server = layout.servers.front().devices;
 

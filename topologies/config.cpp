@@ -1,5 +1,7 @@
 #include "topologies/config.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <set>
@@ -120,7 +122,39 @@ ClusterLayout read_cluster(ObjectReader c, const std::string& name, int servers_
   return layout;
 }
 
+// Whether a profile's "source" text marks its constant as assumed: it
+// starts with "assumed" (any case, after blanks), as the shipped profiles
+// write it ("assumed: ...", "assumed per hop ...", "assumed, as the A2
+// profile"). A source that names a measurement or another model does not.
+bool says_assumed(const std::string& source) {
+  const std::size_t first = source.find_first_not_of(" \t");
+  if (first == std::string::npos) return false;
+  static const std::string word = "assumed";
+  if (source.size() - first < word.size()) return false;
+  for (std::size_t i = 0; i < word.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(source[first + i])) != word[i]) return false;
+  }
+  return true;
+}
+
+// The assumed constants under `node` (the profile's "npu" or "links"
+// object, already read and checked), as dotted paths below `prefix`.
+void collect_assumed(const nlohmann::json& node, const std::string& prefix, std::vector<std::string>& out) {
+  for (const auto& [key, value] : node.items()) {
+    const std::string path = prefix + "." + key;
+    if (value.is_object() && value.contains("source")) {
+      if (says_assumed(value["source"].get<std::string>())) out.push_back(path);
+    } else if (value.is_object()) {
+      collect_assumed(value, path, out);
+    } else if (std::find(kAssumedWhenPlain.begin(), kAssumedWhenPlain.end(), path) != kAssumedWhenPlain.end()) {
+      out.push_back(path);
+    }
+  }
+}
+
 }  // namespace
+
+const std::vector<std::string> kAssumedWhenPlain{"npu.sdma.engines", "npu.local_memory.latency"};
 
 HardwareProfile load_profile(const std::string& file) {
   const nlohmann::json doc = load_json_file(file);
@@ -193,6 +227,9 @@ HardwareProfile load_profile(const std::string& file) {
     links.finish();
   }
   root.finish();
+  collect_assumed(doc["npu"], "npu", profile.assumed);
+  collect_assumed(doc["links"], "links", profile.assumed);
+  std::sort(profile.assumed.begin(), profile.assumed.end());
   return profile;
 }
 
@@ -233,6 +270,8 @@ TopologySpec load_topology(const std::string& file, const std::optional<std::str
                                              "can change its number of servers");
   }
   spec.npu = profile.npu;
+  spec.assumed_constants = profile.assumed;
+  spec.profile_file = profile.file;
   spec.npus = static_cast<int>(root.required_int_in("npus", 1, 1 << 20));
   spec.npus_per_server = static_cast<int>(root.int_in_or("npus_per_server", 1, 1 << 20, spec.npus));
   if (spec.npus_per_server > spec.npus) {

@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "models/params.h"
 #include "topologies/platform.h"
@@ -16,7 +17,18 @@ struct HardwareProfile {
   std::string file;
   NpuParams npu;
   std::map<std::string, ChannelParams> links;  // by link kind: "hccs", "sio", ...
+  // Dotted paths ("npu.stream.task_dispatch", "links.roce.latency") of the
+  // constants no measurement fixes, sorted: a cited constant whose "source"
+  // starts with "assumed", and the plain values of kAssumedWhenPlain.
+  std::vector<std::string> assumed;
 };
+
+// Fields whose plain value (a number or string without a "source") counts
+// as assumed: the shipped profiles' descriptions say so of sdma.engines
+// (both) and local_memory.latency (A2). Other plain values are not: core
+// counts from the platform info files, HCCL_BUFFSIZE's default, segment
+// sizes (a simulation granularity, not a cost).
+extern const std::vector<std::string> kAssumedWhenPlain;
 
 HardwareProfile load_profile(const std::string& file);
 

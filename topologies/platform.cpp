@@ -61,7 +61,9 @@ Platform::Platform(const TopologySpec& spec) : spec_(spec), clock_(std::make_uni
       std::replace(module.begin(), module.end(), ' ', '_');
       std::replace(module.begin(), module.end(), '>', '_');
       std::replace(module.begin(), module.end(), '-', '_');
-      channels_.push_back(std::make_unique<Channel>(module.c_str(), link.params, label, *clock_));
+      ChannelParams params = link.params;
+      params.kind = parse_link_kind(link.kind);  // a report tells which links.<kind> constants a run used
+      channels_.push_back(std::make_unique<Channel>(module.c_str(), params, label, *clock_));
     }
   }
   if (flows != nullptr) {

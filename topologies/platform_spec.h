@@ -39,6 +39,9 @@ struct TopologySpec {
   int npus_per_chip = 1;     // A3: two dies (ranks) per chip
   int npus_per_server = 8;
   NpuParams npu;
+  // The profile's assumed constants, as dotted paths, sorted (HardwareProfile::assumed).
+  std::vector<std::string> assumed_constants;
+  std::string profile_file;  // the profile they come from, for reports
   std::vector<LinkSpec> links;
   // Where SDMA reaches: NPUs with the same value move data with SDMA over
   // HCCS / SIO / UB; between different values data and notifies go as RDMA

@@ -346,6 +346,7 @@ class MoeBuilder {
     task.core_kind = CoreKind::Aiv;
     task.cores = per_lane_;
     task.duration = npu_.cores.aiv_bandwidth.transfer_time(bytes / static_cast<std::uint64_t>(per_lane_));
+    graph_.note_constant(Constant::CoresAivBandwidth);
     task.label = graph_.intern(label);
     return graph_.add(std::move(task));
   }
@@ -416,6 +417,7 @@ class MoeBuilder {
       sync.kind = TaskKind::Delay;
       sync.thread = host_[static_cast<std::size_t>(r)];
       sync.duration = npu_.stream.host_sync;
+      graph_.note_constant(Constant::StreamHostSync);
       sync.label = graph_.intern("host sync");
       const TaskId h = graph_.add(std::move(sync));
       for (TaskId l : lasts) graph_.add_dependency(l, h);
@@ -984,6 +986,7 @@ std::vector<MoeRun> run_moe(Platform& platform, const MoeParams& p, const std::v
     run.expert_imbalance = imbalance;
     run.tasks = graph.tasks().size();
     run.events = result.activations;
+    run.assumed = assumed_constants_used(result.constants, platform.spec());
     if (trace) trace->add_run(graph, result, platform, std::string("moe ") + (phase == MoePhase::Dispatch ? "dispatch" : "combine"));
     out.push_back(run);
   }

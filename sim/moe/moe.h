@@ -97,6 +97,7 @@ struct MoeRun {
   std::uint64_t tasks = 0;
   std::uint64_t events = 0;
   std::string kernel;          // e.g. "cam_moe_dispatch_normal"
+  std::vector<std::string> assumed;  // the profile's assumed constants its tasks paid (sim/used_constants.h)
 };
 
 // What build_moe needs of the machine, for the call's ranks 0..ep-1: the

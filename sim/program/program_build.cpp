@@ -167,6 +167,8 @@ Program::Built Program::build() const {
           t.cores = step.cores;
           t.duration = step.duration;
           t.label = g.intern(step.kind == StepKind::Matmul ? "matmul" : "vector");
+          // program.cpp timed it from the profile's rate (kernel_matmul, kernel_vector).
+          g.note_constant(step.kind == StepKind::Matmul ? Constant::CoresAicRate : Constant::CoresAivBandwidth);
           break;
         case StepKind::Moe:
           // The list waits here until the call's tasks on this rank are done.

@@ -26,7 +26,8 @@ std::string serialize_perf_row(const PerfRow& r) {
                          {"tasks", r.tasks},
                          {"activations", r.activations},
                          {"link_summary", link_summary_json(r.link_summary)},
-                         {"links", link_usages_json(r.links)}};
+                         {"links", link_usages_json(r.links)},
+                         {"assumed", r.assumed}};
   return j.dump();  // nlohmann writes doubles with 17 significant digits: they read back exactly
 }
 
@@ -59,6 +60,7 @@ PerfRow deserialize_perf_row(const std::string& text) {
     r.activations = j.at("activations").get<std::uint64_t>();
     r.link_summary = link_summary_from_json(j.at("link_summary"));
     r.links = link_usages_from_json(j.at("links"));
+    r.assumed = j.at("assumed").get<std::vector<std::string>>();
     return r;
   } catch (const nlohmann::json::exception& e) {
     throw std::invalid_argument(std::string("malformed row from a worker: ") + e.what());

@@ -124,7 +124,8 @@ nlohmann::json perf_row_json(const PerfRow& r) {
           {"executor", r.executor},
           {"model", r.model},
           {"tasks", r.tasks},
-          {"links", link_summary_json(r.link_summary)}};
+          {"links", link_summary_json(r.link_summary)},
+          {"assumed", r.assumed}};
 }
 
 void JsonArrayStream::add(const nlohmann::json& element) {
@@ -147,8 +148,21 @@ void JsonArrayStream::finish() {
   out_.flush();
 }
 
-RowWriter::RowWriter(std::ostream& out, RowFormat format, std::string table_heading, HcclTestPreamble preamble)
-    : out_(out), format_(format), table_heading_(std::move(table_heading)), preamble_(preamble), json_(out) {}
+std::string assumed_footnote(const std::vector<std::string>& assumed, const std::string& profile_file) {
+  std::string line = "# assumed constants used: ";
+  if (assumed.empty()) return line + "none\n";
+  for (std::size_t i = 0; i < assumed.size(); ++i) line += (i ? ", " : "") + assumed[i];
+  return line + " (their source in " + (profile_file.empty() ? "the profile" : profile_file) + " says 'assumed')\n";
+}
+
+RowWriter::RowWriter(std::ostream& out, RowFormat format, std::string table_heading, HcclTestPreamble preamble,
+                     std::string profile_file)
+    : out_(out),
+      format_(format),
+      table_heading_(std::move(table_heading)),
+      preamble_(preamble),
+      profile_file_(std::move(profile_file)),
+      json_(out) {}
 
 void RowWriter::header(const PerfRow* first) {
   switch (format_) {
@@ -165,7 +179,10 @@ void RowWriter::header(const PerfRow* first) {
 void RowWriter::row(const PerfRow& r) {
   if (rows_ == 0) header(&r);
   switch (format_) {
-    case RowFormat::Table: out_ << table_row(r); break;
+    case RowFormat::Table:
+      out_ << table_row(r);
+      assumed_.insert(r.assumed.begin(), r.assumed.end());
+      break;
     case RowFormat::Csv: out_ << join_csv(perf_csv_fields(r)) << "\n"; break;
     case RowFormat::HcclTest: out_ << hccl_test_row(r); break;
     case RowFormat::JsonLines: out_ << perf_row_json(r).dump() << "\n"; break;
@@ -180,13 +197,16 @@ void RowWriter::finish() {
   finished_ = true;
   if (rows_ == 0) header(nullptr);
   if (format_ == RowFormat::Json) json_.finish();
+  if (format_ == RowFormat::Table && rows_ > 0) {
+    out_ << assumed_footnote(std::vector<std::string>(assumed_.begin(), assumed_.end()), profile_file_);
+  }
   out_.flush();
 }
 
 std::string format_rows(const std::vector<PerfRow>& rows, RowFormat format, const std::string& table_heading,
-                        const HcclTestPreamble& preamble) {
+                        const HcclTestPreamble& preamble, const std::string& profile_file) {
   std::ostringstream os;
-  RowWriter writer(os, format, table_heading, preamble);
+  RowWriter writer(os, format, table_heading, preamble, profile_file);
   for (const PerfRow& r : rows) writer.row(r);
   writer.finish();
   return os.str();

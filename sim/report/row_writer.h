@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -53,8 +54,11 @@ class JsonArrayStream {
 class RowWriter {
  public:
   // `table_heading`: the Table format's first line, "# AllReduce on 8 ranks
-  // of ..., fp16"; the algorithm of the first row is appended to it.
-  RowWriter(std::ostream& out, RowFormat format, std::string table_heading = "", HcclTestPreamble preamble = {});
+  // of ..., fp16"; the algorithm of the first row is appended to it. The
+  // table ends with assumed_footnote of every row's assumed constants
+  // (`profile_file` names where they are marked); hccl_test's layout has none.
+  RowWriter(std::ostream& out, RowFormat format, std::string table_heading = "", HcclTestPreamble preamble = {},
+            std::string profile_file = "");
   void row(const PerfRow& row);  // writes the row (and the header before the first) and flushes
   void finish();                 // closes the JSON array; idempotent
   std::size_t rows() const { return rows_; }
@@ -65,14 +69,20 @@ class RowWriter {
   RowFormat format_;
   std::string table_heading_;
   HcclTestPreamble preamble_;
+  std::string profile_file_;
+  std::set<std::string> assumed_;   // every row's, for the table's footnote
   JsonArrayStream json_;
   std::size_t rows_ = 0;
   bool finished_ = false;
 };
 
 
+// The line a table ends with: "# assumed constants used: a, b (their source
+// in PROFILE says 'assumed')", or "... used: none".
+std::string assumed_footnote(const std::vector<std::string>& assumed, const std::string& profile_file);
+
 // All rows at once, for callers that have them (tests, tools).
 std::string format_rows(const std::vector<PerfRow>& rows, RowFormat format, const std::string& table_heading = "",
-                        const HcclTestPreamble& preamble = {});
+                        const HcclTestPreamble& preamble = {}, const std::string& profile_file = "");
 
 }  // namespace hcclsim

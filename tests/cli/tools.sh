@@ -14,7 +14,7 @@ a2_cluster="$src/configs/topologies/a2-cluster.json"
 CASES=(hccl_test_command_line hccl_test_layout hccl_test_no_check hccl_test_p_on_cluster repeated_option
        repeated_flag subcommand_help help_keeps_scope baseline_check run_baseline_check sweep_single_vs_mpirun
        sweep_json sweep_bad_grid out_opened_before_run stream_json_lines plot_png model_estimate model_estimate_refusals segment_converges
-       install_prefix)
+       install_prefix assumed_output)
 start_cases
 
 fail=0
@@ -231,6 +231,49 @@ PY
     check "the capacity sweep exits 0" [ $? -eq 0 ]
     check "192 estimate points up to 100,000 NPUs" [ "$(grep -c ',skipped,[A-Za-z0-9]*,estimate$' "$tmp/cap.csv")" -eq 192 ]
     check "ranks up to 100000 (A2) and 99840 (A3)" [ "$(grep -c ',100000,fp16,\|,99840,fp16,' "$tmp/cap.csv")" -eq 48 ] ;;
+  assumed_output)
+    # issue 40, item 6: perf, moe and run say which assumed profile constants
+    # their tasks used (JSON "assumed", a footnote under a table); hccl_test's
+    # layout and the CSV stay as they were.
+    footnote="# assumed constants used: "
+    "$hcclsim" perf all_reduce -b 1M -e 2M >"$tmp/table.txt" 2>"$tmp/err.txt"
+    check "perf table exits 0" [ $? -eq 0 ]
+    check "the table's last line is the footnote" bash -c "tail -1 '$tmp/table.txt' | grep -qF -- '$footnote'"
+    check "the footnote names task_dispatch" bash -c "tail -1 '$tmp/table.txt' | grep -qF npu.stream.task_dispatch"
+    check "the footnote names the profile" bash -c "tail -1 '$tmp/table.txt' | grep -qF \"a2-910b.json says 'assumed')\""
+    check "the footnote leaves out measured constants" bash -c "! tail -1 '$tmp/table.txt' | grep -qF copy_bandwidth"
+    "$hcclsim" perf all_reduce -b 1M -e 2M --format jsonl >"$tmp/rows.jsonl" 2>/dev/null
+    check "every jsonl row has an assumed list with task_dispatch" \
+      [ "$(grep -c '"assumed":\[[^]]*"npu.stream.task_dispatch"' "$tmp/rows.jsonl")" -eq 2 ]
+    "$hcclsim" perf all_reduce -b 1M -e 1M --format json >"$tmp/rows.json" 2>/dev/null
+    check "the json row has the field" contains "$tmp/rows.json" '"assumed": ['
+    "$hcclsim" perf all_reduce -b 1M -e 1M --format hccl_test >"$tmp/hccl.txt" 2>/dev/null
+    check "hccl_test's layout has no footnote" bash -c "! grep -q assumed '$tmp/hccl.txt'"
+    check "hccl_test's layout is its preamble, header and one row" [ "$(wc -l <"$tmp/hccl.txt")" -eq 3 ]
+    "$hcclsim" perf all_reduce -b 1M -e 1M --format csv >"$tmp/rows.csv" 2>/dev/null
+    check "the CSV has no assumed column" bash -c "! grep -q assumed '$tmp/rows.csv'"
+    "$hcclsim" perf all_reduce -b 1M -e 1M --model estimate --format jsonl >"$tmp/est.jsonl" 2>/dev/null
+    check "an estimate row lists what the detailed one does" \
+      [ "$(grep -o '"assumed":\[[^]]*\]' "$tmp/est.jsonl")" = "$(head -1 "$tmp/rows.jsonl" | grep -o '"assumed":\[[^]]*\]')" ]
+    moe=(moe dispatch --ep 8 --tokens 64 --hidden 1024 --topk 4 --experts 32)
+    "$hcclsim" "${moe[@]}" >"$tmp/moe.txt" 2>"$tmp/err.txt"
+    check "moe table exits 0" [ $? -eq 0 ]
+    check "the moe table ends with the footnote, host sync in it" \
+      bash -c "tail -1 '$tmp/moe.txt' | grep -qF -- '$footnote' && tail -1 '$tmp/moe.txt' | grep -qF npu.stream.host_sync"
+    "$hcclsim" "${moe[@]}" --format json >"$tmp/moe.json" 2>/dev/null
+    check "the moe json row has the field" contains "$tmp/moe.json" '"assumed": ['
+    check "normal dispatch lists the AIV copy cost" contains "$tmp/moe.json" '"npu.aiv.copy_fixed"'
+    program="$src/configs/programs/fused-matmul-allgather.json"
+    "$hcclsim" run --program "$program" >"$tmp/run.txt" 2>"$tmp/err.txt"
+    check "run table exits 0" [ $? -eq 0 ]
+    check "run's table has the footnote, the matmul's rate in it" \
+      bash -c "grep -F -- '$footnote' '$tmp/run.txt' | grep -qF npu.cores.aic_fp16_rate"
+    "$hcclsim" run --program "$program" --format json >"$tmp/run.json" 2>/dev/null
+    check "run's json has the field" contains "$tmp/run.json" '"assumed": ['
+    for cmd in perf moe run; do
+      "$hcclsim" "$cmd" --help >"$tmp/help.txt" 2>/dev/null
+      check "$cmd --help mentions the field" contains "$tmp/help.txt" '"assumed"'
+    done ;;
   segment_converges)
     # issue 9: --segment reaches every channel; on an A3 server's AlltoAll
     # (pieces staged through on-chip memory, 15 flows a port) the default
