@@ -3,22 +3,38 @@
 #pragma once
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "models/params.h"
 #include "topologies/platform.h"
 
 namespace hcclsim {
 
+// A profile's "calibration" object (docs/calibration.md): the constants
+// `hcclsim calibrate` fitted together (dotted JSON paths, each with
+// "bounds"), the measurement files (relative to the profile) and, if given,
+// the row id prefixes it took.
+struct ProfileCalibration {
+  std::vector<std::string> fit;
+  std::vector<std::string> measurements;
+  std::vector<std::string> only;
+};
+
 struct HardwareProfile {
   std::string name;
   std::string file;
   NpuParams npu;
   std::map<std::string, ChannelParams> links;  // by link kind: "hccs", "sio", ...
+  ProfileCalibration calibration;              // empty: the profile says nothing was fitted together
 };
 
 HardwareProfile load_profile(const std::string& file);
+// The same from a document already parsed (`file` names it in messages):
+// `hcclsim calibrate` edits a copy of a profile and reads it again.
+HardwareProfile read_profile(const nlohmann::json& doc, const std::string& file);
 
 // A topology file names its profile (relative to itself); `profile_override`
 // replaces it. Errors name the file and the JSON path.
@@ -33,5 +49,11 @@ HardwareProfile load_profile(const std::string& file);
 // whole supernodes of M. A listed topology refuses it.
 TopologySpec load_topology(const std::string& file, const std::optional<std::string>& profile_override = {},
                            int servers_override = -1);
+// The same with a profile already read; `blame` is where a profile of the
+// wrong product is reported (default: the profile's file, or the topology's).
+TopologySpec load_topology_with(const std::string& file, const HardwareProfile& profile, int servers_override,
+                           const std::optional<std::string>& blame = std::nullopt);
+// The profile a topology file names, resolved against the topology's directory.
+std::string topology_profile_file(const std::string& topology_file);
 
 }  // namespace hcclsim
