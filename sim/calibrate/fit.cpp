@@ -375,7 +375,7 @@ CalibrationReport calibrate(const CalibrateRequest& request) {
   const std::vector<MeasuredPoint>& points = report.points;
   const std::size_t n = points.size();
   note(request, started, std::to_string(fitted.size()) + " rows to fit (" + std::to_string(n - fitted.size()) +
-                    " more with a known gap, reported only), " + std::to_string(k) + " constants");
+                             " more with a known gap, reported only), " + std::to_string(k) + " constant(s)");
 
   PointRunner runner(points, request.profile_file);
   Evaluator eval(runner, points, base_doc, request.profile_file, constants);
@@ -434,7 +434,8 @@ CalibrationReport calibrate(const CalibrateRequest& request) {
     if (!any) {
       throw InputError("option --fit", "no row depends on '" + printable(constants[j].path) + "': moving it from " +
                                            constants[j].low_text + " to " + constants[j].high_text +
-                                           " changes none of the " + std::to_string(fitted.size()) + " rows fitted (" +
+                                           " changes none of the " + std::to_string(fitted.size()) + " rows fitted by more than " +
+                                           kDependenceText + " ("  +
                                            joined(request.measurement_files) + "); leave it out or add rows that exercise it");
     }
   }

@@ -42,6 +42,7 @@ constexpr int kFitDigits = 4;
 // A row depends on a constant when moving the constant from one bound to
 // the other changes the row's simulated value by more than this fraction.
 constexpr double kDependence = 1e-5;
+constexpr const char* kDependenceText = "0.001%";
 // Iteration caps: the fit, and each leave-one-out fit (started at the fit's optimum).
 constexpr int kFitIterations = 100;
 constexpr int kLooIterations = 5;
