@@ -10,6 +10,7 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <type_traits>
 #include <utility>
 
 namespace hcclsim {
@@ -94,41 +95,76 @@ std::string check_choice(const json& v, const std::vector<std::string>& allowed,
   loc.fail("invalid value \"" + printable(s) + "\"; expected one of: " + join(allowed));
 }
 
-// The string of a quantity with a unit; `example` is e.g. "1.5us". A
-// calibrated constant may carry its citation: {"value": "1.5us", "source":
-// "...", "measured": ["A2-1/read/16K", ...]}, the ids of the rows of
-// configs/calibration/measurements.json it was fitted to (a test checks
-// that they resolve).
-const std::string& unit_string(const json& v, const JsonLocation& loc, const char* example) {
-  if (v.is_object()) {
-    ObjectReader cited(v, loc);
-    cited.required_string("source");
-    if (const json* ids = cited.optional_value("measured")) {
-      const JsonLocation where = loc.key("measured");
-      if (!ids->is_array() || ids->empty()) where.fail("expected a non-empty array of measurement ids");
-      for (std::size_t i = 0; i < ids->size(); ++i) {
-        if (!(*ids)[i].is_string()) where.index(i).fail("expected a measurement id (a string)");
-      }
-    }
-    const json& inner = cited.required_value("value");
-    cited.finish();
-    return unit_string(inner, loc.key("value"), example);
-  }
+// A quantity's magnitude in its base unit, to compare it with its bounds.
+std::uint64_t magnitude(Time t) { return t.ps; }
+std::uint64_t magnitude(Bandwidth b) { return b.bytes_per_s; }
+std::uint64_t magnitude(std::uint64_t bytes) { return bytes; }
+
+template <typename Parse, typename T = std::invoke_result_t<Parse, const std::string&>>
+T parse_cited(const json& v, const JsonLocation& loc, const char* example, Parse parse);
+
+// A quantity with a unit, "1.5us", or a cited constant (below).
+template <typename Parse, typename T = std::invoke_result_t<Parse, const std::string&>>
+T parse_unit(const json& v, const JsonLocation& loc, const char* example, Parse parse) {
+  if (v.is_object()) return parse_cited(v, loc, example, parse);
   if (!v.is_string()) {
     loc.fail(std::string("expected a string with a unit such as \"") + example + "\", got " +
              describe_value(v));
   }
-  return v.get_ref<const std::string&>();
-}
-
-template <typename Parse>
-auto parse_unit(const json& v, const JsonLocation& loc, const char* example, Parse parse) {
-  const std::string& s = unit_string(v, loc, example);
   try {
-    return parse(s);
+    return parse(v.get_ref<const std::string&>());
   } catch (const UnitError& e) {
     loc.fail(e.what());
   }
+}
+
+// A calibrated constant with its citation: {"value": "1.5us", "source":
+// "...", "measured": ["A2-1/read/16K", ...]}, the ids of the rows of
+// configs/calibration/measurements.json it was fitted to (a test checks
+// that they resolve). A constant `hcclsim calibrate` may fit states its
+// bounds in its own unit, "bounds": ["0.1us", "2us"] (low <= value <= high),
+// and may say why in "bounds_reason".
+template <typename Parse, typename T>
+T parse_cited(const json& v, const JsonLocation& loc, const char* example, Parse parse) {
+  ObjectReader cited(v, loc);
+  cited.required_string("source");
+  if (const json* ids = cited.optional_value("measured")) {
+    const JsonLocation where = loc.key("measured");
+    if (!ids->is_array() || ids->empty()) where.fail("expected a non-empty array of measurement ids");
+    for (std::size_t i = 0; i < ids->size(); ++i) {
+      if (!(*ids)[i].is_string()) where.index(i).fail("expected a measurement id (a string)");
+    }
+  }
+  const json& inner = cited.required_value("value");
+  if (inner.is_object()) {
+    loc.key("value").fail("expected a string with a unit such as \"" + std::string(example) + "\", got object");
+  }
+  const T value = parse_unit(inner, loc.key("value"), example, parse);
+  if (const json* bounds = cited.optional_value("bounds")) {
+    const JsonLocation where = loc.key("bounds");
+    if (!bounds->is_array() || bounds->size() != 2) {
+      where.fail(std::string("expected [low, high], two values in the constant's unit such as \"") + example + "\"");
+    }
+    for (std::size_t i = 0; i < 2; ++i) {
+      if (!(*bounds)[i].is_string()) {
+        where.index(i).fail("expected a string with a unit such as \"" + std::string(example) + "\"");
+      }
+    }
+    const T low = parse_unit((*bounds)[0], where.index(0), example, parse);
+    const T high = parse_unit((*bounds)[1], where.index(1), example, parse);
+    const std::string shown_low = printable((*bounds)[0].get<std::string>());
+    const std::string shown_high = printable((*bounds)[1].get<std::string>());
+    if (magnitude(low) > magnitude(high)) where.fail("the low bound " + shown_low + " is above the high bound " + shown_high);
+    if (magnitude(value) < magnitude(low) || magnitude(value) > magnitude(high)) {
+      where.fail("the value " + printable(inner.get<std::string>()) + " is outside its bounds [" + shown_low + ", " +
+                 shown_high + "]");
+    }
+  }
+  if (cited.optional_string("bounds_reason") && !cited.has("bounds")) {
+    loc.key("bounds_reason").fail("a reason for bounds the constant does not state (\"bounds\": [low, high])");
+  }
+  cited.finish();
+  return value;
 }
 
 Time read_time(const json& v, const JsonLocation& loc) {

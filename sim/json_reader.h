@@ -3,6 +3,7 @@
 // names both; finish() refuses keys nobody asked for and lists the expected ones.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -44,6 +45,22 @@ struct JsonLocation {
   [[noreturn]] void fail(const std::string& message) const;
 };
 
+// The value at a dotted path of object keys, "links.hccs.bandwidth", or
+// nullptr when a key is missing or a step is not an object.
+template <class Json>
+Json* json_at_path(Json& doc, const std::string& dotted) {
+  Json* at = &doc;
+  for (std::size_t begin = 0; begin <= dotted.size();) {
+    const std::size_t dot = std::min(dotted.find('.', begin), dotted.size());
+    if (!at->is_object()) return nullptr;
+    const auto it = at->find(dotted.substr(begin, dot - begin));
+    if (it == at->end()) return nullptr;
+    at = &*it;
+    begin = dot + 1;
+  }
+  return at;
+}
+
 class ObjectReader {
  public:
   // Throws InputError if `value` is not an object.
@@ -70,7 +87,10 @@ class ObjectReader {
   bool bool_or(const std::string& key, bool fallback);
 
   // Quantities with units: the JSON value must be a string like "1.5us", or
-  // a cited constant {"value": "1.5us", "source": "where it was measured"}.
+  // a cited constant {"value": "1.5us", "source": "where it was measured"},
+  // optionally with "measured": [row ids], and "bounds": ["0.1us", "2us"]
+  // (low <= value <= high, what `hcclsim calibrate` may fit it within) with
+  // "bounds_reason".
   Time required_time(const std::string& key);
   Time time_or(const std::string& key, Time fallback);
   std::uint64_t required_size(const std::string& key);

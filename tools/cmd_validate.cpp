@@ -22,6 +22,10 @@ class ValidateCommand : public Command {
     app.add_option("--plot", plot_, "write an SVG of simulated against measured")->type_name("OUT.svg");
     app.add_option("--only", only_, "only the points whose id starts with one of these comma-separated prefixes")
         ->type_name("PREFIX[,PREFIX...]");
+    app.add_option("--profile", profile_,
+                   "run every point with this hardware profile instead of its topology's own (the same product: a "
+                   "910B profile for A2 points, a 910C one for A3; another is refused naming the point)")
+        ->type_name("FILE");
     app.add_flag("--check", check_,
                  "exit 1 when a point with a stated tolerance is outside it (known gaps are reported, not checked)");
   }
@@ -51,7 +55,8 @@ class ValidateCommand : public Command {
       if (kept.empty()) throw InputError("option --only", "no point id starts with '" + only_ + "'");
       points = std::move(kept);
     }
-    const std::vector<ValidationResult> results = run_validation(points);
+    const std::vector<ValidationResult> results =
+        run_validation(points, profile_.empty() ? std::nullopt : std::optional<std::string>(profile_));
     const std::vector<GroupSummary> groups = summarize(results);
     if (format_ == "json") {
       *ctx.out << validation_json(results, groups);
@@ -78,6 +83,7 @@ class ValidateCommand : public Command {
   std::string format_ = "table";
   std::string plot_;
   std::string only_;
+  std::string profile_;
   bool check_ = false;
 };
 

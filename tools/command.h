@@ -58,6 +58,7 @@ std::unique_ptr<Command> make_sweep_command();
 std::unique_ptr<Command> make_executors_command();
 std::unique_ptr<Command> make_validate_command();
 std::unique_ptr<Command> make_import_command();
+std::unique_ptr<Command> make_calibrate_command();
 std::unique_ptr<Command> make_moe_command();
 
 // hcclsim's version: the project VERSION and, when the source was a git

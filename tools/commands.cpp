@@ -13,6 +13,7 @@ std::vector<std::unique_ptr<Command>> make_commands() {
   commands.push_back(make_executors_command());
   commands.push_back(make_validate_command());
   commands.push_back(make_import_command());
+  commands.push_back(make_calibrate_command());
   commands.push_back(make_moe_command());
   return commands;
 }

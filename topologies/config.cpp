@@ -152,17 +152,51 @@ void collect_assumed(const nlohmann::json& node, const std::string& prefix, std:
   }
 }
 
+// The profile's "calibration" object: what `hcclsim calibrate` fitted
+// together, to which files and rows. Each "fit" path must name a constant of
+// this profile that states its bounds.
+ProfileCalibration read_calibration(const nlohmann::json& doc, ObjectReader c) {
+  ProfileCalibration out;
+  auto strings = [&c](const std::string& key, bool required) {
+    std::vector<std::string> list;
+    const nlohmann::json* v = required ? &c.required_array(key) : c.optional_value(key);
+    if (v == nullptr) return list;
+    const JsonLocation where = c.location_of(key);
+    if (!v->is_array() || v->empty()) where.fail("expected a non-empty array of strings");
+    for (std::size_t i = 0; i < v->size(); ++i) {
+      if (!(*v)[i].is_string() || (*v)[i].get<std::string>().empty()) where.index(i).fail("expected a non-empty string");
+      list.push_back((*v)[i].get<std::string>());
+    }
+    return list;
+  };
+  out.fit = strings("fit", true);
+  out.measurements = strings("measurements", true);
+  out.only = strings("only", false);
+  for (std::size_t i = 0; i < out.fit.size(); ++i) {
+    const nlohmann::json* constant = json_at_path(doc, out.fit[i]);
+    if (constant == nullptr || !constant->is_object() || !constant->contains("bounds")) {
+      c.location_of("fit").index(i).fail("'" + printable(out.fit[i]) +
+                                         "' is not a constant of this profile with \"bounds\" (a fitted constant "
+                                         "states them: {\"value\", \"bounds\": [low, high], \"source\"})");
+    }
+  }
+  c.finish();
+  return out;
+}
+
 }  // namespace
 
 const std::vector<std::string> kAssumedWhenPlain{"npu.sdma.engines", "npu.local_memory.latency"};
 
-HardwareProfile load_profile(const std::string& file) {
-  const nlohmann::json doc = load_json_file(file);
+HardwareProfile load_profile(const std::string& file) { return read_profile(load_json_file(file), file); }
+
+HardwareProfile read_profile(const nlohmann::json& doc, const std::string& file) {
   ObjectReader root(doc, JsonLocation{file});
   HardwareProfile profile;
   profile.file = file;
   profile.name = printable(root.required_string("name"));  // names are printed: no control characters
   root.optional_string("description");
+  if (root.has("calibration")) profile.calibration = read_calibration(doc, root.required_object("calibration"));
   {
     ObjectReader npu = root.required_object("npu");
     NpuParams& p = profile.npu;
@@ -233,18 +267,29 @@ HardwareProfile load_profile(const std::string& file) {
   return profile;
 }
 
+std::string topology_profile_file(const std::string& topology_file) {
+  const nlohmann::json doc = load_json_file(topology_file);
+  ObjectReader root(doc, JsonLocation{topology_file});
+  const std::string profile_ref = root.required_string("profile");
+  return (std::filesystem::path(topology_file).parent_path() / profile_ref).lexically_normal().string();
+}
+
 TopologySpec load_topology(const std::string& file, const std::optional<std::string>& profile_override,
                            int servers_override) {
+  const std::string profile_file = profile_override ? *profile_override : topology_profile_file(file);
+  return load_topology_with(file, load_profile(profile_file), servers_override,
+                       profile_override ? std::optional<std::string>("option --profile") : std::nullopt);
+}
+
+TopologySpec load_topology_with(const std::string& file, const HardwareProfile& profile, int servers_override,
+                           const std::optional<std::string>& blame) {
   const nlohmann::json doc = load_json_file(file);
   ObjectReader root(doc, JsonLocation{file});
   TopologySpec spec;
   spec.name = printable(root.required_string("name"));  // names are printed: no control characters
   root.optional_string("description");
-  const std::string profile_ref = root.required_string("profile");
-  const std::string profile_file =
-      profile_override ? *profile_override
-                       : (std::filesystem::path(file).parent_path() / profile_ref).lexically_normal().string();
-  const HardwareProfile profile = load_profile(profile_file);
+  root.required_string("profile");
+  const std::string& profile_file = profile.file;
   if (root.has("cluster")) {
     const ClusterLayout layout = read_cluster(root.required_object("cluster"), spec.name, servers_override);
     root.finish();
@@ -252,7 +297,7 @@ TopologySpec load_topology(const std::string& file, const std::optional<std::str
     // does not exist (and run the other product's algorithms).
     const std::string wanted = layout.kind == "a3" ? "910C" : "910B";
     if (profile.npu.model != wanted) {
-      throw InputError(profile_override ? "option --profile" : profile_file,
+      throw InputError(blame.value_or(profile_file),
                        "profile " + profile_file + " describes a " + profile.npu.model + " NPU, but topology " + file +
                            " is an " + (layout.kind == "a3" ? "A3" : "A2") + " cluster of " + wanted +
                            " servers; use a " + wanted + " profile (configs/profiles/" +
@@ -282,7 +327,7 @@ TopologySpec load_topology(const std::string& file, const std::optional<std::str
   spec.npus_per_chip = static_cast<int>(root.int_in_or("npus_per_chip", 1, 2, 1));
   // Two dies per chip (and SIO links, below) exist only on the 910C.
   if (spec.npus_per_chip == 2 && spec.npu.model != "910C") {
-    throw InputError(profile_override ? "option --profile" : file,
+    throw InputError(blame.value_or(file),
                      "topology " + file + " has two NPUs (dies) per chip, an A3 (910C) layout, but profile " +
                          profile_file + " describes a " + spec.npu.model + " NPU");
   }

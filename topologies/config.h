@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,6 +12,16 @@
 #include "topologies/platform.h"
 
 namespace hcclsim {
+
+// A profile's "calibration" object (docs/calibration.md): the constants
+// `hcclsim calibrate` fitted together (dotted JSON paths, each with
+// "bounds"), the measurement files (relative to the profile) and, if given,
+// the row id prefixes it took.
+struct ProfileCalibration {
+  std::vector<std::string> fit;
+  std::vector<std::string> measurements;
+  std::vector<std::string> only;
+};
 
 struct HardwareProfile {
   std::string name;
@@ -21,6 +32,7 @@ struct HardwareProfile {
   // constants no measurement fixes, sorted: a cited constant whose "source"
   // starts with "assumed", and the plain values of kAssumedWhenPlain.
   std::vector<std::string> assumed;
+  ProfileCalibration calibration;              // empty: the profile says nothing was fitted together
 };
 
 // Fields whose plain value (a number or string without a "source") counts
@@ -31,6 +43,9 @@ struct HardwareProfile {
 extern const std::vector<std::string> kAssumedWhenPlain;
 
 HardwareProfile load_profile(const std::string& file);
+// The same from a document already parsed (`file` names it in messages):
+// `hcclsim calibrate` edits a copy of a profile and reads it again.
+HardwareProfile read_profile(const nlohmann::json& doc, const std::string& file);
 
 // A topology file names its profile (relative to itself); `profile_override`
 // replaces it. Errors name the file and the JSON path.
@@ -45,5 +60,11 @@ HardwareProfile load_profile(const std::string& file);
 // whole supernodes of M. A listed topology refuses it.
 TopologySpec load_topology(const std::string& file, const std::optional<std::string>& profile_override = {},
                            int servers_override = -1);
+// The same with a profile already read; `blame` is where a profile of the
+// wrong product is reported (default: the profile's file, or the topology's).
+TopologySpec load_topology_with(const std::string& file, const HardwareProfile& profile, int servers_override,
+                           const std::optional<std::string>& blame = std::nullopt);
+// The profile a topology file names, resolved against the topology's directory.
+std::string topology_profile_file(const std::string& topology_file);
 
 }  // namespace hcclsim

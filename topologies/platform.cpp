@@ -44,6 +44,7 @@ Platform::Platform(const TopologySpec& spec) : spec_(spec), clock_(std::make_uni
   if (spec.network == NetworkModel::Flow) {
     auto owned = std::make_unique<FlowNetwork>("flow_network", *clock_, spec.flow_batching);
     flows = owned.get();
+    flows_ = flows;
     network_ = std::move(owned);
   } else {
     network_ = std::make_unique<SegmentNetwork>();
@@ -73,6 +74,37 @@ Platform::Platform(const TopologySpec& spec) : spec_(spec), clock_(std::make_uni
 }
 
 Platform::~Platform() = default;
+
+void Platform::set_parameters(const TopologySpec& spec) {
+  const std::string where = "re-timing topology '" + spec_.name + "': ";
+  const bool same_nodes = spec.npus == spec_.npus && spec.switches == spec_.switches &&
+                          spec.npus_per_chip == spec_.npus_per_chip && spec.npus_per_server == spec_.npus_per_server &&
+                          spec.sdma_domain_of == spec_.sdma_domain_of && spec.server_of == spec_.server_of &&
+                          spec.network == spec_.network && spec.links.size() == spec_.links.size() &&
+                          spec.fabrics.size() == spec_.fabrics.size();
+  if (!same_nodes) throw std::invalid_argument(where + "the new topology has other nodes, links or domains");
+  for (std::size_t i = 0; i < spec.links.size(); ++i) {
+    const LinkSpec& a = spec.links[i];
+    const LinkSpec& b = spec_.links[i];
+    if (a.a != b.a || a.b != b.b || a.kind != b.kind) throw std::invalid_argument(where + "link " + std::to_string(i) + " differs");
+  }
+  for (std::size_t i = 0; i < spec.fabrics.size(); ++i) {
+    const FabricSpec& a = spec.fabrics[i];
+    const FabricSpec& b = spec_.fabrics[i];
+    if (a.kind != b.kind || a.leaf_of != b.leaf_of || a.spines_of != b.spines_of) {
+      throw std::invalid_argument(where + "fabric '" + a.kind + "' differs");
+    }
+  }
+  for (const auto& engine : engines_) engine->set_params(spec.npu);
+  for (const auto& memory : local_memory_) memory->set_params(spec.npu.local_memory);
+  for (std::size_t i = 0; i < spec.links.size(); ++i) {
+    channels_[2 * i]->set_params(spec.links[i].params);
+    channels_[2 * i + 1]->set_params(spec.links[i].params);
+    spec_.links[i].params = spec.links[i].params;
+  }
+  spec_.npu = spec.npu;
+  if (flows_ != nullptr) flows_->reread_channels();
+}
 
 int Platform::server_of(int npu) const {
   return hcclsim::server_of(spec_, npu);

@@ -25,6 +25,12 @@ class Platform {
   ~Platform();
 
   int npus() const { return spec_.npus; }
+  // Re-times the elaborated hardware for the next workloads: `spec` must be
+  // this platform's topology (the same nodes, links, fabrics, domains and
+  // counts of SDMA engines and cores) with other constants, e.g. read from
+  // an edited profile (`hcclsim calibrate`). Between runs only. Throws
+  // std::invalid_argument naming what differs.
+  void set_parameters(const TopologySpec& spec);
   const TopologySpec& spec() const { return spec_; }
   TaskEngine& engine(int npu) { return *engines_.at(static_cast<std::size_t>(npu)); }
   Channel& local_memory(int npu) { return *local_memory_.at(static_cast<std::size_t>(npu)); }
@@ -55,6 +61,7 @@ class Platform {
   TopologySpec spec_;
   std::unique_ptr<WakeClock> clock_;   // times every channel and engine
   std::unique_ptr<Network> network_;
+  FlowNetwork* flows_ = nullptr;       // network_ under the flow model, else null
   std::vector<std::unique_ptr<TaskEngine>> engines_;
   std::vector<std::unique_ptr<Channel>> local_memory_;
   std::vector<std::unique_ptr<Channel>> channels_;

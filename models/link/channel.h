@@ -95,6 +95,9 @@ class Channel : public sc_core::sc_module, public Clocked {
 
   const std::string& label() const { return label_; }
   const ChannelParams& params() const { return params_; }
+  // Other constants for the next workloads, between runs (the flow network
+  // keeps a copy of the rate and latency: FlowNetwork::reread_channels).
+  void set_params(const ChannelParams& params) { params_ = params; }
 
   // `bytes` of `flow` are ready to be serialized at hop `hop` (this channel);
   // past the first hop that is one segment whose tail arrives at `tail_ps`.

@@ -42,6 +42,13 @@ void FlowNetwork::add_channel(Channel& channel) {
   links_.push_back(std::move(link));
 }
 
+void FlowNetwork::reread_channels() {
+  for (Link& link : links_) {
+    link.capacity = link.channel->params().bandwidth.bytes_per_s;
+    link.latency_ps = link.channel->params().latency.ps;
+  }
+}
+
 void FlowNetwork::start_flow(Flow& flow) {
   ++in_flight_;
   starting_.push_back(&flow);

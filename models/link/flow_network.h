@@ -49,6 +49,9 @@ class FlowNetwork final : public sc_core::sc_module, public Network, public Cloc
 
   // Every channel a flow may cross, before the first flow starts.
   void add_channel(Channel& channel);
+  // The channels' rates and latencies read again after Channel::set_params
+  // (between runs, no flow in flight).
+  void reread_channels();
 
   void start_flow(Flow& flow) override;
   void on_clock(std::uint64_t at) override;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <stdexcept>
+#include <string>
 
 namespace hcclsim {
 
@@ -31,6 +33,15 @@ TaskEngine::TaskEngine(sc_core::sc_module_name name, int rank, const NpuParams& 
       sdma_(params.sdma.engines),
       aic_(params.cores.aic),
       aiv_(params.cores.aiv) {}
+
+void TaskEngine::set_params(const NpuParams& params) {
+  if (params.sdma.engines != params_.sdma.engines || params.cores.aic != params_.cores.aic ||
+      params.cores.aiv != params_.cores.aiv) {
+    throw std::invalid_argument("npu" + std::to_string(rank_) +
+                                ": new parameters change the number of SDMA engines or cores, which are elaborated");
+  }
+  params_ = params;
+}
 
 void TaskEngine::load(ExecProgram* tasks, const std::vector<const std::vector<std::uint32_t>*>& streams,
                       TaskObserver* observer, int notify_registers, int flags) {

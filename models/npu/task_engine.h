@@ -55,6 +55,10 @@ class TaskEngine : public sc_core::sc_module, public FlowListener, public Clocke
 
   int rank() const { return rank_; }
   const NpuParams& params() const { return params_; }
+  // Other timing constants for the next workloads (`hcclsim calibrate`
+  // re-times an elaborated platform): between runs only, and with the same
+  // counts of SDMA engines and cores, which size the engine's pools.
+  void set_params(const NpuParams& params);
 
   // A new workload: `*streams[i]` lists ids into `tasks` in stream order.
   // Both stay the caller's and must outlive the run (they are millions of

@@ -247,14 +247,16 @@ double run_p2p(Platform& platform, const MeasuredPoint& p, std::string* what) {
   throw InputError("point " + p.id, "options.method '" + method + "' is not one of: single_task, batch, domain");
 }
 
-double run_collective(Platform& platform, const MeasuredPoint& p, std::string* executor) {
+// A collective point as a perf request of one size (hccl_test's data_size
+// from what the point's size means).
+PerfRequest perf_request_of(const TopologySpec& topology, const MeasuredPoint& p) {
   PerfRequest req;
   const bool alltoallv = p.op == "alltoallv";
   req.op = alltoallv ? CollOp::AlltoAll : *parse_coll_op(p.op);
   if (alltoallv) req.alltoallv_distribution = p.options.count("vcounts") ? p.options.at("vcounts") : "uniform";
-  req.ranks = p.ranks > 0 ? p.ranks : platform.npus();
+  req.ranks = p.ranks > 0 ? p.ranks : topology.npus;
   req.dtype = *parse_data_type(p.dtype);
-  req.buffer_bytes = platform.spec().npu.hccl_buffer_bytes;
+  req.buffer_bytes = topology.npu.hccl_buffer_bytes;
   req.check = false;
   for (const auto& [key, value] : p.options) {
     const std::string where = "point " + p.id + " options." + key;
@@ -282,7 +284,6 @@ double run_collective(Platform& platform, const MeasuredPoint& p, std::string* e
                               "reduce_op or vcounts");
     }
   }
-  // hccl_test's data_size from what the size means.
   const std::uint64_t n = static_cast<std::uint64_t>(req.ranks);
   std::uint64_t data_size = p.size_bytes;
   const bool per_rank_out = req.op == CollOp::AllGather;
@@ -290,67 +291,137 @@ double run_collective(Platform& platform, const MeasuredPoint& p, std::string* e
   if (p.size_means == "input_per_rank" && per_rank_out) data_size = p.size_bytes * n;
   if (p.size_means == "output_per_rank" && per_rank_in) data_size = p.size_bytes * n;
   req.sizes = {data_size};
-  const PerfRow row = run_perf(platform, req).front();
+  return req;
+}
+
+// A collective's row in the point's metric.
+double metric_of(const MeasuredPoint& p, const PerfRow& row, std::string* executor) {
   *executor = row.executor;
   if (p.metric == "time_us") return row.time.us();
   if (p.metric == "busbw_GBps") return row.busbw_gbps;
   return static_cast<double>(p.size_bytes) / seconds(row.time) / 1e9;
 }
 
+// A MoE point runs with the flow quantum its mode needs (moe_flow_quantum),
+// as `hcclsim moe` does; everything else with the default.
+std::uint64_t quantum_of(const MeasuredPoint& p) {
+  if (p.op.rfind("moe_", 0) != 0) return FlowBatching{}.quantum_ps;
+  MoeParams m;
+  const auto mode = p.options.find("mode");
+  m.mode = mode != p.options.end() && mode->second == "low_latency" ? MoeMode::LowLatency : MoeMode::Normal;
+  return moe_flow_quantum(m).ps;
+}
+
+using PlatformKey = std::tuple<std::string, int, std::uint64_t>;
+PlatformKey platform_key(const MeasuredPoint& p) { return std::make_tuple(p.topology_file, p.servers, quantum_of(p)); }
+
+// The servers to build a point's topology with: "servers": 1 on a listed
+// (one-server) topology means that topology as it is.
+int point_servers(const std::string& file, int servers) {
+  const bool listed = servers == 1 && !load_json_file(file).contains("cluster");
+  return listed ? -1 : servers;
+}
+
 }  // namespace
 
 TopologySpec load_point_topology(const std::string& file, int servers) {
-  // "servers": 1 on a listed (one-server) topology means that topology as it is.
-  const bool listed = servers == 1 && !load_json_file(file).contains("cluster");
-  return load_topology(file, std::nullopt, listed ? -1 : servers);
+  return load_topology(file, std::nullopt, point_servers(file, servers));
 }
 
-std::vector<ValidationResult> run_validation(const std::vector<MeasuredPoint>& points) {
-  // A MoE point runs with the flow quantum its mode needs (moe_flow_quantum),
-  // as `hcclsim moe` does; everything else with the default.
-  auto quantum_of = [](const MeasuredPoint& p) {
-    if (p.op.rfind("moe_", 0) != 0) return FlowBatching{}.quantum_ps;
-    MoeParams m;
-    const auto mode = p.options.find("mode");
-    m.mode = mode != p.options.end() && mode->second == "low_latency" ? MoeMode::LowLatency : MoeMode::Normal;
-    return moe_flow_quantum(m).ps;
-  };
+bool has_closed_form(const MeasuredPoint& p) { return p.op.rfind("p2p_", 0) != 0 && p.op.rfind("moe_", 0) != 0; }
+
+struct PointRunner::Site {
+  std::string topology_file;
+  int servers = -1;
+  std::uint64_t quantum_ps = 0;
+  std::unique_ptr<NamedPlatform> platform;
+};
+
+PointRunner::PointRunner(const std::vector<MeasuredPoint>& points, const std::optional<std::string>& profile_file) {
+  std::optional<HardwareProfile> profile;
+  if (profile_file) profile = load_profile(*profile_file);
+  std::map<std::string, std::string> own_model;  // topology file -> its own profile's NPU model
   // Every platform first: SystemC elaborates before the first run.
-  std::map<std::tuple<std::string, int, std::uint64_t>, std::unique_ptr<NamedPlatform>> platforms;
   for (const MeasuredPoint& p : points) {
-    const auto key = std::make_tuple(p.topology_file, p.servers, quantum_of(p));
-    if (platforms.count(key) != 0) continue;
-    TopologySpec spec = load_point_topology(p.topology_file, p.servers);
-    spec.flow_batching.quantum_ps = std::get<2>(key);
-    const std::string name = "validate" + std::to_string(platforms.size());
-    platforms.emplace(key, std::make_unique<NamedPlatform>(name.c_str(), spec));
-  }
-  std::vector<ValidationResult> out;
-  for (const MeasuredPoint& p : points) {
-    Platform& platform = platforms.at(std::make_tuple(p.topology_file, p.servers, quantum_of(p)))->platform;
-    ValidationResult r;
-    r.point = &p;
-    try {
-      if (p.op.rfind("p2p_", 0) == 0) {
-        r.simulated = run_p2p(platform, p, &r.executor);
-      } else if (p.op.rfind("moe_", 0) == 0) {
-        r.simulated = run_moe_point(platform, p, &r.executor);
-      } else {
-        r.simulated = run_collective(platform, p, &r.executor);
+    const PlatformKey key = platform_key(p);
+    if (index_.count(key) != 0) continue;
+    if (profile) {
+      auto [it, added] = own_model.emplace(p.topology_file, "");
+      if (added) it->second = load_profile(topology_profile_file(p.topology_file)).npu.model;
+      if (it->second != profile->npu.model) {
+        const auto product = [](const std::string& model) { return std::string(model == "910C" ? "A3" : "A2"); };
+        throw InputError("option --profile",
+                         "point " + p.id + ": profile " + *profile_file + " describes a " + profile->npu.model + " (" +
+                             product(profile->npu.model) + ") NPU, but its topology " + p.topology + " is built of " +
+                             it->second + " (" + product(it->second) + ") NPUs; give a " + it->second + " profile");
       }
-    } catch (const std::invalid_argument& e) {
-      throw InputError("point " + p.id, e.what());
     }
-    r.error_pct = 100.0 * (r.simulated - p.value) / p.value;
-    if (!p.known_gap.empty()) {
-      r.status = "gap";
-    } else if (p.tolerance_pct) {
-      r.status = std::fabs(r.error_pct) <= *p.tolerance_pct ? "ok" : "outside";
-    } else {
-      r.status = "-";
-    }
-    out.push_back(r);
+    const int servers = point_servers(p.topology_file, p.servers);
+    TopologySpec spec = profile ? load_topology_with(p.topology_file, *profile, servers, "option --profile")
+                                : load_topology(p.topology_file, std::nullopt, servers);
+    spec.flow_batching.quantum_ps = std::get<2>(key);
+    auto site = std::make_unique<Site>();
+    site->topology_file = p.topology_file;
+    site->servers = servers;
+    site->quantum_ps = std::get<2>(key);
+    const std::string name = "validate" + std::to_string(sites_.size());
+    site->platform = std::make_unique<NamedPlatform>(name.c_str(), spec);
+    index_.emplace(key, sites_.size());
+    sites_.push_back(std::move(site));
   }
+}
+
+PointRunner::~PointRunner() = default;
+
+void PointRunner::set_profile(const HardwareProfile& profile) {
+  for (const auto& site : sites_) {
+    TopologySpec spec = load_topology_with(site->topology_file, profile, site->servers, profile.file);
+    spec.flow_batching.quantum_ps = site->quantum_ps;
+    site->platform->platform.set_parameters(spec);
+  }
+}
+
+ValidationResult PointRunner::run(const MeasuredPoint& p, bool estimate) {
+  const auto found = index_.find(platform_key(p));
+  if (found == index_.end()) throw std::logic_error("point " + p.id + " was not given to the PointRunner");
+  Platform& platform = sites_[found->second]->platform->platform;
+  // The flow network solves large components at multiples of its quantum
+  // of simulated time: each point starts at one, so that its result does
+  // not depend on the points run before it.
+  const std::uint64_t quantum = sites_[found->second]->quantum_ps;
+  const std::uint64_t now = sc_core::sc_time_stamp().value();
+  if (quantum > 0 && now % quantum != 0) sc_core::sc_start(sc_core::sc_time::from_value(quantum - now % quantum));
+  ValidationResult r;
+  r.point = &p;
+  try {
+    if (p.op.rfind("p2p_", 0) == 0) {
+      r.simulated = run_p2p(platform, p, &r.executor);
+    } else if (p.op.rfind("moe_", 0) == 0) {
+      r.simulated = run_moe_point(platform, p, &r.executor);
+    } else if (estimate) {
+      r.simulated = metric_of(p, estimate_perf(platform.spec(), perf_request_of(platform.spec(), p)).front(), &r.executor);
+    } else {
+      r.simulated = metric_of(p, run_perf(platform, perf_request_of(platform.spec(), p)).front(), &r.executor);
+    }
+  } catch (const std::invalid_argument& e) {
+    throw InputError("point " + p.id, e.what());
+  }
+  r.error_pct = 100.0 * (r.simulated - p.value) / p.value;
+  if (!p.known_gap.empty()) {
+    r.status = "gap";
+  } else if (p.tolerance_pct) {
+    r.status = std::fabs(r.error_pct) <= *p.tolerance_pct ? "ok" : "outside";
+  } else {
+    r.status = "-";
+  }
+  return r;
+}
+
+std::vector<ValidationResult> run_validation(const std::vector<MeasuredPoint>& points,
+                                             const std::optional<std::string>& profile_file) {
+  PointRunner runner(points, profile_file);
+  std::vector<ValidationResult> out;
+  for (const MeasuredPoint& p : points) out.push_back(runner.run(p));
   return out;
 }
 

@@ -12,14 +12,18 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "sim/executors/executor.h"
 #include "topologies/platform_spec.h"
 
 namespace hcclsim {
+
+struct HardwareProfile;
 
 struct MeasuredPoint {
   std::string id;
@@ -76,8 +80,44 @@ std::string measurements_json(const std::vector<MeasuredPoint>& points, const st
 // says; 1 on a listed, one-server topology: that topology as it is).
 TopologySpec load_point_topology(const std::string& file, int servers);
 
-// Runs every point (each topology elaborated once, all before the first run).
-std::vector<ValidationResult> run_validation(const std::vector<MeasuredPoint>& points);
+// Runs points on platforms elaborated once: one per (topology, servers,
+// flow quantum) of the points it is made with, all before the first run
+// (SystemC elaborates once). `hcclsim validate` runs each point once;
+// `hcclsim calibrate` re-times the same platforms for each trial profile.
+class PointRunner {
+ public:
+  // With `profile_file`, every topology takes that profile instead of its
+  // own, which must describe the same NPU (910B: A2, 910C: A3); otherwise an
+  // InputError names option --profile and the point.
+  explicit PointRunner(const std::vector<MeasuredPoint>& points,
+                       const std::optional<std::string>& profile_file = std::nullopt);
+  ~PointRunner();
+  PointRunner(const PointRunner&) = delete;
+  PointRunner& operator=(const PointRunner&) = delete;
+
+  // Every platform re-timed with `profile` (of the same NPU): the hardware
+  // stays elaborated, its constants change (Platform::set_parameters).
+  void set_profile(const HardwareProfile& profile);
+
+  // One of the points it was made with. `estimate`: a collective point from
+  // the closed forms (--model estimate) instead of the SystemC model; the
+  // other points have none (has_closed_form) and ignore it.
+  ValidationResult run(const MeasuredPoint& p, bool estimate = false);
+
+ private:
+  struct Site;
+  std::vector<std::unique_ptr<Site>> sites_;
+  std::map<std::tuple<std::string, int, std::uint64_t>, std::size_t> index_;
+};
+
+// Whether `--model estimate` has a form for the point: collectives do;
+// point-to-point and MoE points run on the SystemC model only.
+bool has_closed_form(const MeasuredPoint& p);
+
+// Runs every point (each topology elaborated once, all before the first
+// run), with `profile_file` in place of each topology's profile if given.
+std::vector<ValidationResult> run_validation(const std::vector<MeasuredPoint>& points,
+                                             const std::optional<std::string>& profile_file = std::nullopt);
 std::vector<GroupSummary> summarize(const std::vector<ValidationResult>& results);
 
 std::string validation_table(const std::vector<ValidationResult>& results, const std::vector<GroupSummary>& groups);

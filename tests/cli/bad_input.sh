@@ -47,7 +47,7 @@ case "$name" in
     args=(perf all_reduce --profile "$tmp/profile.json")
     expect=("$tmp/profile.json" '$.npu.sdma' "engine_count" "expected one of") ;;
   bandwidth_number)
-    profile_with "$tmp/profile.json" 's/"write_bandwidth": {"value": "20.94GBps", "source": "[^"]*", "measured": \[[^]]*\]}/"write_bandwidth": 20.94/'
+    profile_with "$tmp/profile.json" 's/"write_bandwidth": {[^}]*}/"write_bandwidth": 20.94/'
     args=(perf all_reduce --profile "$tmp/profile.json")
     expect=("$tmp/profile.json" '$.links.hccs.write_bandwidth' "unit") ;;
   bandwidth_no_unit)

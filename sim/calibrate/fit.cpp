@@ -1,0 +1,742 @@
+#include "sim/calibrate/fit.h"
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "sim/calibrate/least_squares.h"
+#include "sim/error.h"
+#include "sim/json_reader.h"
+#include "topologies/config.h"
+
+namespace hcclsim {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// ---- The constants: where they are, their unit and bounds ----
+
+enum class Quantity { Time, Bandwidth, Size };
+
+std::uint64_t parse_quantity(Quantity q, const std::string& text) {
+  switch (q) {
+    case Quantity::Time: return parse_time(text).ps;
+    case Quantity::Bandwidth: return parse_bandwidth(text).bytes_per_s;
+    case Quantity::Size: return parse_size(text);
+  }
+  return 0;
+}
+
+// The base unit a trial value is written in: exact, whatever the value.
+const char* base_unit(Quantity q) {
+  switch (q) {
+    case Quantity::Time: return "ps";
+    case Quantity::Bandwidth: return "Bps";
+    case Quantity::Size: return "B";
+  }
+  return "";
+}
+
+struct Constant {
+  std::string path;
+  Quantity kind = Quantity::Time;
+  std::string unit;          // as the profile writes the value: "GBps", "us"
+  double per_unit = 1;       // base units (ps, B/s, B) per `unit`
+  std::uint64_t value = 0;   // base units
+  std::uint64_t low = 0;
+  std::uint64_t high = 0;
+  std::string value_text, low_text, high_text;
+
+  // [low, high] onto [0, 1]: logarithmic when low > 0, else linear.
+  double to_u(double x) const {
+    if (low == 0) return x / static_cast<double>(high);
+    return std::log(x / static_cast<double>(low)) / std::log(static_cast<double>(high) / static_cast<double>(low));
+  }
+  std::uint64_t to_x(double u) const {
+    const double lo = static_cast<double>(low);
+    const double hi = static_cast<double>(high);
+    const double x = low == 0 ? u * hi : lo * std::exp(u * std::log(hi / lo));
+    return std::clamp(static_cast<std::uint64_t>(std::llround(x)), low, high);
+  }
+};
+
+// `text` is "<number><unit>": the unit part.
+std::string unit_of(const std::string& text) {
+  std::size_t at = 0;
+  while (at < text.size() && (std::isdigit(static_cast<unsigned char>(text[at])) || text[at] == '.')) ++at;
+  return text.substr(at);
+}
+
+Constant read_constant(const nlohmann::json& profile, const std::string& file, const std::string& path) {
+  const std::string where = "option --fit";
+  const std::string shown = printable(path);
+  const nlohmann::json* at = json_at_path(profile, path);
+  if (at == nullptr) throw InputError(where, "'" + shown + "' is not a constant of profile " + file);
+  const std::string example = "{\"value\": \"27.1GBps\", \"bounds\": [\"10GBps\", \"60GBps\"], \"source\": ...}";
+  if (!at->is_object() || !at->contains("value") || !(*at)["value"].is_string()) {
+    throw InputError(where, "'" + shown + "' in profile " + file +
+                                " is not a cited constant with a unit; a fitted constant is written " + example);
+  }
+  if (!at->contains("bounds")) {
+    throw InputError(where, "'" + shown + "' has no \"bounds\" in profile " + file +
+                                "; a constant is fitted only within the bounds the profile states for it: " + example);
+  }
+  Constant c;
+  c.path = path;
+  c.value_text = (*at)["value"].get<std::string>();
+  c.low_text = (*at)["bounds"][0].get<std::string>();
+  c.high_text = (*at)["bounds"][1].get<std::string>();
+  bool parsed = false;
+  for (const Quantity q : {Quantity::Time, Quantity::Bandwidth, Quantity::Size}) {
+    try {
+      c.value = parse_quantity(q, c.value_text);
+      c.kind = q;
+      parsed = true;
+      break;
+    } catch (const UnitError&) {
+    }
+  }
+  if (!parsed) throw InputError(where, "'" + shown + "' is not a time, a bandwidth or a size (" + c.value_text + ")");
+  // The profile reader checked the bounds' units and order.
+  c.low = parse_quantity(c.kind, c.low_text);
+  c.high = parse_quantity(c.kind, c.high_text);
+  if (c.low == c.high) throw InputError(where, "'" + shown + "' has equal bounds: nothing to fit");
+  c.unit = unit_of(c.value_text);
+  c.per_unit = static_cast<double>(parse_quantity(c.kind, "1000" + c.unit)) / 1000.0;
+  return c;
+}
+
+// `x` base units in the constant's own unit with `digits` significant
+// digits ("27.08GBps"); in base units when that is not a whole number of
+// them; never outside the bounds.
+std::string rounded_text(const Constant& c, std::uint64_t x, int digits) {
+  const double v = static_cast<double>(x) / c.per_unit;
+  std::string number = "0";
+  if (v > 0) {
+    const int exponent = static_cast<int>(std::floor(std::log10(v)));
+    const int decimals = std::max(0, digits - 1 - exponent);
+    const double scale = std::pow(10.0, digits - 1 - exponent);
+    const double r = std::round(v * scale) / scale;
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, r);
+    number = buf;
+    if (number.find('.') != std::string::npos) {
+      while (number.back() == '0') number.pop_back();
+      if (number.back() == '.') number.pop_back();
+    }
+  }
+  std::string text = number + c.unit;
+  std::uint64_t back = 0;
+  try {
+    back = parse_quantity(c.kind, text);
+  } catch (const UnitError&) {
+    text = std::to_string(x) + base_unit(c.kind);
+    back = x;
+  }
+  if (back < c.low) return c.low_text;
+  if (back > c.high) return c.high_text;
+  return text;
+}
+
+// ---- Simulating rows at trial values ----
+
+// Runs rows at integer trial values of the constants, each simulated once
+// per distinct value of the constants it depends on.
+class Evaluator {
+ public:
+  Evaluator(PointRunner& runner, const std::vector<MeasuredPoint>& points, nlohmann::json profile,
+            std::string profile_file, const std::vector<Constant>& constants)
+      : runner_(runner),
+        points_(points),
+        work_(std::move(profile)),
+        file_(std::move(profile_file)),
+        constants_(constants),
+        depends_(points.size(), std::vector<char>(constants.size(), 1)),
+        cache_(points.size()) {}
+
+  // Simulated values of `rows` at `x`, each row in the estimate mode when
+  // its flag in `estimate` is set.
+  void simulate(const std::vector<std::uint64_t>& x, const std::vector<std::size_t>& rows,
+                const std::vector<char>& estimate, std::vector<double>& out) {
+    out.resize(rows.size());
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const std::size_t row = rows[i];
+      std::vector<std::uint64_t> key{static_cast<std::uint64_t>(estimate[row])};
+      for (std::size_t j = 0; j < x.size(); ++j) {
+        if (depends_[row][j]) key.push_back(x[j]);
+      }
+      const auto found = cache_[row].find(key);
+      if (found != cache_[row].end()) {
+        out[i] = found->second;
+        continue;
+      }
+      apply(x);
+      out[i] = runner_.run(points_[row], estimate[row] != 0).simulated;
+      ++simulations_;
+      cache_[row].emplace(std::move(key), out[i]);
+    }
+  }
+
+  // From now on a row is simulated again only when a constant it depends on
+  // changes (the cache is keyed by those constants alone).
+  void set_depends(std::vector<std::vector<char>> depends) {
+    depends_ = std::move(depends);
+    for (auto& c : cache_) c.clear();
+  }
+  std::uint64_t simulations() const { return simulations_; }
+
+ private:
+  // The profile with `x` written into its copy, read again into typed
+  // parameters and applied to every platform (when it changed).
+  void apply(const std::vector<std::uint64_t>& x) {
+    if (x == applied_) return;
+    for (std::size_t j = 0; j < constants_.size(); ++j) {
+      (*json_at_path(work_, constants_[j].path))["value"] = std::to_string(x[j]) + base_unit(constants_[j].kind);
+    }
+    runner_.set_profile(read_profile(work_, file_));
+    applied_ = x;
+  }
+
+  PointRunner& runner_;
+  const std::vector<MeasuredPoint>& points_;
+  nlohmann::json work_;
+  std::string file_;
+  const std::vector<Constant>& constants_;
+  std::vector<std::vector<char>> depends_;
+  std::vector<std::map<std::vector<std::uint64_t>, double>> cache_;
+  std::vector<std::uint64_t> applied_;
+  std::uint64_t simulations_ = 0;
+};
+
+// ---- Reading the request ----
+
+std::string read_text(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
+
+bool starts_with_any(const std::string& id, const std::vector<std::string>& prefixes) {
+  if (prefixes.empty()) return true;
+  for (const std::string& p : prefixes) {
+    if (id.rfind(p, 0) == 0) return true;
+  }
+  return false;
+}
+
+// The measurement files as the fitted profile names them: relative to its directory.
+std::vector<std::string> names_for(const std::vector<std::string>& files, const std::string& out_file) {
+  if (out_file.empty()) return files;
+  const fs::path dir = fs::absolute(out_file).parent_path();
+  std::vector<std::string> out;
+  for (const std::string& f : files) out.push_back(fs::absolute(f).lexically_normal().lexically_relative(dir).generic_string());
+  return out;
+}
+
+std::string joined(const std::vector<std::string>& items, const std::string& separator = ", ") {
+  std::string out;
+  for (const std::string& s : items) out += (out.empty() ? "" : separator) + s;
+  return out;
+}
+
+// A progress note with the seconds since `start` (stderr: not part of the output).
+void note(const CalibrateRequest& request, std::chrono::steady_clock::time_point start, const std::string& text) {
+  if (request.log == nullptr) return;
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  char at[32];
+  std::snprintf(at, sizeof at, "%.1f s: ", s);
+  *request.log << "calibrate: " << at << text << "\n" << std::flush;
+}
+
+// Rows and constants joined by dependence: no row of one block depends on a
+// constant of another, so the sum of squares separates exactly and each
+// block is fitted alone (one block's trial values never re-simulate
+// another's rows). Blocks in the order of their first constant, rows in file order.
+struct Block {
+  std::vector<std::size_t> params;
+  std::vector<std::size_t> rows;
+};
+
+std::vector<Block> blocks_of(const std::vector<std::vector<char>>& depends, const std::vector<std::size_t>& fitted,
+                             std::size_t k) {
+  std::vector<std::size_t> parent(k);
+  for (std::size_t j = 0; j < k; ++j) parent[j] = j;
+  auto root = [&](std::size_t j) {
+    while (parent[j] != j) j = parent[j] = parent[parent[j]];
+    return j;
+  };
+  for (const std::size_t i : fitted) {
+    std::size_t first = k;
+    for (std::size_t j = 0; j < k; ++j) {
+      if (!depends[i][j]) continue;
+      if (first == k) {
+        first = j;
+      } else {
+        const std::size_t a = root(first), b = root(j);
+        parent[std::max(a, b)] = std::min(a, b);
+      }
+    }
+  }
+  std::vector<Block> blocks;
+  std::map<std::size_t, std::size_t> index;  // root constant -> block
+  for (std::size_t j = 0; j < k; ++j) {
+    auto [it, added] = index.emplace(root(j), blocks.size());
+    if (added) blocks.emplace_back();
+    blocks[it->second].params.push_back(j);
+  }
+  for (const std::size_t i : fitted) {
+    for (std::size_t j = 0; j < k; ++j) {
+      if (depends[i][j]) {
+        blocks[index.at(root(j))].rows.push_back(i);
+        break;
+      }
+    }
+  }
+  return blocks;
+}
+
+// Fits the constants of one block to `rows`, the others held at `u`
+// (updated in place).
+LeastSquaresResult fit_block(const LeastSquaresProblem& problem, const Block& block, const std::vector<std::size_t>& rows,
+                             std::vector<double>& u, const LeastSquaresOptions& options) {
+  LeastSquaresProblem sub;
+  sub.parameters = block.params.size();
+  sub.depends.resize(problem.depends.size());
+  for (std::size_t i = 0; i < problem.depends.size(); ++i) {
+    for (const std::size_t j : block.params) sub.depends[i].push_back(problem.depends[i][j]);
+  }
+  const std::vector<double> held = u;
+  sub.residuals = [&](const std::vector<double>& su, const std::vector<std::size_t>& r, std::vector<double>& out) {
+    std::vector<double> full = held;
+    for (std::size_t p = 0; p < su.size(); ++p) full[block.params[p]] = su[p];
+    problem.residuals(full, r, out);
+  };
+  std::vector<double> start;
+  for (const std::size_t j : block.params) start.push_back(u[j]);
+  LeastSquaresResult result = least_squares(sub, rows, start, options);
+  for (std::size_t p = 0; p < block.params.size(); ++p) u[block.params[p]] = result.u[p];
+  return result;
+}
+
+}  // namespace
+
+CalibrationReport calibrate(const CalibrateRequest& request) {
+  const auto started = std::chrono::steady_clock::now();
+  CalibrationReport report;
+  // The base profile: read strictly (also its bounds), then kept twice: a
+  // copy to write trial values into, and one in key order for the output.
+  const nlohmann::json base_doc = load_json_file(request.profile_file);
+  const HardwareProfile base = read_profile(base_doc, request.profile_file);
+  report.profile = nlohmann::ordered_json::parse(read_text(request.profile_file));
+
+  if (request.fit.empty()) throw InputError("option --fit", "no constant to fit");
+  std::vector<Constant> constants;
+  for (const std::string& path : request.fit) {
+    for (const Constant& c : constants) {
+      if (c.path == path) throw InputError("option --fit", "'" + printable(path) + "' is given twice");
+    }
+    constants.push_back(read_constant(base_doc, request.profile_file, path));
+  }
+  const std::size_t k = constants.size();
+
+  // The rows: the profile's product, `only`.
+  if (request.measurement_files.empty()) throw InputError("", "no measurement file");
+  std::set<std::string> ids;
+  std::map<std::string, std::string> model_of;  // topology file -> NPU model of its own profile
+  for (const std::string& file : request.measurement_files) {
+    for (MeasuredPoint& p : load_measurements(file)) {
+      if (!ids.insert(p.id).second) throw InputError(file, "point id '" + p.id + "' is also in an earlier measurement file");
+      auto [it, added] = model_of.emplace(p.topology_file, "");
+      if (added) it->second = load_profile(topology_profile_file(p.topology_file)).npu.model;
+      if (it->second == base.npu.model && starts_with_any(p.id, request.only)) report.points.push_back(std::move(p));
+    }
+  }
+  report.files = names_for(request.measurement_files, request.out_file);
+  std::vector<std::size_t> fitted;
+  for (std::size_t i = 0; i < report.points.size(); ++i) {
+    if (report.points[i].known_gap.empty()) fitted.push_back(i);
+  }
+  const std::string product = base.npu.model == "910C" ? "A3" : "A2";
+  if (fitted.empty()) {
+    throw InputError("option --profile", "no row of " + joined(request.measurement_files) + " without a known gap" +
+                                             (request.only.empty() ? "" : " and with an id starting " + joined(request.only, " or ")) +
+                                             " runs on a " + base.npu.model + " (" + product + ") topology; nothing to fit " +
+                                             request.profile_file + " to");
+  }
+  const std::vector<MeasuredPoint>& points = report.points;
+  const std::size_t n = points.size();
+  note(request, started, std::to_string(fitted.size()) + " rows to fit (" + std::to_string(n - fitted.size()) +
+                             " more with a known gap, reported only), " + std::to_string(k) + " constant(s)");
+
+  PointRunner runner(points, request.profile_file);
+  Evaluator eval(runner, points, base_doc, request.profile_file, constants);
+  std::vector<std::uint64_t> x0;
+  for (const Constant& c : constants) x0.push_back(c.value);
+  std::vector<std::size_t> all(n);
+  for (std::size_t i = 0; i < n; ++i) all[i] = i;
+  const std::vector<char> detailed(n, 0);
+  std::vector<double> before;
+  eval.simulate(x0, all, detailed, before);
+
+  // A collective row runs in the estimate mode where that is within 1% of
+  // the detailed model at the base profile.
+  std::vector<char> estimate(n, 0);
+  for (const std::size_t i : fitted) {
+    if (!has_closed_form(points[i])) continue;
+    std::vector<double> e;
+    std::vector<char> only_this(n, 0);
+    only_this[i] = 1;
+    try {
+      eval.simulate(x0, {i}, only_this, e);
+    } catch (const InputError&) {
+      continue;  // no closed form for its executor, or a size the forms refuse
+    }
+    estimate[i] = std::fabs(e[0] - before[i]) <= kEstimateAgreement * std::fabs(before[i]) ? 1 : 0;
+  }
+
+  // Which rows each constant moves: each at its bounds, the others at base.
+  // Changes below kDependence are numerical (the flow network solves large
+  // components at multiples of a quantum of simulated time, so a shifted
+  // start moves a batch of thousands of writes by parts per million) or too
+  // small to fit anything to.
+  std::vector<double> at_base;
+  eval.simulate(x0, fitted, estimate, at_base);
+  std::vector<std::vector<char>> depends(n, std::vector<char>(k, 0));
+  for (std::size_t j = 0; j < k; ++j) {
+    for (const std::uint64_t end : {constants[j].low, constants[j].high}) {
+      std::vector<std::uint64_t> x = x0;
+      x[j] = end;
+      std::vector<std::size_t> open;  // rows not yet seen to move (the high bound asks only those)
+      std::vector<double> base_of;
+      for (std::size_t i = 0; i < fitted.size(); ++i) {
+        if (!depends[fitted[i]][j]) {
+          open.push_back(fitted[i]);
+          base_of.push_back(at_base[i]);
+        }
+      }
+      std::vector<double> moved;
+      eval.simulate(x, open, estimate, moved);
+      for (std::size_t i = 0; i < open.size(); ++i) {
+        if (std::fabs(moved[i] - base_of[i]) > kDependence * std::fabs(base_of[i])) depends[open[i]][j] = 1;
+      }
+    }
+    bool any = false;
+    for (const std::size_t i : fitted) any = any || depends[i][j];
+    if (!any) {
+      throw InputError("option --fit", "no row depends on '" + printable(constants[j].path) + "': moving it from " +
+                                           constants[j].low_text + " to " + constants[j].high_text +
+                                           " changes none of the " + std::to_string(fitted.size()) + " rows fitted by more than " +
+                                           kDependenceText + " ("  +
+                                           joined(request.measurement_files) + "); leave it out or add rows that exercise it");
+    }
+  }
+  eval.set_depends(depends);
+
+  auto x_of = [&](const std::vector<double>& u) {
+    std::vector<std::uint64_t> x(k);
+    for (std::size_t j = 0; j < k; ++j) x[j] = constants[j].to_x(u[j]);
+    return x;
+  };
+  auto u_of = [&](const std::vector<std::uint64_t>& x) {
+    std::vector<double> u(k);
+    for (std::size_t j = 0; j < k; ++j) u[j] = constants[j].to_u(static_cast<double>(x[j]));
+    return u;
+  };
+  auto rounded = [&](const std::vector<double>& u) {
+    std::vector<std::uint64_t> x = x_of(u);
+    std::vector<std::string> text(k);
+    for (std::size_t j = 0; j < k; ++j) {
+      text[j] = rounded_text(constants[j], x[j], kFitDigits);
+      x[j] = parse_quantity(constants[j].kind, text[j]);
+    }
+    return std::make_pair(x, text);
+  };
+  LeastSquaresProblem problem;
+  problem.parameters = k;
+  problem.depends = depends;
+  problem.residuals = [&](const std::vector<double>& u, const std::vector<std::size_t>& rows, std::vector<double>& out) {
+    eval.simulate(x_of(u), rows, estimate, out);
+    for (std::size_t i = 0; i < rows.size(); ++i) out[i] = (out[i] - points[rows[i]].value) / points[rows[i]].value;
+  };
+
+  // The fit, block by block, each again from its rounded values until they repeat.
+  LeastSquaresOptions fit_options;
+  fit_options.max_iterations = kFitIterations;
+  fit_options.min_decrease = 1e-9;
+  const std::vector<Block> blocks = blocks_of(depends, fitted, k);
+  note(request, started, "base profile simulated; fitting " + std::to_string(blocks.size()) + " independent block(s)");
+  std::vector<double> u_best = u_of(x0);
+  std::vector<std::uint64_t> x_fit = x0;
+  std::vector<std::string> text_fit(k);
+  for (const Block& b : blocks) {
+    LeastSquaresResult res = fit_block(problem, b, b.rows, u_best, fit_options);
+    auto [x_round, text_round] = rounded(u_best);
+    for (int round = 0; round < 3; ++round) {
+      const std::vector<double> u_round = u_of(x_round);
+      std::vector<double> u = u_best;
+      for (const std::size_t j : b.params) u[j] = u_round[j];
+      res = fit_block(problem, b, b.rows, u, fit_options);
+      auto [x_again, text_again] = rounded(u);
+      for (const std::size_t j : b.params) u_best[j] = u[j];
+      bool same = true;
+      for (const std::size_t j : b.params) same = same && x_again[j] == x_round[j];
+      x_round = x_again;
+      text_round = text_again;
+      if (same) break;
+    }
+    for (const std::size_t j : b.params) {
+      x_fit[j] = x_round[j];
+      text_fit[j] = text_round[j];
+    }
+    report.iterations += res.iterations;
+  }
+  note(request, started, "fitted in " + std::to_string(report.iterations) + " iterations" +
+                             (request.leave_one_out ? "; leave-one-out: " + std::to_string(fitted.size()) + " fits" : ""));
+
+  std::vector<double> after;
+  eval.simulate(x_fit, all, detailed, after);
+
+  // Leave one out: each fitted row predicted by a fit of its block made
+  // without it. Started at the optimum with one row fewer, a fit moves
+  // little: it keeps the Jacobian of the full fit (one simulation of the
+  // rows per step, not one per constant) and stops at a coarser decrease.
+  // A row alone in its block leaves nothing to fit: its constants stay at
+  // the base profile's values.
+  std::vector<std::optional<double>> loo(n);
+  LeastSquaresOptions loo_options;
+  loo_options.max_iterations = kLooIterations;
+  loo_options.min_decrease = 1e-6;
+  loo_options.fixed_jacobian = true;
+  std::size_t done = 0;
+  for (const std::size_t i : request.leave_one_out ? fitted : std::vector<std::size_t>{}) {
+    std::vector<double> u = u_best;
+    for (const Block& b : blocks) {
+      if (std::find(b.rows.begin(), b.rows.end(), i) == b.rows.end()) continue;
+      std::vector<std::size_t> rest;
+      for (const std::size_t r : b.rows) {
+        if (r != i) rest.push_back(r);
+      }
+      if (rest.empty()) {
+        const std::vector<double> u0 = u_of(x0);
+        for (const std::size_t j : b.params) u[j] = u0[j];
+      } else {
+        fit_block(problem, b, rest, u, loo_options);
+      }
+    }
+    std::vector<double> r;
+    problem.residuals(u, {i}, r);
+    loo[i] = 100.0 * r[0];
+    if (++done % 10 == 0) note(request, started, "leave-one-out: " + std::to_string(done) + "/" + std::to_string(fitted.size()));
+  }
+
+  // The report.
+  for (std::size_t j = 0; j < k; ++j) {
+    FittedConstant f;
+    f.path = constants[j].path;
+    f.before = constants[j].value_text;
+    f.after = text_fit[j];
+    f.low = constants[j].low_text;
+    f.high = constants[j].high_text;
+    f.at_bound = x_fit[j] == constants[j].low ? "low" : x_fit[j] == constants[j].high ? "high" : "";
+    for (const std::size_t i : fitted) {
+      if (depends[i][j]) f.rows.push_back(points[i].id);
+    }
+    report.constants.push_back(f);
+  }
+  std::map<std::string, std::size_t> group_index;
+  std::vector<int> loo_count;
+  for (std::size_t i = 0; i < n; ++i) {
+    CalibratedPoint p;
+    p.point = i;
+    p.fitted = points[i].known_gap.empty();
+    p.estimate = estimate[i] != 0;
+    p.before_pct = 100.0 * (before[i] - points[i].value) / points[i].value;
+    p.after_pct = 100.0 * (after[i] - points[i].value) / points[i].value;
+    p.loo_pct = loo[i];
+    report.rows.push_back(p);
+    auto [it, added] = group_index.emplace(points[i].group, report.groups.size());
+    if (added) {
+      report.groups.push_back(CalibratedGroup{points[i].group, 0, 0, 0, 0, std::nullopt});
+      loo_count.push_back(0);
+    }
+    CalibratedGroup& g = report.groups[it->second];
+    ++g.points;
+    g.fitted += p.fitted ? 1 : 0;
+    g.before_pct += std::fabs(p.before_pct);
+    g.after_pct += std::fabs(p.after_pct);
+    if (p.loo_pct) {
+      g.loo_pct = g.loo_pct.value_or(0) + std::fabs(*p.loo_pct);
+      ++loo_count[it->second];
+    }
+  }
+  for (std::size_t gi = 0; gi < report.groups.size(); ++gi) {
+    CalibratedGroup& g = report.groups[gi];
+    g.before_pct /= g.points;
+    g.after_pct /= g.points;
+    if (g.loo_pct) *g.loo_pct /= loo_count[gi];
+  }
+  report.simulations = eval.simulations();
+
+  // The fitted profile: values, sources, the rows used, and what was fitted together.
+  const std::string files = joined(report.files);
+  for (const FittedConstant& f : report.constants) {
+    nlohmann::ordered_json& at = *json_at_path(report.profile, f.path);
+    at["value"] = f.after;
+    at["source"] = "fitted by `hcclsim calibrate` to " + files + " (the rows in 'measured')" +
+                   (k > 1 ? ", together with the other constants of calibration.fit" : "") +
+                   (f.at_bound.empty() ? "" : "; stopped at its " + f.at_bound + " bound");
+    at["measured"] = f.rows;
+  }
+  nlohmann::ordered_json block = {{"fit", request.fit}, {"measurements", report.files}};
+  if (!request.only.empty()) block["only"] = request.only;
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (auto it = report.profile.begin(); it != report.profile.end(); ++it) {
+    if (it.key() == "calibration") continue;
+    out[it.key()] = it.value();
+    if (it.key() == "description") out["calibration"] = block;
+  }
+  if (!out.contains("calibration")) out["calibration"] = block;
+  report.profile = std::move(out);
+  return report;
+}
+
+// ---- Output ----
+
+namespace {
+
+std::string num(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+std::string opt_num(const std::optional<double>& v, int decimals) { return v ? num(*v, decimals) : "-"; }
+
+}  // namespace
+
+std::string calibration_table(const CalibrationReport& report) {
+  std::ostringstream os;
+  char line[512];
+  std::snprintf(line, sizeof line, "%-30s %14s %14s   %s\n", "constant", "before", "after", "bounds");
+  os << line;
+  for (const FittedConstant& c : report.constants) {
+    const std::string bounds = "[" + c.low + ", " + c.high + "]" + (c.at_bound.empty() ? "" : " at " + c.at_bound);
+    std::snprintf(line, sizeof line, "%-30s %14s %14s   %s\n", c.path.c_str(), c.before.c_str(), c.after.c_str(),
+                  bounds.c_str());
+    os << line;
+  }
+  os << "\n";
+  std::snprintf(line, sizeof line, "%-44s %6s %6s %10s %10s %15s\n", "group", "points", "fitted", "before %",
+                "after %", "leave-one-out %");
+  os << line;
+  for (const CalibratedGroup& g : report.groups) {
+    std::snprintf(line, sizeof line, "%-44s %6d %6d %10s %10s %15s\n", g.group.c_str(), g.points, g.fitted,
+                  num(g.before_pct, 1).c_str(), num(g.after_pct, 1).c_str(), opt_num(g.loo_pct, 1).c_str());
+    os << line;
+  }
+  int estimated = 0;
+  for (const CalibratedPoint& p : report.rows) estimated += p.estimate ? 1 : 0;
+  os << "\n(mean |error| per group: before and after with the detailed model; leave-one-out over the fitted points, "
+     << "each predicted by a fit made without it. " << report.iterations << " iterations, " << report.simulations
+     << " rows simulated, " << estimated << " of them by the estimate mode during the fit.)\n";
+  return os.str();
+}
+
+std::string calibration_json(const CalibrationReport& report) {
+  nlohmann::ordered_json out;
+  out["files"] = report.files;
+  out["constants"] = nlohmann::ordered_json::array();
+  for (const FittedConstant& c : report.constants) {
+    out["constants"].push_back({{"path", c.path},
+                                {"before", c.before},
+                                {"after", c.after},
+                                {"bounds", {c.low, c.high}},
+                                {"at_bound", c.at_bound.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(c.at_bound)},
+                                {"rows", c.rows}});
+  }
+  out["groups"] = nlohmann::ordered_json::array();
+  for (const CalibratedGroup& g : report.groups) {
+    out["groups"].push_back({{"group", g.group},
+                             {"points", g.points},
+                             {"fitted", g.fitted},
+                             {"before_mean_abs_error_pct", std::stod(num(g.before_pct, 3))},
+                             {"after_mean_abs_error_pct", std::stod(num(g.after_pct, 3))},
+                             {"loo_mean_abs_error_pct",
+                              g.loo_pct ? nlohmann::ordered_json(std::stod(num(*g.loo_pct, 3))) : nlohmann::ordered_json()}});
+  }
+  out["points"] = nlohmann::ordered_json::array();
+  for (const CalibratedPoint& p : report.rows) {
+    const MeasuredPoint& m = report.points[p.point];
+    out["points"].push_back({{"id", m.id},
+                             {"group", m.group},
+                             {"fitted", p.fitted},
+                             {"model", p.estimate ? "estimate" : "detailed"},
+                             {"measured", m.value},
+                             {"before_error_pct", std::stod(num(p.before_pct, 3))},
+                             {"after_error_pct", std::stod(num(p.after_pct, 3))},
+                             {"loo_error_pct", p.loo_pct ? nlohmann::ordered_json(std::stod(num(*p.loo_pct, 3)))
+                                                         : nlohmann::ordered_json()}});
+  }
+  out["iterations"] = report.iterations;
+  out["simulations"] = report.simulations;
+  return out.dump(2) + "\n";
+}
+
+namespace {
+
+void write_value(std::ostringstream& os, const nlohmann::ordered_json& v, int indent) {
+  if (v.is_object()) {
+    bool flat = true;
+    for (const auto& member : v) flat = flat && !member.is_object();
+    if (flat) {
+      os << "{";
+      bool first = true;
+      for (auto it = v.begin(); it != v.end(); ++it) {
+        os << (first ? "" : ", ") << nlohmann::ordered_json(it.key()).dump() << ": ";
+        write_value(os, it.value(), indent);
+        first = false;
+      }
+      os << "}";
+      return;
+    }
+    os << "{\n";
+    bool first = true;
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      os << (first ? "" : ",\n") << std::string(2 * (indent + 1), ' ') << nlohmann::ordered_json(it.key()).dump() << ": ";
+      write_value(os, it.value(), indent + 1);
+      first = false;
+    }
+    os << "\n" << std::string(2 * indent, ' ') << "}";
+  } else if (v.is_array()) {
+    os << "[";
+    bool first = true;
+    for (const auto& item : v) {
+      os << (first ? "" : ", ");
+      write_value(os, item, indent);
+      first = false;
+    }
+    os << "]";
+  } else {
+    os << v.dump();
+  }
+}
+
+}  // namespace
+
+std::string profile_text(const nlohmann::ordered_json& profile) {
+  std::ostringstream os;
+  write_value(os, profile, 0);
+  os << "\n";
+  return os.str();
+}
+
+}  // namespace hcclsim
