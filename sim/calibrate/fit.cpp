@@ -45,7 +45,7 @@ const char* base_unit(Quantity q) {
   return "";
 }
 
-struct Constant {
+struct FitParam {
   std::string path;
   Quantity kind = Quantity::Time;
   std::string unit;          // as the profile writes the value: "GBps", "us"
@@ -75,7 +75,7 @@ std::string unit_of(const std::string& text) {
   return text.substr(at);
 }
 
-Constant read_constant(const nlohmann::json& profile, const std::string& file, const std::string& path) {
+FitParam read_constant(const nlohmann::json& profile, const std::string& file, const std::string& path) {
   const std::string where = "option --fit";
   const std::string shown = printable(path);
   const nlohmann::json* at = json_at_path(profile, path);
@@ -89,7 +89,7 @@ Constant read_constant(const nlohmann::json& profile, const std::string& file, c
     throw InputError(where, "'" + shown + "' has no \"bounds\" in profile " + file +
                                 "; a constant is fitted only within the bounds the profile states for it: " + example);
   }
-  Constant c;
+  FitParam c;
   c.path = path;
   c.value_text = (*at)["value"].get<std::string>();
   c.low_text = (*at)["bounds"][0].get<std::string>();
@@ -117,7 +117,7 @@ Constant read_constant(const nlohmann::json& profile, const std::string& file, c
 // `x` base units in the constant's own unit with `digits` significant
 // digits ("27.08GBps"); in base units when that is not a whole number of
 // them; never outside the bounds.
-std::string rounded_text(const Constant& c, std::uint64_t x, int digits) {
+std::string rounded_text(const FitParam& c, std::uint64_t x, int digits) {
   const double v = static_cast<double>(x) / c.per_unit;
   std::string number = "0";
   if (v > 0) {
@@ -153,7 +153,7 @@ std::string rounded_text(const Constant& c, std::uint64_t x, int digits) {
 class Evaluator {
  public:
   Evaluator(PointRunner& runner, const std::vector<MeasuredPoint>& points, nlohmann::json profile,
-            std::string profile_file, const std::vector<Constant>& constants)
+            std::string profile_file, const std::vector<FitParam>& constants)
       : runner_(runner),
         points_(points),
         work_(std::move(profile)),
@@ -209,7 +209,7 @@ class Evaluator {
   const std::vector<MeasuredPoint>& points_;
   nlohmann::json work_;
   std::string file_;
-  const std::vector<Constant>& constants_;
+  const std::vector<FitParam>& constants_;
   std::vector<std::vector<char>> depends_;
   std::vector<std::map<std::vector<std::uint64_t>, double>> cache_;
   std::vector<std::uint64_t> applied_;
@@ -339,9 +339,9 @@ CalibrationReport calibrate(const CalibrateRequest& request) {
   report.profile = nlohmann::ordered_json::parse(read_text(request.profile_file));
 
   if (request.fit.empty()) throw InputError("option --fit", "no constant to fit");
-  std::vector<Constant> constants;
+  std::vector<FitParam> constants;
   for (const std::string& path : request.fit) {
-    for (const Constant& c : constants) {
+    for (const FitParam& c : constants) {
       if (c.path == path) throw InputError("option --fit", "'" + printable(path) + "' is given twice");
     }
     constants.push_back(read_constant(base_doc, request.profile_file, path));
@@ -380,7 +380,7 @@ CalibrationReport calibrate(const CalibrateRequest& request) {
   PointRunner runner(points, request.profile_file);
   Evaluator eval(runner, points, base_doc, request.profile_file, constants);
   std::vector<std::uint64_t> x0;
-  for (const Constant& c : constants) x0.push_back(c.value);
+  for (const FitParam& c : constants) x0.push_back(c.value);
   std::vector<std::size_t> all(n);
   for (std::size_t i = 0; i < n; ++i) all[i] = i;
   const std::vector<char> detailed(n, 0);
