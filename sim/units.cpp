@@ -8,6 +8,7 @@
 #include "sim/units.h"
 
 #include <cstddef>
+#include <cstdio>
 #include <limits>
 
 namespace hcclsim {
@@ -268,6 +269,12 @@ std::string format_size(std::uint64_t bytes) {
     }
   }
   return std::to_string(bytes);
+}
+
+std::string format_fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
 }
 
 std::string format_us(Time t, int decimals) {

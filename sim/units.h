@@ -64,5 +64,7 @@ Bandwidth parse_bandwidth(std::string_view text);
 std::string format_size(std::uint64_t bytes);
 // Fixed 3-decimal microseconds from picoseconds, computed in integers.
 std::string format_us(Time t, int decimals = 3);
+// A number with `decimals` digits after the point ("%.*f"), for reports.
+std::string format_fixed(double v, int decimals);
 
 }  // namespace hcclsim

@@ -125,9 +125,7 @@ std::string rounded_text(const FitParam& c, std::uint64_t x, int digits) {
     const int decimals = std::max(0, digits - 1 - exponent);
     const double scale = std::pow(10.0, digits - 1 - exponent);
     const double r = std::round(v * scale) / scale;
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.*f", decimals, r);
-    number = buf;
+    number = format_fixed(r, decimals);
     if (number.find('.') != std::string::npos) {
       while (number.back() == '0') number.pop_back();
       if (number.back() == '.') number.pop_back();
@@ -613,13 +611,7 @@ CalibrationReport calibrate(const CalibrateRequest& request) {
 
 namespace {
 
-std::string num(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
-
-std::string opt_num(const std::optional<double>& v, int decimals) { return v ? num(*v, decimals) : "-"; }
+std::string opt_num(const std::optional<double>& v, int decimals) { return v ? format_fixed(*v, decimals) : "-"; }
 
 }  // namespace
 
@@ -640,7 +632,7 @@ std::string calibration_table(const CalibrationReport& report) {
   os << line;
   for (const CalibratedGroup& g : report.groups) {
     std::snprintf(line, sizeof line, "%-44s %6d %6d %10s %10s %15s\n", g.group.c_str(), g.points, g.fitted,
-                  num(g.before_pct, 1).c_str(), num(g.after_pct, 1).c_str(), opt_num(g.loo_pct, 1).c_str());
+                  format_fixed(g.before_pct, 1).c_str(), format_fixed(g.after_pct, 1).c_str(), opt_num(g.loo_pct, 1).c_str());
     os << line;
   }
   int estimated = 0;
@@ -668,10 +660,10 @@ std::string calibration_json(const CalibrationReport& report) {
     out["groups"].push_back({{"group", g.group},
                              {"points", g.points},
                              {"fitted", g.fitted},
-                             {"before_mean_abs_error_pct", std::stod(num(g.before_pct, 3))},
-                             {"after_mean_abs_error_pct", std::stod(num(g.after_pct, 3))},
+                             {"before_mean_abs_error_pct", std::stod(format_fixed(g.before_pct, 3))},
+                             {"after_mean_abs_error_pct", std::stod(format_fixed(g.after_pct, 3))},
                              {"loo_mean_abs_error_pct",
-                              g.loo_pct ? nlohmann::ordered_json(std::stod(num(*g.loo_pct, 3))) : nlohmann::ordered_json()}});
+                              g.loo_pct ? nlohmann::ordered_json(std::stod(format_fixed(*g.loo_pct, 3))) : nlohmann::ordered_json()}});
   }
   out["points"] = nlohmann::ordered_json::array();
   for (const CalibratedPoint& p : report.rows) {
@@ -681,9 +673,9 @@ std::string calibration_json(const CalibrationReport& report) {
                              {"fitted", p.fitted},
                              {"model", p.estimate ? "estimate" : "detailed"},
                              {"measured", m.value},
-                             {"before_error_pct", std::stod(num(p.before_pct, 3))},
-                             {"after_error_pct", std::stod(num(p.after_pct, 3))},
-                             {"loo_error_pct", p.loo_pct ? nlohmann::ordered_json(std::stod(num(*p.loo_pct, 3)))
+                             {"before_error_pct", std::stod(format_fixed(p.before_pct, 3))},
+                             {"after_error_pct", std::stod(format_fixed(p.after_pct, 3))},
+                             {"loo_error_pct", p.loo_pct ? nlohmann::ordered_json(std::stod(format_fixed(*p.loo_pct, 3)))
                                                          : nlohmann::ordered_json()}});
   }
   out["iterations"] = report.iterations;

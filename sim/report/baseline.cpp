@@ -16,12 +16,6 @@ constexpr const char* kFormat = "hcclsim-baseline-1";
 
 double round_ps(double us) { return std::round(us * 1e6) / 1e6; }
 
-std::string fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
-
 std::string xml_escape(const std::string& text) {
   std::string out;
   for (const char c : text) {
@@ -253,15 +247,15 @@ std::string format_comparison(const Comparison& c) {
     }
     char line[400];
     std::snprintf(line, sizeof line, "%-44s %16s %16s %10s  %s", i.id.c_str(),
-                  i.old_us ? fixed(*i.old_us, 6).c_str() : "-", i.new_us ? fixed(*i.new_us, 6).c_str() : "-",
-                  i.old_us && i.new_us ? (fixed(i.change_pct, 2) + "%").c_str() : "-", status_name(i.status));
+                  i.old_us ? format_fixed(*i.old_us, 6).c_str() : "-", i.new_us ? format_fixed(*i.new_us, 6).c_str() : "-",
+                  i.old_us && i.new_us ? (format_fixed(i.change_pct, 2) + "%").c_str() : "-", status_name(i.status));
     os << line << (i.note.empty() ? "" : "  (" + i.note + ")") << "\n";
   }
   const int slower = c.count(ItemComparison::Status::Slower);
   const int faster = c.count(ItemComparison::Status::Faster);
   const int missing = c.count(ItemComparison::Status::Missing) + c.count(ItemComparison::Status::Added);
   const int held = c.count(ItemComparison::Status::Held);
-  os << "check: " << c.items.size() << " results, tolerance " << fixed(c.tolerance_pct, 2) << "%: " << slower
+  os << "check: " << c.items.size() << " results, tolerance " << format_fixed(c.tolerance_pct, 2) << "%: " << slower
      << " slower beyond it, " << faster << " faster beyond it, " << held << " within it";
   if (missing > 0) os << ", " << missing << " missing or added";
   os << (c.regressed() ? " -> REGRESSION\n" : " -> ok\n");
@@ -278,10 +272,10 @@ std::string junit_xml(const Comparison& c, const std::string& suite_name) {
      << failures << "\" errors=\"0\">\n";
   for (const ItemComparison& i : c.items) {
     os << "    <testcase classname=\"hcclsim.check\" name=\"" << xml_escape(i.id) << "\"";
-    std::string detail = "old " + (i.old_us ? fixed(*i.old_us, 6) + " us" : std::string("-")) + ", new " +
-                         (i.new_us ? fixed(*i.new_us, 6) + " us" : std::string("-"));
-    if (i.old_us && i.new_us) detail += ", change " + fixed(i.change_pct, 2) + "%";
-    detail += ", tolerance " + fixed(c.tolerance_pct, 2) + "%";
+    std::string detail = "old " + (i.old_us ? format_fixed(*i.old_us, 6) + " us" : std::string("-")) + ", new " +
+                         (i.new_us ? format_fixed(*i.new_us, 6) + " us" : std::string("-"));
+    if (i.old_us && i.new_us) detail += ", change " + format_fixed(i.change_pct, 2) + "%";
+    detail += ", tolerance " + format_fixed(c.tolerance_pct, 2) + "%";
     if (!i.note.empty()) detail += " (" + i.note + ")";
     if (is_failure(i.status)) {
       const std::string what = i.status == ItemComparison::Status::Slower ? "slower than the baseline beyond the tolerance"

@@ -6,12 +6,6 @@
 namespace hcclsim {
 
 namespace {
-std::string fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
-
 std::string join_csv(const std::vector<std::string>& fields) {
   std::string line;
   for (std::size_t i = 0; i < fields.size(); ++i) line += (i ? "," : "") + fields[i];
@@ -60,7 +54,7 @@ std::string table_header() {
 std::string table_row(const PerfRow& r) {
   char line[256];
   std::snprintf(line, sizeof line, "%14llu %14s %16s %16s ", static_cast<unsigned long long>(r.data_size),
-                format_us(r.time, 3).c_str(), fixed(r.algbw_gbps, 4).c_str(), fixed(r.busbw_gbps, 4).c_str());
+                format_us(r.time, 3).c_str(), format_fixed(r.algbw_gbps, 4).c_str(), format_fixed(r.busbw_gbps, 4).c_str());
   char check[64];
   std::snprintf(check, sizeof check, "%-13s", r.check.c_str());
   return line + (r.check.size() < 13 ? std::string(check) : r.check) + " " + r.executor + "\n";
@@ -100,8 +94,8 @@ std::vector<std::string> perf_csv_fields(const PerfRow& r) {
           std::to_string(r.output_bytes),
           std::to_string(r.data_size),
           format_us(r.time, 6),
-          fixed(r.algbw_gbps, 4),
-          fixed(r.busbw_gbps, 4),
+          format_fixed(r.algbw_gbps, 4),
+          format_fixed(r.busbw_gbps, 4),
           check,
           r.executor,
           r.model};
@@ -118,8 +112,8 @@ nlohmann::json perf_row_json(const PerfRow& r) {
           {"output_bytes", r.output_bytes},
           {"data_size", r.data_size},
           {"time_us", std::stod(format_us(r.time, 6))},
-          {"algbw_GBps", std::stod(fixed(r.algbw_gbps, 4))},
-          {"busbw_GBps", std::stod(fixed(r.busbw_gbps, 4))},
+          {"algbw_GBps", std::stod(format_fixed(r.algbw_gbps, 4))},
+          {"busbw_GBps", std::stod(format_fixed(r.busbw_gbps, 4))},
           {"check_result", r.check},
           {"executor", r.executor},
           {"model", r.model},

@@ -442,14 +442,6 @@ std::vector<GroupSummary> summarize(const std::vector<ValidationResult>& results
   return groups;
 }
 
-namespace {
-std::string num(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
-}  // namespace
-
 std::string validation_table(const std::vector<ValidationResult>& results, const std::vector<GroupSummary>& groups) {
   std::ostringstream os;
   char line[512];
@@ -457,15 +449,15 @@ std::string validation_table(const std::vector<ValidationResult>& results, const
                 "executor");
   os << line;
   for (const ValidationResult& r : results) {
-    std::snprintf(line, sizeof line, "%-34s %12s %12s %8s%% %8s  %s\n", r.point->id.c_str(), num(r.point->value, 3).c_str(),
-                  num(r.simulated, 3).c_str(), num(r.error_pct, 1).c_str(), r.status.c_str(), r.executor.c_str());
+    std::snprintf(line, sizeof line, "%-34s %12s %12s %8s%% %8s  %s\n", r.point->id.c_str(), format_fixed(r.point->value, 3).c_str(),
+                  format_fixed(r.simulated, 3).c_str(), format_fixed(r.error_pct, 1).c_str(), r.status.c_str(), r.executor.c_str());
     os << line;
   }
   os << "\n";
   std::snprintf(line, sizeof line, "%-44s %7s %22s\n", "group", "points", "mean |error| %");
   os << line;
   for (const GroupSummary& g : groups) {
-    std::snprintf(line, sizeof line, "%-44s %7d %22s\n", g.group.c_str(), g.points, num(g.mean_abs_error_pct, 1).c_str());
+    std::snprintf(line, sizeof line, "%-44s %7d %22s\n", g.group.c_str(), g.points, format_fixed(g.mean_abs_error_pct, 1).c_str());
     os << line;
   }
   return os.str();
@@ -475,8 +467,8 @@ std::string validation_csv(const std::vector<ValidationResult>& results) {
   std::ostringstream os;
   os << "id,group,metric,measured,simulated,error_pct,status,executor\n";
   for (const ValidationResult& r : results) {
-    os << r.point->id << "," << r.point->group << "," << r.point->metric << "," << num(r.point->value, 4) << ","
-       << num(r.simulated, 4) << "," << num(r.error_pct, 2) << "," << r.status << "," << r.executor << "\n";
+    os << r.point->id << "," << r.point->group << "," << r.point->metric << "," << format_fixed(r.point->value, 4) << ","
+       << format_fixed(r.simulated, 4) << "," << format_fixed(r.error_pct, 2) << "," << r.status << "," << r.executor << "\n";
   }
   return os.str();
 }
@@ -488,15 +480,15 @@ std::string validation_json(const std::vector<ValidationResult>& results, const 
                         {"group", r.point->group},
                         {"metric", r.point->metric},
                         {"measured", r.point->value},
-                        {"simulated", std::stod(num(r.simulated, 6))},
-                        {"error_pct", std::stod(num(r.error_pct, 3))},
+                        {"simulated", std::stod(format_fixed(r.simulated, 6))},
+                        {"error_pct", std::stod(format_fixed(r.error_pct, 3))},
                         {"status", r.status},
                         {"executor", r.executor}};
     if (r.point->tolerance_pct) item["tolerance_pct"] = *r.point->tolerance_pct;
     out["points"].push_back(item);
   }
   for (const GroupSummary& g : groups) {
-    out["groups"].push_back({{"group", g.group}, {"points", g.points}, {"mean_abs_error_pct", std::stod(num(g.mean_abs_error_pct, 3))}});
+    out["groups"].push_back({{"group", g.group}, {"points", g.points}, {"mean_abs_error_pct", std::stod(format_fixed(g.mean_abs_error_pct, 3))}});
   }
   return out.dump(2) + "\n";
 }
@@ -531,33 +523,33 @@ std::string validation_svg(const std::vector<ValidationResult>& results) {
   for (const ValidationResult& r : results) group_index.emplace(r.point->group, group_index.size());
   std::ostringstream os;
   const double width = 2 * margin + size + 330;
-  os << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << num(width, 0) << "\" height=\"" << num(2 * margin + size, 0)
+  os << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << format_fixed(width, 0) << "\" height=\"" << format_fixed(2 * margin + size, 0)
      << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   os << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   os << "<rect x=\"" << margin << "\" y=\"" << margin << "\" width=\"" << size << "\" height=\"" << size
      << "\" fill=\"none\" stroke=\"black\"/>\n";
   // Decade grid and labels.
   for (double d = std::pow(10.0, std::ceil(std::log10(lo))); d <= hi; d *= 10) {
-    os << "<line x1=\"" << num(x(d), 1) << "\" y1=\"" << margin << "\" x2=\"" << num(x(d), 1) << "\" y2=\"" << margin + size
+    os << "<line x1=\"" << format_fixed(x(d), 1) << "\" y1=\"" << margin << "\" x2=\"" << format_fixed(x(d), 1) << "\" y2=\"" << margin + size
        << "\" stroke=\"#ddd\"/>\n";
-    os << "<line x1=\"" << margin << "\" y1=\"" << num(y(d), 1) << "\" x2=\"" << margin + size << "\" y2=\"" << num(y(d), 1)
+    os << "<line x1=\"" << margin << "\" y1=\"" << format_fixed(y(d), 1) << "\" x2=\"" << margin + size << "\" y2=\"" << format_fixed(y(d), 1)
        << "\" stroke=\"#ddd\"/>\n";
-    os << "<text x=\"" << num(x(d), 1) << "\" y=\"" << margin + size + 16 << "\" text-anchor=\"middle\">" << num(d, d < 1 ? 2 : 0)
+    os << "<text x=\"" << format_fixed(x(d), 1) << "\" y=\"" << margin + size + 16 << "\" text-anchor=\"middle\">" << format_fixed(d, d < 1 ? 2 : 0)
        << "</text>\n";
-    os << "<text x=\"" << margin - 6 << "\" y=\"" << num(y(d) + 4, 1) << "\" text-anchor=\"end\">" << num(d, d < 1 ? 2 : 0)
+    os << "<text x=\"" << margin - 6 << "\" y=\"" << format_fixed(y(d) + 4, 1) << "\" text-anchor=\"end\">" << format_fixed(d, d < 1 ? 2 : 0)
        << "</text>\n";
   }
   // y = x and the +-10% band.
   for (const double f : {1.0, 1.1, 1 / 1.1}) {
-    os << "<line x1=\"" << num(x(lo), 1) << "\" y1=\"" << num(y(lo * f), 1) << "\" x2=\"" << num(x(hi / f), 1) << "\" y2=\""
-       << num(y(hi), 1) << "\" stroke=\"" << (f == 1.0 ? "black" : "#999") << "\" stroke-dasharray=\""
+    os << "<line x1=\"" << format_fixed(x(lo), 1) << "\" y1=\"" << format_fixed(y(lo * f), 1) << "\" x2=\"" << format_fixed(x(hi / f), 1) << "\" y2=\""
+       << format_fixed(y(hi), 1) << "\" stroke=\"" << (f == 1.0 ? "black" : "#999") << "\" stroke-dasharray=\""
        << (f == 1.0 ? "" : "4 3") << "\"/>\n";
   }
   for (const ValidationResult& r : results) {
     if (r.point->value <= 0 || r.simulated <= 0) continue;
-    os << "<circle cx=\"" << num(x(r.point->value), 1) << "\" cy=\"" << num(y(r.simulated), 1) << "\" r=\"4\" fill=\""
+    os << "<circle cx=\"" << format_fixed(x(r.point->value), 1) << "\" cy=\"" << format_fixed(y(r.simulated), 1) << "\" r=\"4\" fill=\""
        << colours[group_index[r.point->group] % 10] << "\" fill-opacity=\"0.75\"><title>" << r.point->id << ": "
-       << num(r.error_pct, 1) << "%</title></circle>\n";
+       << format_fixed(r.error_pct, 1) << "%</title></circle>\n";
   }
   os << "<text x=\"" << margin + size / 2 << "\" y=\"" << 2 * margin + size - 20 << "\" text-anchor=\"middle\">measured</text>\n";
   os << "<text x=\"20\" y=\"" << margin + size / 2 << "\" text-anchor=\"middle\" transform=\"rotate(-90 20 "
@@ -566,8 +558,8 @@ std::string validation_svg(const std::vector<ValidationResult>& results) {
         "(dashed: +-10%)</text>\n";
   for (const auto& [group, i] : group_index) {
     const double ly = margin + 16 + 18.0 * static_cast<double>(i);
-    os << "<circle cx=\"" << margin + size + 24 << "\" cy=\"" << num(ly - 4, 1) << "\" r=\"5\" fill=\"" << colours[i % 10]
-       << "\"/><text x=\"" << margin + size + 34 << "\" y=\"" << num(ly, 1) << "\">" << group << "</text>\n";
+    os << "<circle cx=\"" << margin + size + 24 << "\" cy=\"" << format_fixed(ly - 4, 1) << "\" r=\"5\" fill=\"" << colours[i % 10]
+       << "\"/><text x=\"" << margin + size + 34 << "\" y=\"" << format_fixed(ly, 1) << "\">" << group << "</text>\n";
   }
   os << "</svg>\n";
   return os.str();
