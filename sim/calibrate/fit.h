@@ -43,9 +43,8 @@ constexpr int kFitDigits = 4;
 // the other changes the row's simulated value by more than this fraction.
 constexpr double kDependence = 1e-5;
 constexpr const char* kDependenceText = "0.001%";
-// Iteration caps: the fit, and each leave-one-out fit (started at the fit's optimum).
+// The fit's iteration cap.
 constexpr int kFitIterations = 100;
-constexpr int kLooIterations = 5;
 // A collective row runs in the estimate mode during a fit when it is this
 // close to the detailed model at the base profile.
 constexpr double kEstimateAgreement = 0.01;

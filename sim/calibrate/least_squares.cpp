@@ -67,32 +67,9 @@ LeastSquaresResult least_squares(const LeastSquaresProblem& problem, const std::
   double lambda = 1e-3;
   constexpr double kMaxLambda = 1e12;
   constexpr double kMinLambda = 1e-12;
-  std::vector<double> jac(n * k, 0.0);  // row-major: jac[i * k + j]
-  std::vector<std::size_t> sub;
-  std::vector<std::size_t> sub_pos;
-  std::vector<double> column;
-  // Forward differences; a column only for the rows that depend on its parameter.
-  auto compute_jacobian = [&] {
-    std::fill(jac.begin(), jac.end(), 0.0);
-    for (std::size_t j = 0; j < k; ++j) {
-      sub.clear();
-      sub_pos.clear();
-      for (std::size_t i = 0; i < n; ++i) {
-        if (problem.depends[rows[i]][j]) {
-          sub.push_back(rows[i]);
-          sub_pos.push_back(i);
-        }
-      }
-      if (sub.empty()) continue;
-      const double h = result.u[j] + options.step <= 1.0 ? options.step : -options.step;
-      std::vector<double> moved = result.u;
-      moved[j] += h;
-      problem.residuals(moved, sub, column);
-      for (std::size_t s = 0; s < sub.size(); ++s) jac[sub_pos[s] * k + j] = (column[s] - r[sub_pos[s]]) / h;
-    }
-  };
+  std::vector<double> jac;  // row-major: jac[i * k + j]
   for (; result.iterations < options.max_iterations; ++result.iterations) {
-    if (result.iterations == 0 || !options.fixed_jacobian) compute_jacobian();
+    jac = forward_jacobian(problem, rows, result.u, r, options.step);
     // Gradient of the cost / 2, and which parameters may move: one at a
     // bound whose gradient points out of the box stays there this step.
     std::vector<double> g(k, 0.0);
@@ -163,6 +140,54 @@ LeastSquaresResult least_squares(const LeastSquaresProblem& problem, const std::
     }
   }
   return result;
+}
+
+std::vector<double> forward_jacobian(const LeastSquaresProblem& problem, const std::vector<std::size_t>& rows,
+                                     const std::vector<double>& u, const std::vector<double>& r, double step) {
+  const std::size_t k = problem.parameters;
+  std::vector<double> jac(rows.size() * k, 0.0);
+  std::vector<std::size_t> sub;
+  std::vector<std::size_t> sub_pos;
+  std::vector<double> column;
+  for (std::size_t j = 0; j < k; ++j) {
+    sub.clear();
+    sub_pos.clear();
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      if (problem.depends[rows[i]][j]) {
+        sub.push_back(rows[i]);
+        sub_pos.push_back(i);
+      }
+    }
+    if (sub.empty()) continue;
+    const double h = u[j] + step <= 1.0 ? step : -step;
+    std::vector<double> moved = u;
+    moved[j] += h;
+    problem.residuals(moved, sub, column);
+    for (std::size_t s = 0; s < sub.size(); ++s) jac[sub_pos[s] * k + j] = (column[s] - r[sub_pos[s]]) / h;
+  }
+  return jac;
+}
+
+LeastSquaresProblem linearized(const LeastSquaresProblem& problem, const std::vector<std::size_t>& rows,
+                               const std::vector<double>& u, const std::vector<double>& r,
+                               const std::vector<double>& jacobian) {
+  const std::size_t k = problem.parameters;
+  std::vector<std::size_t> place(problem.depends.size(), rows.size());  // row -> its index in `rows`
+  for (std::size_t i = 0; i < rows.size(); ++i) place[rows[i]] = i;
+  LeastSquaresProblem lin;
+  lin.parameters = k;
+  lin.depends = problem.depends;
+  lin.residuals = [k, u, r, jacobian, place](const std::vector<double>& v, const std::vector<std::size_t>& asked,
+                                             std::vector<double>& out) {
+    out.resize(asked.size());
+    for (std::size_t a = 0; a < asked.size(); ++a) {
+      const std::size_t i = place.at(asked[a]);
+      double value = r.at(i);
+      for (std::size_t j = 0; j < k; ++j) value += jacobian[i * k + j] * (v[j] - u[j]);
+      out[a] = value;
+    }
+  };
+  return lin;
 }
 
 }  // namespace hcclsim

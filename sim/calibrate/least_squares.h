@@ -31,17 +31,12 @@ struct LeastSquaresOptions {
   double step = 1e-3;          // forward-difference step in [0, 1] coordinates (backwards at the upper bound)
   double min_decrease = 1e-10; // stop once an accepted step lowers the cost by less than this fraction
   double min_step = 1e-8;      // ... or moves no parameter by more than this
-  // The Jacobian at the start only, reused at every step (each step still
-  // simulates the residuals and is taken only if it lowers the cost): a
-  // refit near a known optimum, e.g. leaving one row out, at the price of
-  // one simulation of the rows per step instead of one per parameter.
-  bool fixed_jacobian = false;
 };
 
 struct LeastSquaresResult {
   std::vector<double> u;
   double cost = 0;            // sum of squared residuals at u
-  int iterations = 0;         // steps tried (each after a Jacobian, unless fixed_jacobian)
+  int iterations = 0;         // Jacobians computed
   bool converged = false;     // stopped by a criterion, not by max_iterations
 };
 
@@ -49,5 +44,19 @@ struct LeastSquaresResult {
 // from `start` (clamped into it).
 LeastSquaresResult least_squares(const LeastSquaresProblem& problem, const std::vector<std::size_t>& rows,
                                  std::vector<double> start, const LeastSquaresOptions& options = {});
+
+// The forward-difference Jacobian of `rows` at `u`, whose residuals there
+// are `r`: row-major, rows.size() x parameters, a column computed only for
+// the rows that depend on its parameter (0 elsewhere). The step is taken
+// backwards where u + step would leave the box.
+std::vector<double> forward_jacobian(const LeastSquaresProblem& problem, const std::vector<std::size_t>& rows,
+                                     const std::vector<double>& u, const std::vector<double>& r, double step);
+
+// The problem linearized at `u`: the residual of each of `rows` is
+// r + J (v - u) (r, J as forward_jacobian gives them), computed without
+// calling `problem` again. Other rows are not part of it.
+LeastSquaresProblem linearized(const LeastSquaresProblem& problem, const std::vector<std::size_t>& rows,
+                               const std::vector<double>& u, const std::vector<double>& r,
+                               const std::vector<double>& jacobian);
 
 }  // namespace hcclsim
