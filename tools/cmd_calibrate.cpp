@@ -40,7 +40,7 @@ did); the errors before and after are the detailed model's.
 Method: Levenberg-Marquardt on each constant scaled to [0, 1] over its
 bounds (logarithmically when the low bound is above 0), forward-difference
 Jacobian, bounds held, at most 100 iterations; independent blocks of rows
-and constants are fitted apart. Deterministic: the same inputs give
+and constants are fitted apart. The fit is deterministic: the same inputs give
 byte-identical output. Values are rounded to 4 significant digits in the
 unit BASE writes them in, and the fit is repeated from the rounded values
 until they repeat. Leave-one-out fits are solved on the model linearized at

@@ -246,15 +246,6 @@ std::string joined(const std::vector<std::string>& items, const std::string& sep
   return out;
 }
 
-// A progress note with the seconds since `start` (stderr: not part of the output).
-void note(const CalibrateRequest& request, std::chrono::steady_clock::time_point start, const std::string& text) {
-  if (request.log == nullptr) return;
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  char at[32];
-  std::snprintf(at, sizeof at, "%.1f s: ", s);
-  *request.log << "calibrate: " << at << text << "\n" << std::flush;
-}
-
 // Rows and constants joined by dependence: no row of one block depends on a
 // constant of another, so the sum of squares separates exactly and each
 // block is fitted alone (one block's trial values never re-simulate
@@ -336,181 +327,227 @@ LeastSquaresResult fit_block(const LeastSquaresProblem& problem, const Block& bl
 
 }  // namespace
 
-CalibrationReport calibrate(const CalibrateRequest& request) {
-  const auto started = std::chrono::steady_clock::now();
-  CalibrationReport report;
-  // The base profile: read strictly (also its bounds), then kept twice: a
-  // copy to write trial values into, and one in key order for the output.
-  const nlohmann::json base_doc = load_json_file(request.profile_file);
-  const HardwareProfile base = read_profile(base_doc, request.profile_file);
-  report.profile = nlohmann::ordered_json::parse(read_text(request.profile_file));
+namespace {
 
-  if (request.fit.empty()) throw InputError("option --fit", "no constant to fit");
-  std::vector<FitParam> constants;
-  for (const std::string& path : request.fit) {
-    for (const FitParam& c : constants) {
-      if (c.path == path) throw InputError("option --fit", "'" + printable(path) + "' is given twice");
+// One run of `hcclsim calibrate`, phase by phase (calibrate() below).
+class Calibration {
+ public:
+  explicit Calibration(const CalibrateRequest& request) : request_(request) {}
+
+  CalibrationReport run() {
+    read_profile_and_constants();
+    read_rows();
+    PointRunner runner(report_.points, request_.profile_file);
+    Evaluator eval(runner, report_.points, base_doc_, request_.profile_file, constants_);
+    eval_ = &eval;
+    detailed_.assign(n(), 0);
+    eval.simulate(x0_, all_rows(), detailed_, before_);
+    choose_models();
+    find_dependence();
+    eval.set_depends(depends_);
+    make_problem();
+    fit();
+    eval.simulate(x_fit_, all_rows(), detailed_, after_);
+    if (request_.leave_one_out) leave_one_out();
+    summarize();
+    report_.simulations = eval.simulations();
+    write_profile();
+    return std::move(report_);
+  }
+
+ private:
+  std::size_t n() const { return report_.points.size(); }
+  std::size_t k() const { return constants_.size(); }
+  std::vector<std::size_t> all_rows() const {
+    std::vector<std::size_t> all(n());
+    for (std::size_t i = 0; i < n(); ++i) all[i] = i;
+    return all;
+  }
+  void note(const std::string& text) const {
+    if (request_.log == nullptr) return;
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+    *request_.log << "calibrate: " << format_fixed(s, 1) << " s: " << text << "\n" << std::flush;
+  }
+  std::vector<std::uint64_t> x_of(const std::vector<double>& u) const {
+    std::vector<std::uint64_t> x(k());
+    for (std::size_t j = 0; j < k(); ++j) x[j] = constants_[j].to_x(u[j]);
+    return x;
+  }
+  std::vector<double> u_of(const std::vector<std::uint64_t>& x) const {
+    std::vector<double> u(k());
+    for (std::size_t j = 0; j < k(); ++j) u[j] = constants_[j].to_u(static_cast<double>(x[j]));
+    return u;
+  }
+  double error_pct(std::size_t row, double simulated) const {
+    const double measured = report_.points[row].value;
+    return 100.0 * (simulated - measured) / measured;
+  }
+
+  // The base profile, read strictly (also its bounds), kept twice: a copy
+  // to write trial values into, and one in key order for the output; and
+  // the constants to fit.
+  void read_profile_and_constants() {
+    base_doc_ = load_json_file(request_.profile_file);
+    base_model_ = read_profile(base_doc_, request_.profile_file).npu.model;
+    report_.profile = nlohmann::ordered_json::parse(read_text(request_.profile_file));
+    if (request_.fit.empty()) throw InputError("option --fit", "no constant to fit");
+    for (const std::string& path : request_.fit) {
+      for (const FitParam& c : constants_) {
+        if (c.path == path) throw InputError("option --fit", "'" + printable(path) + "' is given twice");
+      }
+      constants_.push_back(read_constant(base_doc_, request_.profile_file, path));
+      x0_.push_back(constants_.back().value);
     }
-    constants.push_back(read_constant(base_doc, request.profile_file, path));
   }
-  const std::size_t k = constants.size();
 
-  // The rows: the profile's product, `only`.
-  if (request.measurement_files.empty()) throw InputError("", "no measurement file");
-  std::set<std::string> ids;
-  std::map<std::string, std::string> model_of;  // topology file -> NPU model of its own profile
-  for (const std::string& file : request.measurement_files) {
-    for (MeasuredPoint& p : load_measurements(file)) {
-      if (!ids.insert(p.id).second) throw InputError(file, "point id '" + p.id + "' is also in an earlier measurement file");
-      auto [it, added] = model_of.emplace(p.topology_file, "");
-      if (added) it->second = load_profile(topology_profile_file(p.topology_file)).npu.model;
-      if (it->second == base.npu.model && starts_with_any(p.id, request.only)) report.points.push_back(std::move(p));
+  // The rows of the profile's product (and `only`); those without a known
+  // gap are fitted.
+  void read_rows() {
+    if (request_.measurement_files.empty()) throw InputError("", "no measurement file");
+    std::set<std::string> ids;
+    std::map<std::string, std::string> model_of;  // topology file -> NPU model of its own profile
+    for (const std::string& file : request_.measurement_files) {
+      for (MeasuredPoint& p : load_measurements(file)) {
+        if (!ids.insert(p.id).second) {
+          throw InputError(file, "point id '" + p.id + "' is also in an earlier measurement file");
+        }
+        auto [it, added] = model_of.emplace(p.topology_file, "");
+        if (added) it->second = load_profile(topology_profile_file(p.topology_file)).npu.model;
+        if (it->second == base_model_ && starts_with_any(p.id, request_.only)) report_.points.push_back(std::move(p));
+      }
     }
+    report_.files = names_for(request_.measurement_files, request_.out_file);
+    for (std::size_t i = 0; i < n(); ++i) {
+      if (report_.points[i].known_gap.empty()) fitted_.push_back(i);
+    }
+    if (fitted_.empty()) {
+      const std::string product = base_model_ == "910C" ? "A3" : "A2";
+      throw InputError("option --profile",
+                       "no row of " + joined(request_.measurement_files) + " without a known gap" +
+                           (request_.only.empty() ? "" : " and with an id starting " + joined(request_.only, " or ")) +
+                           " runs on a " + base_model_ + " (" + product + ") topology; nothing to fit " +
+                           request_.profile_file + " to");
+    }
+    note(std::to_string(fitted_.size()) + " rows to fit (" + std::to_string(n() - fitted_.size()) +
+         " more with a known gap, reported only), " + std::to_string(k()) + " constant(s)");
   }
-  report.files = names_for(request.measurement_files, request.out_file);
-  std::vector<std::size_t> fitted;
-  for (std::size_t i = 0; i < report.points.size(); ++i) {
-    if (report.points[i].known_gap.empty()) fitted.push_back(i);
-  }
-  const std::string product = base.npu.model == "910C" ? "A3" : "A2";
-  if (fitted.empty()) {
-    throw InputError("option --profile", "no row of " + joined(request.measurement_files) + " without a known gap" +
-                                             (request.only.empty() ? "" : " and with an id starting " + joined(request.only, " or ")) +
-                                             " runs on a " + base.npu.model + " (" + product + ") topology; nothing to fit " +
-                                             request.profile_file + " to");
-  }
-  const std::vector<MeasuredPoint>& points = report.points;
-  const std::size_t n = points.size();
-  note(request, started, std::to_string(fitted.size()) + " rows to fit (" + std::to_string(n - fitted.size()) +
-                             " more with a known gap, reported only), " + std::to_string(k) + " constant(s)");
-
-  PointRunner runner(points, request.profile_file);
-  Evaluator eval(runner, points, base_doc, request.profile_file, constants);
-  std::vector<std::uint64_t> x0;
-  for (const FitParam& c : constants) x0.push_back(c.value);
-  std::vector<std::size_t> all(n);
-  for (std::size_t i = 0; i < n; ++i) all[i] = i;
-  const std::vector<char> detailed(n, 0);
-  std::vector<double> before;
-  eval.simulate(x0, all, detailed, before);
 
   // A collective row runs in the estimate mode where that is within 1% of
   // the detailed model at the base profile.
-  std::vector<char> estimate(n, 0);
-  for (const std::size_t i : fitted) {
-    if (!has_closed_form(points[i])) continue;
-    std::vector<double> e;
-    std::vector<char> only_this(n, 0);
-    only_this[i] = 1;
-    try {
-      eval.simulate(x0, {i}, only_this, e);
-    } catch (const InputError&) {
-      continue;  // no closed form for its executor, or a size the forms refuse
+  void choose_models() {
+    estimate_.assign(n(), 0);
+    for (const std::size_t i : fitted_) {
+      if (!has_closed_form(report_.points[i])) continue;
+      std::vector<char> only_this(n(), 0);
+      only_this[i] = 1;
+      std::vector<double> e;
+      try {
+        eval_->simulate(x0_, {i}, only_this, e);
+      } catch (const InputError&) {
+        continue;  // no closed form for its executor, or a size the forms refuse
+      }
+      estimate_[i] = std::fabs(e[0] - before_[i]) <= kEstimateAgreement * std::fabs(before_[i]) ? 1 : 0;
     }
-    estimate[i] = std::fabs(e[0] - before[i]) <= kEstimateAgreement * std::fabs(before[i]) ? 1 : 0;
   }
 
   // Which rows each constant moves: each at its bounds, the others at base.
   // Changes below kDependence are numerical (the flow network solves large
   // components at multiples of a quantum of simulated time, so a shifted
   // start moves a batch of thousands of writes by parts per million) or too
-  // small to fit anything to.
-  std::vector<double> at_base;
-  eval.simulate(x0, fitted, estimate, at_base);
-  std::vector<std::vector<char>> depends(n, std::vector<char>(k, 0));
-  for (std::size_t j = 0; j < k; ++j) {
-    for (const std::uint64_t end : {constants[j].low, constants[j].high}) {
-      std::vector<std::uint64_t> x = x0;
-      x[j] = end;
-      std::vector<std::size_t> open;  // rows not yet seen to move (the high bound asks only those)
-      std::vector<double> base_of;
-      for (std::size_t i = 0; i < fitted.size(); ++i) {
-        if (!depends[fitted[i]][j]) {
-          open.push_back(fitted[i]);
-          base_of.push_back(at_base[i]);
+  // small to fit anything to. A constant no row depends on is refused.
+  void find_dependence() {
+    std::vector<double> at_base;
+    eval_->simulate(x0_, fitted_, estimate_, at_base);
+    depends_.assign(n(), std::vector<char>(k(), 0));
+    for (std::size_t j = 0; j < k(); ++j) {
+      for (const std::uint64_t end : {constants_[j].low, constants_[j].high}) {
+        std::vector<std::uint64_t> x = x0_;
+        x[j] = end;
+        std::vector<std::size_t> open;  // rows not yet seen to move (the high bound asks only those)
+        std::vector<double> base_of;
+        for (std::size_t i = 0; i < fitted_.size(); ++i) {
+          if (!depends_[fitted_[i]][j]) {
+            open.push_back(fitted_[i]);
+            base_of.push_back(at_base[i]);
+          }
+        }
+        std::vector<double> moved;
+        eval_->simulate(x, open, estimate_, moved);
+        for (std::size_t i = 0; i < open.size(); ++i) {
+          if (std::fabs(moved[i] - base_of[i]) > kDependence * std::fabs(base_of[i])) depends_[open[i]][j] = 1;
         }
       }
-      std::vector<double> moved;
-      eval.simulate(x, open, estimate, moved);
-      for (std::size_t i = 0; i < open.size(); ++i) {
-        if (std::fabs(moved[i] - base_of[i]) > kDependence * std::fabs(base_of[i])) depends[open[i]][j] = 1;
+      bool any = false;
+      for (const std::size_t i : fitted_) any = any || depends_[i][j];
+      if (!any) {
+        const FitParam& c = constants_[j];
+        throw InputError("option --fit", "no row depends on '" + printable(c.path) + "': moving it from " +
+                                             c.low_text + " to " + c.high_text + " changes none of the " +
+                                             std::to_string(fitted_.size()) + " rows fitted by more than " +
+                                             kDependenceText + " (" + joined(request_.measurement_files) +
+                                             "); leave it out or add rows that exercise it");
       }
     }
-    bool any = false;
-    for (const std::size_t i : fitted) any = any || depends[i][j];
-    if (!any) {
-      throw InputError("option --fit", "no row depends on '" + printable(constants[j].path) + "': moving it from " +
-                                           constants[j].low_text + " to " + constants[j].high_text +
-                                           " changes none of the " + std::to_string(fitted.size()) + " rows fitted by more than " +
-                                           kDependenceText + " ("  +
-                                           joined(request.measurement_files) + "); leave it out or add rows that exercise it");
-    }
   }
-  eval.set_depends(depends);
 
-  auto x_of = [&](const std::vector<double>& u) {
-    std::vector<std::uint64_t> x(k);
-    for (std::size_t j = 0; j < k; ++j) x[j] = constants[j].to_x(u[j]);
-    return x;
-  };
-  auto u_of = [&](const std::vector<std::uint64_t>& x) {
-    std::vector<double> u(k);
-    for (std::size_t j = 0; j < k; ++j) u[j] = constants[j].to_u(static_cast<double>(x[j]));
-    return u;
-  };
-  auto rounded = [&](const std::vector<double>& u) {
+  // Residuals (simulated - measured) / measured at [0, 1] coordinates.
+  void make_problem() {
+    problem_.parameters = k();
+    problem_.depends = depends_;
+    problem_.residuals = [this](const std::vector<double>& u, const std::vector<std::size_t>& rows,
+                                std::vector<double>& out) {
+      eval_->simulate(x_of(u), rows, estimate_, out);
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        const double measured = report_.points[rows[i]].value;
+        out[i] = (out[i] - measured) / measured;
+      }
+    };
+    blocks_ = blocks_of(depends_, fitted_, k());
+  }
+
+  // Values rounded to kFitDigits in their units, as text and as base units.
+  std::pair<std::vector<std::uint64_t>, std::vector<std::string>> rounded(const std::vector<double>& u) const {
     std::vector<std::uint64_t> x = x_of(u);
-    std::vector<std::string> text(k);
-    for (std::size_t j = 0; j < k; ++j) {
-      text[j] = rounded_text(constants[j], x[j], kFitDigits);
-      x[j] = parse_quantity(constants[j].kind, text[j]);
+    std::vector<std::string> text(k());
+    for (std::size_t j = 0; j < k(); ++j) {
+      text[j] = rounded_text(constants_[j], x[j], kFitDigits);
+      x[j] = parse_quantity(constants_[j].kind, text[j]);
     }
-    return std::make_pair(x, text);
-  };
-  LeastSquaresProblem problem;
-  problem.parameters = k;
-  problem.depends = depends;
-  problem.residuals = [&](const std::vector<double>& u, const std::vector<std::size_t>& rows, std::vector<double>& out) {
-    eval.simulate(x_of(u), rows, estimate, out);
-    for (std::size_t i = 0; i < rows.size(); ++i) out[i] = (out[i] - points[rows[i]].value) / points[rows[i]].value;
-  };
+    return {x, text};
+  }
 
   // The fit, block by block, each again from its rounded values until they repeat.
-  LeastSquaresOptions fit_options;
-  fit_options.max_iterations = kFitIterations;
-  fit_options.min_decrease = 1e-9;
-  const std::vector<Block> blocks = blocks_of(depends, fitted, k);
-  note(request, started, "base profile simulated; fitting " + std::to_string(blocks.size()) + " independent block(s)");
-  std::vector<double> u_best = u_of(x0);
-  std::vector<std::uint64_t> x_fit = x0;
-  std::vector<std::string> text_fit(k);
-  for (const Block& b : blocks) {
-    LeastSquaresResult res = fit_block(problem, b, b.rows, u_best, fit_options);
-    auto [x_round, text_round] = rounded(u_best);
-    for (int round = 0; round < 3; ++round) {
-      const std::vector<double> u_round = u_of(x_round);
-      std::vector<double> u = u_best;
-      for (const std::size_t j : b.params) u[j] = u_round[j];
-      res = fit_block(problem, b, b.rows, u, fit_options);
-      auto [x_again, text_again] = rounded(u);
-      for (const std::size_t j : b.params) u_best[j] = u[j];
-      bool same = true;
-      for (const std::size_t j : b.params) same = same && x_again[j] == x_round[j];
-      x_round = x_again;
-      text_round = text_again;
-      if (same) break;
+  void fit() {
+    fit_options_.max_iterations = kFitIterations;
+    fit_options_.min_decrease = 1e-9;
+    note("base profile simulated; fitting " + std::to_string(blocks_.size()) + " independent block(s)");
+    u_best_ = u_of(x0_);
+    x_fit_ = x0_;
+    text_fit_.assign(k(), "");
+    for (const Block& b : blocks_) {
+      LeastSquaresResult res = fit_block(problem_, b, b.rows, u_best_, fit_options_);
+      auto [x_round, text_round] = rounded(u_best_);
+      for (int round = 0; round < 3; ++round) {
+        const std::vector<double> u_round = u_of(x_round);
+        std::vector<double> u = u_best_;
+        for (const std::size_t j : b.params) u[j] = u_round[j];
+        res = fit_block(problem_, b, b.rows, u, fit_options_);
+        auto [x_again, text_again] = rounded(u);
+        for (const std::size_t j : b.params) u_best_[j] = u[j];
+        bool same = true;
+        for (const std::size_t j : b.params) same = same && x_again[j] == x_round[j];
+        x_round = x_again;
+        text_round = text_again;
+        if (same) break;
+      }
+      for (const std::size_t j : b.params) {
+        x_fit_[j] = x_round[j];
+        text_fit_[j] = text_round[j];
+      }
+      report_.iterations += res.iterations;
     }
-    for (const std::size_t j : b.params) {
-      x_fit[j] = x_round[j];
-      text_fit[j] = text_round[j];
-    }
-    report.iterations += res.iterations;
+    note("fitted in " + std::to_string(report_.iterations) + " iterations");
   }
-  note(request, started, "fitted in " + std::to_string(report.iterations) + " iterations" +
-                             (request.leave_one_out ? "; leave-one-out" : ""));
-
-  std::vector<double> after;
-  eval.simulate(x_fit, all, detailed, after);
 
   // Leave one out: each fitted row predicted by a fit of its block made
   // without it. That fit is solved on the block's model linearized at the
@@ -518,113 +555,130 @@ CalibrationReport calibrate(const CalibrateRequest& request) {
   // the row is simulated at its values: first-order exact, and it costs a
   // Jacobian per block and a simulation per row instead of a fit per row
   // (a MoE row takes seconds). A row alone in its block leaves nothing to
-  // fit: its constants stay at the base profile's values.
-  std::vector<std::optional<double>> loo(n);
-  LeastSquaresOptions loo_options;
-  loo_options.max_iterations = kFitIterations;
-  loo_options.min_decrease = 1e-12;
-  for (const Block& b : request.leave_one_out ? blocks : std::vector<Block>{}) {
-    const LeastSquaresProblem sub = block_problem(problem, b, u_best);
-    const std::vector<double> at = block_part(b, u_best);
-    std::vector<double> r;
-    sub.residuals(at, b.rows, r);
-    const LeastSquaresProblem lin = linearized(sub, b.rows, at, r, forward_jacobian(sub, b.rows, at, r, fit_options.step));
-    for (const std::size_t i : b.rows) {
-      std::vector<std::size_t> rest;
-      for (const std::size_t other : b.rows) {
-        if (other != i) rest.push_back(other);
+  // fit: its constants stay at the base profile's values. A fitted row no
+  // constant moves is the same in every fit.
+  void leave_one_out() {
+    loo_.assign(n(), std::nullopt);
+    LeastSquaresOptions options;
+    options.max_iterations = kFitIterations;
+    options.min_decrease = 1e-12;
+    for (const Block& b : blocks_) {
+      const LeastSquaresProblem sub = block_problem(problem_, b, u_best_);
+      const std::vector<double> at = block_part(b, u_best_);
+      std::vector<double> r;
+      sub.residuals(at, b.rows, r);
+      const LeastSquaresProblem lin = linearized(sub, b.rows, at, r, forward_jacobian(sub, b.rows, at, r, options.step));
+      for (const std::size_t i : b.rows) {
+        std::vector<std::size_t> rest;
+        for (const std::size_t other : b.rows) {
+          if (other != i) rest.push_back(other);
+        }
+        std::vector<double> u = u_best_;
+        const std::vector<double> without = rest.empty() ? block_part(b, u_of(x0_)) : least_squares(lin, rest, at, options).u;
+        for (std::size_t p = 0; p < b.params.size(); ++p) u[b.params[p]] = without[p];
+        std::vector<double> ri;
+        problem_.residuals(u, {i}, ri);
+        loo_[i] = 100.0 * ri[0];
       }
-      std::vector<double> u = u_best;
-      if (rest.empty()) {
-        const std::vector<double> u0 = u_of(x0);
-        for (const std::size_t j : b.params) u[j] = u0[j];
-      } else {
-        const LeastSquaresResult without = least_squares(lin, rest, at, loo_options);
-        for (std::size_t p = 0; p < b.params.size(); ++p) u[b.params[p]] = without.u[p];
-      }
+    }
+    for (const std::size_t i : fitted_) {
+      if (loo_[i]) continue;
       std::vector<double> ri;
-      problem.residuals(u, {i}, ri);
-      loo[i] = 100.0 * ri[0];
+      problem_.residuals(u_best_, {i}, ri);
+      loo_[i] = 100.0 * ri[0];
     }
-  }
-  // A fitted row no constant moves is the same in every fit.
-  for (const std::size_t i : request.leave_one_out ? fitted : std::vector<std::size_t>{}) {
-    if (loo[i]) continue;
-    std::vector<double> ri;
-    problem.residuals(u_best, {i}, ri);
-    loo[i] = 100.0 * ri[0];
   }
 
-  // The report.
-  for (std::size_t j = 0; j < k; ++j) {
-    FittedConstant f;
-    f.path = constants[j].path;
-    f.before = constants[j].value_text;
-    f.after = text_fit[j];
-    f.low = constants[j].low_text;
-    f.high = constants[j].high_text;
-    f.at_bound = x_fit[j] == constants[j].low ? "low" : x_fit[j] == constants[j].high ? "high" : "";
-    for (const std::size_t i : fitted) {
-      if (depends[i][j]) f.rows.push_back(points[i].id);
+  // Per constant and per point, and the mean |error| per group.
+  void summarize() {
+    loo_.resize(n());
+    for (std::size_t j = 0; j < k(); ++j) {
+      const FitParam& c = constants_[j];
+      FittedConstant f{c.path, c.value_text, text_fit_[j], c.low_text, c.high_text, "", {}};
+      f.at_bound = x_fit_[j] == c.low ? "low" : x_fit_[j] == c.high ? "high" : "";
+      for (const std::size_t i : fitted_) {
+        if (depends_[i][j]) f.rows.push_back(report_.points[i].id);
+      }
+      report_.constants.push_back(f);
     }
-    report.constants.push_back(f);
-  }
-  std::map<std::string, std::size_t> group_index;
-  std::vector<int> loo_count;
-  for (std::size_t i = 0; i < n; ++i) {
-    CalibratedPoint p;
-    p.point = i;
-    p.fitted = points[i].known_gap.empty();
-    p.estimate = estimate[i] != 0;
-    p.before_pct = 100.0 * (before[i] - points[i].value) / points[i].value;
-    p.after_pct = 100.0 * (after[i] - points[i].value) / points[i].value;
-    p.loo_pct = loo[i];
-    report.rows.push_back(p);
-    auto [it, added] = group_index.emplace(points[i].group, report.groups.size());
-    if (added) {
-      report.groups.push_back(CalibratedGroup{points[i].group, 0, 0, 0, 0, std::nullopt});
-      loo_count.push_back(0);
+    std::map<std::string, std::size_t> group_index;
+    std::vector<int> loo_count;
+    for (std::size_t i = 0; i < n(); ++i) {
+      const MeasuredPoint& m = report_.points[i];
+      const CalibratedPoint p{i, m.known_gap.empty(), estimate_[i] != 0, error_pct(i, before_[i]), error_pct(i, after_[i]),
+                              loo_[i]};
+      report_.rows.push_back(p);
+      auto [it, added] = group_index.emplace(m.group, report_.groups.size());
+      if (added) {
+        report_.groups.push_back(CalibratedGroup{m.group, 0, 0, 0, 0, std::nullopt});
+        loo_count.push_back(0);
+      }
+      CalibratedGroup& g = report_.groups[it->second];
+      ++g.points;
+      g.fitted += p.fitted ? 1 : 0;
+      g.before_pct += std::fabs(p.before_pct);
+      g.after_pct += std::fabs(p.after_pct);
+      if (p.loo_pct) {
+        g.loo_pct = g.loo_pct.value_or(0) + std::fabs(*p.loo_pct);
+        ++loo_count[it->second];
+      }
     }
-    CalibratedGroup& g = report.groups[it->second];
-    ++g.points;
-    g.fitted += p.fitted ? 1 : 0;
-    g.before_pct += std::fabs(p.before_pct);
-    g.after_pct += std::fabs(p.after_pct);
-    if (p.loo_pct) {
-      g.loo_pct = g.loo_pct.value_or(0) + std::fabs(*p.loo_pct);
-      ++loo_count[it->second];
+    for (std::size_t gi = 0; gi < report_.groups.size(); ++gi) {
+      CalibratedGroup& g = report_.groups[gi];
+      g.before_pct /= g.points;
+      g.after_pct /= g.points;
+      if (g.loo_pct) *g.loo_pct /= loo_count[gi];
     }
   }
-  for (std::size_t gi = 0; gi < report.groups.size(); ++gi) {
-    CalibratedGroup& g = report.groups[gi];
-    g.before_pct /= g.points;
-    g.after_pct /= g.points;
-    if (g.loo_pct) *g.loo_pct /= loo_count[gi];
-  }
-  report.simulations = eval.simulations();
 
-  // The fitted profile: values, sources, the rows used, and what was fitted together.
-  const std::string files = joined(report.files);
-  for (const FittedConstant& f : report.constants) {
-    nlohmann::ordered_json& at = *json_at_path(report.profile, f.path);
-    at["value"] = f.after;
-    at["source"] = "fitted by `hcclsim calibrate` to " + files + " (the rows in 'measured')" +
-                   (k > 1 ? ", together with the other constants of calibration.fit" : "") +
-                   (f.at_bound.empty() ? "" : "; stopped at its " + f.at_bound + " bound");
-    at["measured"] = f.rows;
+  // The fitted profile: values, sources, the rows used, and what was fitted
+  // together (after "description").
+  void write_profile() {
+    const std::string files = joined(report_.files);
+    for (const FittedConstant& f : report_.constants) {
+      nlohmann::ordered_json& at = *json_at_path(report_.profile, f.path);
+      at["value"] = f.after;
+      at["source"] = "fitted by `hcclsim calibrate` to " + files + " (the rows in 'measured')" +
+                     (k() > 1 ? ", together with the other constants of calibration.fit" : "") +
+                     (f.at_bound.empty() ? "" : "; stopped at its " + f.at_bound + " bound");
+      at["measured"] = f.rows;
+    }
+    nlohmann::ordered_json block = {{"fit", request_.fit}, {"measurements", report_.files}};
+    if (!request_.only.empty()) block["only"] = request_.only;
+    nlohmann::ordered_json out = nlohmann::ordered_json::object();
+    for (auto it = report_.profile.begin(); it != report_.profile.end(); ++it) {
+      if (it.key() == "calibration") continue;
+      out[it.key()] = it.value();
+      if (it.key() == "description") out["calibration"] = block;
+    }
+    if (!out.contains("calibration")) out["calibration"] = block;
+    report_.profile = std::move(out);
   }
-  nlohmann::ordered_json block = {{"fit", request.fit}, {"measurements", report.files}};
-  if (!request.only.empty()) block["only"] = request.only;
-  nlohmann::ordered_json out = nlohmann::ordered_json::object();
-  for (auto it = report.profile.begin(); it != report.profile.end(); ++it) {
-    if (it.key() == "calibration") continue;
-    out[it.key()] = it.value();
-    if (it.key() == "description") out["calibration"] = block;
-  }
-  if (!out.contains("calibration")) out["calibration"] = block;
-  report.profile = std::move(out);
-  return report;
-}
+
+  const CalibrateRequest& request_;
+  const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  CalibrationReport report_;
+  nlohmann::json base_doc_;
+  std::string base_model_;
+  std::vector<FitParam> constants_;
+  std::vector<std::uint64_t> x0_;
+  std::vector<std::size_t> fitted_;
+  Evaluator* eval_ = nullptr;
+  std::vector<char> detailed_, estimate_;
+  std::vector<double> before_, after_;
+  std::vector<std::vector<char>> depends_;
+  LeastSquaresProblem problem_;
+  LeastSquaresOptions fit_options_;
+  std::vector<Block> blocks_;
+  std::vector<double> u_best_;
+  std::vector<std::uint64_t> x_fit_;
+  std::vector<std::string> text_fit_;
+  std::vector<std::optional<double>> loo_;
+};
+
+}  // namespace
+
+CalibrationReport calibrate(const CalibrateRequest& request) { return Calibration(request).run(); }
 
 // ---- Output ----
 
