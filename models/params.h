@@ -30,6 +30,16 @@ struct ChannelParams {
   // slower than reads on A2 HCCS (calibration rows A2-1): a cap for a write
   // flow crossing it. 0: writes run at `bandwidth` too.
   Bandwidth write_bandwidth;
+  // An SDMA task whose path crosses this link waits this much longer for
+  // its completion (A3: the engine's responses from beyond the server's
+  // HCCS/UB switch, calibration rows A3-1 two machines), once per task
+  // whatever the hops. AIV loads and stores do not wait for it. 0: none.
+  Time sdma_write_extra;
+  Time sdma_read_extra;
+  // One SDMA task through this link moves at most this rate (0: no cap
+  // beyond the link's own); AIV cores, many at once, fill the link.
+  Bandwidth sdma_write_rate;
+  Bandwidth sdma_read_rate;
   LinkKind kind = LinkKind::Memory;  // set by the platform from its link's kind
 };
 
@@ -53,6 +63,17 @@ struct NotifyParams {
 struct RdmaParams {
   Time post;                        // stream time to post one work request
   std::uint64_t notify_bytes = 4;   // a remote notify record is a write of this size
+};
+
+// HCCL's one-sided batch path (HcclBatchPut / HcclBatchGet; hcomm
+// one_sided_service): one task per descriptor, issued by the host (A2) or
+// the AI CPU (A3, aicpu unfold) while the stream runs the earlier ones.
+// Collectives do not take this path; `validate` runs its rows on it.
+struct OneSidedParams {
+  Time direct_issue;                // hixl_cs's client issuing one block's SDMA copy (not through HCCL)
+  Time sdma_issue;                  // issuing one descriptor's SDMA copy (inside an SDMA domain)
+  Time rdma_issue;                  // issuing one descriptor's RDMA write (work request and doorbell task)
+  Time rdma_doorbell;               // the doorbell task on the stream, which waits for the previous write's completion
 };
 
 struct StreamParams {
@@ -86,6 +107,7 @@ struct NpuParams {
   SdmaParams sdma;
   NotifyParams notify;
   StreamParams stream;
+  OneSidedParams one_sided;
   RdmaParams rdma;
   AivParams aiv;
   ChannelParams local_memory;       // on-chip SDMA copies share this channel

@@ -115,6 +115,15 @@ TaskId TaskGraph::copy(ThreadId thread, BufferRef src, BufferRef dst, std::uint6
   return add(data_task(TaskKind::Memcpy, thread, src, dst, bytes, intern(label)));
 }
 
+TaskId TaskGraph::delay(ThreadId thread, Time duration, const std::string& label) {
+  Task t;
+  t.kind = TaskKind::Delay;
+  t.thread = thread;
+  t.label = intern(label);
+  t.duration = duration;
+  return add(t);
+}
+
 TaskId TaskGraph::reduce(ThreadId thread, BufferRef src, BufferRef dst, std::uint64_t bytes,
                          const std::string& label) {
   return add(data_task(TaskKind::ReduceInline, thread, src, dst, bytes, intern(label)));

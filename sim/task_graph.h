@@ -138,6 +138,8 @@ class TaskGraph {
   TaskId wait(ThreadId thread, int notify, const std::string& label = {}, Time timeout = {});
   TaskId copy(ThreadId thread, BufferRef src, BufferRef dst, std::uint64_t bytes, const std::string& label = {});
   TaskId reduce(ThreadId thread, BufferRef src, BufferRef dst, std::uint64_t bytes, const std::string& label = {});
+  // The thread is busy for `duration` (an issuer's work, a kernel's fixed cost).
+  TaskId delay(ThreadId thread, Time duration, const std::string& label = {});
   // AIV: a copy, or an atomic-add store, by `cores` vector cores working
   // together (one by default), or with 0 by the write pipe (MTE3) of a core
   // its kernel already holds (no core taken, one core's rate); flags.

@@ -21,6 +21,10 @@ ChannelParams read_channel(ObjectReader r) {
   c.segment_bytes = r.required_size("segment");
   if (c.segment_bytes == 0) r.location_of("segment").fail("a segment must hold at least one byte");
   if (r.has("write_bandwidth")) c.write_bandwidth = r.required_bandwidth("write_bandwidth");
+  if (r.has("sdma_write_extra")) c.sdma_write_extra = r.required_time("sdma_write_extra");
+  if (r.has("sdma_read_extra")) c.sdma_read_extra = r.required_time("sdma_read_extra");
+  if (r.has("sdma_write_rate")) c.sdma_write_rate = r.required_bandwidth("sdma_write_rate");
+  if (r.has("sdma_read_rate")) c.sdma_read_rate = r.required_bandwidth("sdma_read_rate");
   r.finish();
   return c;
 }
@@ -232,6 +236,14 @@ HardwareProfile read_profile(const nlohmann::json& doc, const std::string& file)
       p.stream.op_launch = stream.required_time("op_launch");
       p.stream.host_sync = stream.required_time("host_sync");
       stream.finish();
+    }
+    {
+      ObjectReader one_sided = npu.required_object("one_sided");
+      p.one_sided.direct_issue = one_sided.required_time("direct_issue");
+      p.one_sided.sdma_issue = one_sided.required_time("sdma_issue");
+      p.one_sided.rdma_issue = one_sided.required_time("rdma_issue");
+      p.one_sided.rdma_doorbell = one_sided.required_time("rdma_doorbell");
+      one_sided.finish();
     }
     {
       ObjectReader rdma = npu.required_object("rdma");

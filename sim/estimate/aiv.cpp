@@ -39,7 +39,7 @@ class AivForm {
         for (int q = 0; q < p_; ++q)
           if (q != r) flows.push_back(FlowPair{q, r});
     };
-    const std::vector<double>& rates = f.flow_rates("aiv-pull/" + std::to_string(p_), pulls, c_.aiv_rate, false);
+    const std::vector<double>& rates = f.flow_rates("aiv-pull/" + std::to_string(p_), pulls, c_.aiv_rate, false, false);
     pull_rate_.assign(up * up, 0.0);
     latency_.assign(up * up, 0.0);
     std::size_t k = 0;
@@ -54,7 +54,7 @@ class AivForm {
     auto local = [local_copies](std::vector<FlowPair>& flows) {
       flows.assign(static_cast<std::size_t>(local_copies), FlowPair{0, 0});
     };
-    local_rate_ = f.shared_rate("aiv-local/" + std::to_string(local_copies), local, c_.aiv_rate, false);
+    local_rate_ = f.shared_rate("aiv-local/" + std::to_string(local_copies), local, c_.aiv_rate, false, false);
     free_.assign(up, std::vector<double>(static_cast<std::size_t>(cores), c_.launch - c_.dispatch));
   }
 

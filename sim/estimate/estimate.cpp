@@ -61,7 +61,10 @@ EstimateFabric::EstimateFabric(const TopologySpec& spec)
   // LinkSpecs, a division and a cache line each, it was 3% of a pairwise
   // AlltoAll's first point on 1024 A2 NPUs.)
   link_rates_.reserve(spec_.links.size());
-  for (const LinkSpec& link : spec_.links) link_rates_.push_back(rate(link.params.bandwidth));
+  for (const LinkSpec& link : spec_.links) {
+    link_rates_.push_back(rate(link.params.bandwidth));
+    if (link.params.sdma_read_rate.bytes_per_s != 0 || link.params.sdma_write_rate.bytes_per_s != 0) sdma_caps_ = true;
+  }
   // places()'s room, on the caller's heap (built on a solve thread, whose
   // own heap is fresh pages: faulted in there, it kept a caller that
   // wanted the table at once waiting).
@@ -157,8 +160,11 @@ PathCost EstimateFabric::path(int from, int to) const {
     for (const int c : routes_.path(from, to)) {
       const ChannelParams& p = spec_.links[static_cast<std::size_t>(c / 2)].params;
       out.rate = std::min(out.rate, rate(p.bandwidth));
-      out.write_rate = std::min({out.write_rate, rate(p.bandwidth), rate(p.write_bandwidth)});
+      out.write_rate = std::min({out.write_rate, rate(p.bandwidth), rate(p.write_bandwidth), rate(p.sdma_write_rate)});
+      out.rate = std::min(out.rate, rate(p.sdma_read_rate));
       out.latency += ps(p.latency);
+      out.write_extra = std::max(out.write_extra, ps(p.sdma_write_extra));
+      out.read_extra = std::max(out.read_extra, ps(p.sdma_read_extra));
     }
   }
   paths_.emplace_back(relation, out);
@@ -177,7 +183,7 @@ namespace {
 // Two paths that cost the same to every form (one kind of a PairTable or path_kinds).
 bool same_cost(const PathCost& a, const PathCost& b) {
   return a.rdma == b.rdma && a.same_chip == b.same_chip && a.latency == b.latency && a.rate == b.rate &&
-         a.write_rate == b.write_rate;
+         a.write_rate == b.write_rate && a.write_extra == b.write_extra && a.read_extra == b.read_extra;
 }
 
 // Flows over channels in dense form: flow i crosses the channels
@@ -779,7 +785,7 @@ std::vector<double> max_min_shares(const std::vector<const std::vector<int>*>& p
 
 namespace {
 // The memo key of a solve of `key`'s flows under `cap` (reads or writes).
-std::string rate_memo(const std::string& key, double cap, bool write) {
+std::string rate_memo(const std::string& key, double cap, bool write, bool sdma) {
   // The cap by its bits: exact (to_string's six decimals would give caps
   // that differ below 1e-6 bytes per ps one name) and a tenth of the cost.
   std::uint64_t bits = 0;
@@ -787,7 +793,7 @@ std::string rate_memo(const std::string& key, double cap, bool write) {
   char hex[17];
   for (int i = 15; i >= 0; --i, bits >>= 4) hex[i] = "0123456789abcdef"[bits & 15];
   hex[16] = '\0';
-  return key + (write ? "|w|" : "|r|") + hex;
+  return key + (write ? "|w" : "|r") + (sdma ? "s|" : "a|") + hex;
 }
 
 // Two lists of the same flows, pair for pair (a step listed again).
@@ -800,12 +806,34 @@ bool same_flows(const std::vector<FlowPair>& a, const std::vector<FlowPair>& b) 
 
 const std::vector<double>& EstimateFabric::flow_rates(const std::string& key,
                                                      const std::function<void(std::vector<FlowPair>&)>& flows,
-                                                     double cap, bool write) const {
-  const std::string memo = rate_memo(key, cap, write);
+                                                     double cap, bool write, bool sdma) const {
+  const std::string memo = rate_memo(key, cap, write, sdma);
   const auto found = rates_.find(memo);
   if (found != rates_.end()) return found->second;
   const Listed& l = listed(flows);
-  return rates_.emplace(memo, solve_routed(l.routed, l.weight, cap, write)).first->second;
+  std::vector<double> rates = solve_routed(l.routed, l.weight, cap, write);
+  if (sdma) cap_sdma(l.flows, write, rates);
+  return rates_.emplace(memo, std::move(rates)).first->second;
+}
+
+double EstimateFabric::least_sdma_cap(const std::vector<FlowPair>& flows, bool write) const {
+  double least = kUnlimited;
+  if (!sdma_caps_) return least;
+  for (const FlowPair& f : flows) {
+    if (f.from == f.to) continue;
+    const PathCost p = path(f.from, f.to);
+    least = std::min(least, write ? p.write_rate : p.rate);
+  }
+  return least;
+}
+
+void EstimateFabric::cap_sdma(const std::vector<FlowPair>& flows, bool write, std::vector<double>& rates) const {
+  if (!sdma_caps_) return;
+  for (std::size_t i = 0; i < flows.size() && i < rates.size(); ++i) {
+    if (flows[i].from == flows[i].to) continue;
+    const PathCost p = path(flows[i].from, flows[i].to);
+    rates[i] = std::min(rates[i], write ? p.write_rate : p.rate);
+  }
 }
 
 const EstimateFabric::Listed& EstimateFabric::listed(const std::function<void(std::vector<FlowPair>&)>& flows) const {
@@ -1943,13 +1971,14 @@ double EstimateFabric::slowest_with(MaxMinShares& solver, const RoutedFlows& flo
 }
 
 double EstimateFabric::shared_rate(const std::string& key, const std::function<void(std::vector<FlowPair>&)>& flows,
-                                   double cap, bool write) const {
-  const std::string memo = rate_memo(key, cap, write);
+                                   double cap, bool write, bool sdma) const {
+  const std::string memo = rate_memo(key, cap, write, sdma);
   const auto found = slowest_.find(memo);
   if (found != slowest_.end()) return found->second;
   const Listed& l = listed(flows);
-  return slowest_.emplace(memo, l.routed.size() == 0 ? cap : slowest_routed(l.routed, l.weight, cap, write))
-      .first->second;
+  double least = l.routed.size() == 0 ? cap : slowest_routed(l.routed, l.weight, cap, write);
+  if (sdma && l.routed.size() != 0) least = std::min(least, least_sdma_cap(l.flows, write));
+  return slowest_.emplace(memo, least).first->second;
 }
 
 std::vector<double> EstimateFabric::shared_rates(const std::vector<RateQuery>& queries) const {
@@ -1957,11 +1986,12 @@ std::vector<double> EstimateFabric::shared_rates(const std::vector<RateQuery>& q
   std::vector<std::size_t> solved;  // the queries not memoized, one job each
   std::vector<std::string> memos;
   std::deque<Listed> lists;         // their flows and routes, kept until the batch ends
+  std::vector<const Listed*> listed_for;  // per solved query, its list in `lists`
   std::vector<char> asked_again(queries.size(), 0);
   SolveBatch batch(*this);
   for (std::size_t i = 0; i < queries.size(); ++i) {
     const RateQuery& q = queries[i];
-    std::string memo = rate_memo(q.key, q.cap, q.write);
+    std::string memo = rate_memo(q.key, q.cap, q.write, q.sdma);
     const auto found = slowest_.find(memo);
     if (found != slowest_.end()) {
       out[i] = found->second;
@@ -1976,6 +2006,7 @@ std::vector<double> EstimateFabric::shared_rates(const std::vector<RateQuery>& q
     if (lists.empty() || !same_flows(lists.back().flows, l.flows)) lists.push_back(l);
     memos.push_back(std::move(memo));
     solved.push_back(i);
+    listed_for.push_back(&lists.back());
     if (lists.back().routed.size() == 0) {
       out[i] = q.cap;  // shared_rate's rule for no flow
       SolveJob none;
@@ -1995,10 +2026,11 @@ std::vector<double> EstimateFabric::shared_rates(const std::vector<RateQuery>& q
   for (std::size_t k = 0; k < solved.size(); ++k) {
     const std::size_t i = solved[k];
     if (!least[k].empty()) out[i] = least[k].front();
+    if (queries[i].sdma && !least[k].empty()) out[i] = std::min(out[i], least_sdma_cap(listed_for[k]->flows, queries[i].write));
     slowest_.emplace(memos[k], out[i]);
   }
   for (std::size_t i = 0; i < queries.size(); ++i) {  // a query asked twice takes its first's
-    if (asked_again[i]) out[i] = slowest_.at(rate_memo(queries[i].key, queries[i].cap, queries[i].write));
+    if (asked_again[i]) out[i] = slowest_.at(rate_memo(queries[i].key, queries[i].cap, queries[i].write, queries[i].sdma));
   }
   return out;
 }

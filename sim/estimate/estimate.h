@@ -72,9 +72,13 @@ struct StepCosts {
 
 // A path between two NPUs as one transfer alone on it sees it.
 struct PathCost {
-  double rate = 0;         // the narrowest channel, bytes per ps
-  double write_rate = 0;   // the same with the links' write caps
+  double rate = 0;         // the narrowest channel (and the links' SDMA read caps), bytes per ps
+  double write_rate = 0;   // the same with the links' write caps (and SDMA write caps)
   double latency = 0;      // ps, summed over the hops (cut-through)
+  // What an SDMA task on this path waits beyond npu.sdma.task_fixed (a
+  // write) or read_fixed (a read): the links' sdma_*_extra, the largest.
+  double write_extra = 0;
+  double read_extra = 0;
   bool rdma = false;       // different SDMA domains: RDMA writes through the NICs
   bool same_chip = false;  // a notify record between them is local
 };
@@ -277,9 +281,13 @@ class EstimateFabric {
   // links when `write`). Memoized under `key` (a step pattern's name: what
   // the flows are does not depend on the data size), so a sweep solves
   // each pattern once.
+  // `sdma`: the flows are SDMA tasks, each also capped by its links' SDMA
+  // caps (sdma_read_rate / sdma_write_rate; none on A2), applied to each
+  // flow's share after the solve (exact when the flows sharing a channel
+  // have the same cap, as the A3 switch paths do).
   const std::vector<double>& flow_rates(const std::string& key,
                                         const std::function<void(std::vector<FlowPair>&)>& flows, double cap,
-                                        bool write) const;
+                                        bool write, bool sdma = true) const;
   // The same solve in two parts and not memoized, for a caller that solves
   // lists sharing flows and keeps only part of each result (a step with
   // its neighbours'): routing (appended to `out`), and the solve with each
@@ -430,7 +438,7 @@ class EstimateFabric {
   }
   // The slowest of them: a step ends with its slowest flow.
   double shared_rate(const std::string& key, const std::function<void(std::vector<FlowPair>&)>& flows, double cap,
-                     bool write) const;
+                     bool write, bool sdma = true) const;
   // shared_rate for several steps: each step's flows listed and routed on
   // this thread, in order, and its least share found by a SolveBatch while
   // the next is listed; memoized as shared_rate's. A pairwise exchange
@@ -440,6 +448,7 @@ class EstimateFabric {
     std::function<void(std::vector<FlowPair>&)> flows;
     double cap = 0;
     bool write = false;
+    bool sdma = true;
   };
   std::vector<double> shared_rates(const std::vector<RateQuery>& queries) const;
   // True the first time `key` is asked about: a form that prepares its
@@ -560,6 +569,10 @@ class EstimateFabric {
   mutable std::once_flag between_leaves_made_;
   mutable BetweenLeaves between_leaves_;
   std::vector<double> link_rates_;  // per link: its channels' rate, worked out once (8 bytes a link)
+  bool sdma_caps_ = false;          // a link has an SDMA read or write cap (A3's switch ports)
+  // The least SDMA cap (read or write) on the routes of `flows`, kUnlimited without.
+  double least_sdma_cap(const std::vector<FlowPair>& flows, bool write) const;
+  void cap_sdma(const std::vector<FlowPair>& flows, bool write, std::vector<double>& rates) const;
   mutable std::map<std::string, std::vector<double>> rates_;  // key + cap + write -> each flow's rate
   mutable std::map<std::string, double> slowest_;  // shared_rate's, by key + cap + write
   mutable Listed listed_;  // listed()'s last

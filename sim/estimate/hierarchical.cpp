@@ -75,7 +75,7 @@ Times atomic_phase(const EstimateFabric& f, const Times& free, double bytes, boo
     for (int j = 0; j < p; ++j)
       if (j != r && reads(r, j) && bytes > 0) {
         double& x = at(t, r, index(r, j));
-        x = sdma_task(c, x, c.sdma_read_fixed, bytes, rate, path.latency);
+        x = sdma_task(c, x, c.sdma_read_fixed + path.read_extra, bytes, rate, path.latency);
       }
   handshake();
   Times out(static_cast<std::size_t>(p));

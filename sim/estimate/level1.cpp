@@ -145,7 +145,7 @@ double tree_step(const StepCosts& c, double free, double bytes, double rate, con
     const double done_posted = write_posted + d + c.rdma_post;
     return std::max(done_posted + c.rdma_notify_bytes / path.rate + path.latency, arrived);
   }
-  const double written = sdma_task(c, ready, c.sdma_fixed, bytes, rate, path.latency);
+  const double written = sdma_task(c, ready, c.sdma_fixed + path.write_extra, bytes, rate, path.latency);
   return written + d + (path.same_chip ? c.record_local : c.record_remote);
 }
 
@@ -321,15 +321,22 @@ std::vector<Step1> loop_steps(CollOp op, Level1Algo algo, int p, double n, bool 
 // The pairs of one step over every group (the first kCountedSources
 // sources), for the kinds of path.
 std::function<void(PairRuns&)> step_pairs(const GroupLayout& g, const Step1& s, int p) {
-  return [g, s, p](PairRuns& pairs) {
+  // A binomial tree's step over a power of two (distance d, from the ranks
+  // holding the data, multiples of 2d or those below d): its pairs are
+  // among x <-> x ^ d, which are alike (x and x ^ d differ in one bit), where
+  // a rotation x -> x + d would count pairs that never send (on A3, dies of
+  // other chips for a step between the two dies of one).
+  const bool tree_pow2 = s.tree && s.mask == 0 && s.shift > 0 && (p & (p - 1)) == 0 && (s.shift & (s.shift - 1)) == 0;
+  const int mask = tree_pow2 ? s.shift : s.mask;
+  return [g, s, p, mask](PairRuns& pairs) {
     for (int grp = 0; grp < g.groups; ++grp) {
-      if (s.mask == 0) {
+      if (mask == 0) {
         if (mod(s.shift, p) != 0) pairs.add_rotation(g.npu(grp, 0), g.stride, p, mod(s.shift, p), kCountedSources);
         continue;
       }
       for (int x = 0; x < p; ++x) {
         if (static_cast<int>(pairs.pairs) >= kCountedSources) return;
-        const int to = s.mask != 0 ? (x ^ s.mask) : mod(x + s.shift, p);
+        const int to = mask != 0 ? (x ^ mask) : mod(x + s.shift, p);
         if (to >= p || to == x) continue;
         pairs.add(g.npu(grp, x), g.npu(grp, to));
       }
@@ -411,7 +418,9 @@ class PatternKinds {
     const std::string name = step_key(g_, s, p_);
     std::vector<std::pair<PathCost, double>> kinds;
     for (const PathCost& path : fabric_.path_kinds(name, step_pairs(g_, s, p_))) {
-      kinds.emplace_back(path, fabric_.shared_rate(name, flows, path.rdma ? kNoCap : fabric_.costs().copy_rate, !path.rdma));
+      // (each kind under its own SDMA cap, not the least of every kind's)
+      const double shared = fabric_.shared_rate(name, flows, path.rdma ? kNoCap : fabric_.costs().copy_rate, !path.rdma, false);
+      kinds.emplace_back(path, path.rdma ? shared : std::min(shared, path.write_rate));
     }
     const auto& out = memo_.emplace(key, std::move(kinds)).first->second;
     if (by_shift) {
@@ -723,7 +732,7 @@ class PerRankSteps {
     kinds_.clear();
     for (const PathCost& pc : paths.kinds) {
       kinds_.push_back(Kind{pc.rdma, pc.latency, pc.same_chip ? c_.record_local : c_.record_remote,
-                            c_.rdma_notify_bytes / pc.rate});
+                            c_.rdma_notify_bytes / pc.rate, fixed + pc.write_extra});
     }
     const Kind* kinds = kinds_.data();
     const std::uint8_t* kind_of = paths.kind_of.data();
@@ -799,7 +808,7 @@ class PerRankSteps {
         time[x] = posted;
         done[y] = std::max(posted + k.notify + k.latency, arrived);
       } else {
-        u = sdma_task(c_, u, fixed, bytes, rate[x], k.latency) + (pieces - 1) * (d + fixed + k.latency);
+        u = sdma_task(c_, u, k.write_fixed, bytes, rate[x], k.latency) + (pieces - 1) * (d + k.write_fixed + k.latency);
         const double recorded = u + d + k.record;
         time[x] = recorded;
         done[y] = std::max(recorded, u);
@@ -934,7 +943,8 @@ class PerRankSteps {
         u += pieces * (d + c_.rdma_post);
         arrived = u + bytes / rate + pc.latency;
       } else {
-        u = sdma_task(c_, u, c_.sdma_fixed, bytes, rate, pc.latency) + (pieces - 1) * (d + c_.sdma_fixed + pc.latency);
+        u = sdma_task(c_, u, c_.sdma_fixed + pc.write_extra, bytes, rate, pc.latency) +
+            (pieces - 1) * (d + c_.sdma_fixed + pc.write_extra + pc.latency);
         arrived = u;
       }
       const auto [at, lands] = record(u, pc);
@@ -1007,6 +1017,7 @@ class PerRankSteps {
     double latency;
     double record;  // SDMA: a record's duration
     double notify;  // RDMA: a notify's bytes over the path's rate
+    double write_fixed;  // SDMA: a write's set-up (the product's and the path's extra)
   };
   std::vector<Kind> kinds_;
   std::vector<int> from_;  // reused by every step
@@ -1841,12 +1852,25 @@ double level1_estimate(const EstimateFabric& fabric, const CollectiveSpec& spec,
         std::size_t last = i;
         for (; last < steps.size() && steps[last].fanout; ++last) bytes.push_back(steps[last].elems * esz);
         const double at = free;
-        free = slowest_kind(kinds, s, [&](const PathCost& path, double rate) {
-          if (path.rdma) return at + fanout_tree(c, bytes, rate, path);
-          double t = at;
-          for (const double b : bytes) t = tree_step(c, t, b, rate, path);
-          return t;
-        });
+        bool rdma = false;
+        for (const auto& kind : kinds.of(s)) rdma = rdma || kind.first.rdma;
+        if (rdma) {
+          free = slowest_kind(kinds, s, [&](const PathCost& path, double rate) {
+            if (path.rdma) return at + fanout_tree(c, bytes, rate, path);
+            double t = at;
+            for (const double b : bytes) t = tree_step(c, t, b, rate, path);
+            return t;
+          });
+        } else {
+          // Over SDMA each tree step on its own kinds of path (on A3 the
+          // near steps cross SIO, the far ones the server's switch).
+          for (std::size_t j = i; j < last; ++j) {
+            const double from = free;
+            free = slowest_kind(kinds, steps[j], [&](const PathCost& path, double rate) {
+              return tree_step(c, from, bytes[j - i], rate, path);
+            });
+          }
+        }
         i = last - 1;
         continue;
       }
@@ -1857,7 +1881,7 @@ double level1_estimate(const EstimateFabric& fabric, const CollectiveSpec& spec,
         double t = guarded_step(c, at, part, rate, path, s.reduce);
         // Further pieces go on the same stream between the same records.
         for (int i = 1; i < s.pieces; ++i) {
-          t = path.rdma ? t + c.dispatch + c.rdma_post : sdma_task(c, t, c.sdma_fixed, part, rate, path.latency);
+          t = path.rdma ? t + c.dispatch + c.rdma_post : sdma_task(c, t, c.sdma_fixed + path.write_extra, part, rate, path.latency);
           if (s.reduce) t = sdma_task(c, t, c.sdma_fixed, part, std::min(c.local_rate, c.reduce_rate), c.local_latency);
         }
         return t;

@@ -26,6 +26,9 @@ struct MeshRates {
   double write, read, write_reduce, read_reduce;
   double latency;  // one peer hop
   double record;   // a handshake record
+  // SDMA set-up on a peer path: the product's plus the slowest peer's
+  // links' extra (A3's switch ports; 0 on A2)
+  double write_fixed, read_fixed;
 };
 
 MeshRates mesh_rates(const EstimateFabric& f, int p) {
@@ -37,9 +40,16 @@ MeshRates mesh_rates(const EstimateFabric& f, int p) {
   };
   const std::string key = "mesh/" + std::to_string(p);
   const PathCost path = f.path(0, 1);
+  double write_extra = 0, read_extra = 0;
+  for (int q = 1; q < p; ++q) {
+    const PathCost peer = f.path(0, q);
+    write_extra = std::max(write_extra, peer.write_extra);
+    read_extra = std::max(read_extra, peer.read_extra);
+  }
   return MeshRates{f.shared_rate(key, all_pairs, c.copy_rate, true), f.shared_rate(key, all_pairs, c.copy_rate, false),
                    f.shared_rate(key, all_pairs, c.reduce_rate, true), f.shared_rate(key, all_pairs, c.reduce_rate, false),
-                   path.latency, path.same_chip ? c.record_local : c.record_remote};
+                   path.latency, path.same_chip ? c.record_local : c.record_remote,
+                   c.sdma_fixed + write_extra, c.sdma_read_fixed + read_extra};
 }
 
 // Stream i of a rank serves peer r + i + 1 (forward) or r - i - 1
@@ -88,12 +98,12 @@ double all_reduce_opbase_loop(const CollectiveSpec& s, const EstimateFabric& f) 
     t = sdma_task(c, mesh_phase(c, hs, t), c.sdma_fixed, 0, 1, 0);
     MeshPhase rs = phase(p - 1, p, m.record);
     rs.data = true;
-    rs.body = [&](int, double free) { return sdma_task(c, free, c.sdma_fixed, slice, m.write_reduce, m.latency); };
+    rs.body = [&](int, double free) { return sdma_task(c, free, m.write_fixed, slice, m.write_reduce, m.latency); };
     t = copy_task(c, mesh_phase(c, rs, t), slice);
     t = sdma_task(c, mesh_phase(c, hs, t), c.sdma_fixed, 0, 1, 0);
     MeshPhase ag = phase(p - 1, p, m.record);
     ag.data = true;
-    ag.body = [&](int, double free) { return sdma_task(c, free, c.sdma_read_fixed, slice, m.read, m.latency); };
+    ag.body = [&](int, double free) { return sdma_task(c, free, m.read_fixed, slice, m.read, m.latency); };
     return mesh_phase(c, ag, t);
   });
 }
@@ -116,7 +126,7 @@ double all_gather_opbase(const CollectiveSpec& s, const EstimateFabric& f) {
     t = sdma_task(c, mesh_phase(c, hs, t), c.sdma_fixed, 0, 1, 0);
     MeshPhase data = phase(p - 1, p, m.record);
     data.data = true;
-    data.body = [&](int, double free) { return sdma_task(c, free, c.sdma_read_fixed, x, m.read, m.latency); };
+    data.body = [&](int, double free) { return sdma_task(c, free, m.read_fixed, x, m.read, m.latency); };
     data.main_work = [&](double free) { return copy_task(c, free, x); };
     return sdma_task(c, mesh_phase(c, data, t), c.sdma_fixed, 0, 1, 0);
   });
@@ -138,7 +148,7 @@ double reduce_scatter_dma_elimination(const CollectiveSpec& s, const EstimateFab
     t = sdma_task(c, mesh_phase(c, hs, t), c.sdma_fixed, 0, 1, 0);
     MeshPhase data = phase(p - 1, p, m.record);
     data.data = true;
-    data.body = [&](int, double free) { return sdma_task(c, free, c.sdma_fixed, x, m.write_reduce, m.latency); };
+    data.body = [&](int, double free) { return sdma_task(c, free, m.write_fixed, x, m.write_reduce, m.latency); };
     return copy_task(c, mesh_phase(c, data, t), x);
   });
 }
@@ -163,8 +173,8 @@ double all_reduce_reduce_bcast(const CollectiveSpec& s, const EstimateFabric& f)
       const double freed = root + std::min(j, fan) * (c.dispatch + c.record_local);
       const double ack = freed + c.dispatch + m.record;
       const double got = c.wait_end(peer[static_cast<std::size_t>(j)] + c.dispatch, ack);
-      const double moved = step == 0 ? sdma_task(c, got, c.sdma_fixed, n, m.write_reduce, m.latency)
-                                     : sdma_task(c, got, c.sdma_read_fixed, n, m.read, m.latency);
+      const double moved = step == 0 ? sdma_task(c, got, m.write_fixed, n, m.write_reduce, m.latency)
+                                     : sdma_task(c, got, m.read_fixed, n, m.read, m.latency);
       peer[static_cast<std::size_t>(j)] = moved + c.dispatch + m.record;
       rx[static_cast<std::size_t>(j)] = c.wait_end(ack + c.dispatch, peer[static_cast<std::size_t>(j)]);
       fin[static_cast<std::size_t>(j)] = rx[static_cast<std::size_t>(j)] + c.dispatch + c.record_local;
@@ -183,7 +193,7 @@ double gather_phase(const StepCosts& c, const MeshRates& m, int p, double free, 
   MeshPhase ph = phase(p - 2, p, m.record);
   ph.main_takes_part = true;
   ph.ack = ph.data = true;
-  ph.body = [&](int, double t) { return sdma_task(c, t, c.sdma_read_fixed, slice, reduce ? m.read_reduce : m.read, m.latency); };
+  ph.body = [&](int, double t) { return sdma_task(c, t, m.read_fixed, slice, reduce ? m.read_reduce : m.read, m.latency); };
   return mesh_phase(c, ph, free);
 }
 
@@ -203,7 +213,7 @@ double broadcast_mesh(const CollectiveSpec& s, const EstimateFabric& f) {
     for (int j = 1; j < p; ++j) {
       root = c.wait_end(root + c.dispatch, peer_ack) + c.dispatch + m.record;
       const double got = c.wait_end(peer_ack + c.dispatch, root);
-      latest = sdma_task(c, got, c.sdma_read_fixed, slice, m.read, m.latency);
+      latest = sdma_task(c, got, m.read_fixed, slice, m.read, m.latency);
     }
     const double gathered = gather_phase(c, m, p, std::max(latest, root), slice, false);
     return copy_task(c, gathered, x);
@@ -232,7 +242,7 @@ double reduce_mesh(const CollectiveSpec& s, const EstimateFabric& f) {
       const double ack = freed + c.dispatch + m.record;
       const double peer_tx = c.wait_end(t + c.dispatch, ack) + c.dispatch + m.record;
       const double got = c.wait_end(ack + c.dispatch, peer_tx);
-      const double tx = sdma_task(c, got, c.sdma_read_fixed, chunk, m.read, m.latency) + c.dispatch + m.record;
+      const double tx = sdma_task(c, got, m.read_fixed, chunk, m.read, m.latency) + c.dispatch + m.record;
       if (i < k) {
         fin[static_cast<std::size_t>(i)] = tx + c.dispatch + c.record_local;
       } else {
@@ -505,7 +515,7 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
             t = sdma_task(c, t, c.sdma_fixed, piece, copy_rate, c.local_latency);
             local[k] = t + d + c.record_local;
             const double acked = c.wait_end(sdma[k] + d, local[k]) + d + record_in;
-            t = sdma_task(c, c.wait_end(acked + d, acked), c.sdma_read_fixed, piece, cached.rate[j], in.latency);
+            t = sdma_task(c, c.wait_end(acked + d, acked), c.sdma_read_fixed + in.read_extra, piece, cached.rate[j], in.latency);
             const double signalled = t + d + record_in;
             sdma[k] = freed[k] = c.wait_end(signalled + d, signalled) + d + c.record_local;
           }
@@ -553,7 +563,7 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
             const std::size_t flow = static_cast<std::size_t>(r) * dist.size() + j;
             const double rate = flow < own ? rates[flow] : slot_rate[j];
             double t = c.wait_end(ack[static_cast<std::size_t>(r)] + d, ack[static_cast<std::size_t>(from)]);
-            t = sdma_task(c, t, c.sdma_read_fixed, piece, rate, in.latency);
+            t = sdma_task(c, t, c.sdma_read_fixed + in.read_extra, piece, rate, in.latency);
             signal[static_cast<std::size_t>(r)] = t + d + record(in);
           }
           for (int r = 0; r < ranks; ++r) {

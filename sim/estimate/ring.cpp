@@ -81,12 +81,19 @@ class RingLevel0 {
         }
       }
     };
-    read_rate_[0] = f_.shared_rate(key, flows, c_.copy_rate, false);
+    // (the links' SDMA caps per pair below, not the least of the ring's)
+    read_rate_[0] = f_.shared_rate(key, flows, c_.copy_rate, false, false);
     read_latency_.assign(static_cast<std::size_t>(rings), std::vector<double>(static_cast<std::size_t>(p)));
+    read_cap_.assign(static_cast<std::size_t>(rings), std::vector<double>(static_cast<std::size_t>(p)));
     for (int k = 0; k < rings_; ++k) {
-      for (int r = 0; r < p_; ++r) read_latency_[idx(k)][idx(r)] = f_.path(npu(prev(k, r)), npu(r)).latency;
+      for (int r = 0; r < p_; ++r) {
+        // (an SDMA read's extra set-up on the path, per task as the latency: folded in)
+        const PathCost from_prev = f_.path(npu(prev(k, r)), npu(r));
+        read_latency_[idx(k)][idx(r)] = from_prev.latency + from_prev.read_extra;
+        read_cap_[idx(k)][idx(r)] = from_prev.rate;
+      }
     }
-    read_rate_[1] = f_.shared_rate(key, flows, c_.reduce_rate, false);
+    read_rate_[1] = f_.shared_rate(key, flows, c_.reduce_rate, false, false);
     // The copy streams of the rings copy at once through the rank's memory.
     ring_copy_rate_ = std::min(c_.copy_rate, c_.local_rate / rings_);
     main_copy_rate_ = std::min(c_.copy_rate, c_.local_rate);
@@ -244,7 +251,7 @@ class RingLevel0 {
       const double rate = std::min(path.rate, c_.copy_rate);
       const double bytes = static_cast<double>(s.elems[idx(r)]) * esz_;
       if (bytes == 0) continue;
-      const double begin = t + d + c_.sdma_read_fixed;  // its first byte
+      const double begin = t + d + c_.sdma_read_fixed + path.read_extra;  // its first byte
       double end = begin + bytes / rate;
       for (int k = 0; following != nullptr && k < rings_; ++k) {
         const int reader = next(k, r);
@@ -259,7 +266,7 @@ class RingLevel0 {
         const double copied = copy(released(copy_stream(k)), following->parts, part, ring_copy_rate_) + d + c_.record_local;
         const double ring_free = released(ring_stream(k) == 0 ? 2 * rings_ - 1 : ring_stream(k));
         const double ack = c_.wait_end(ring_free + d, copied) + d + record(r, reader);
-        const double other = ack + d + c_.sdma_read_fixed;
+        const double other = ack + d + c_.sdma_read_fixed + f_.path(npu(r), npu(reader)).read_extra;
         const double other_bytes = static_cast<double>(following->parts) *
                                    static_cast<double>(half(following->elems[idx(at(k, pos(k, reader) - 2))], k)) * esz_;
         if (other >= end || other_bytes == 0) continue;
@@ -322,7 +329,8 @@ class RingLevel0 {
   }
   // Ring k's read by rank r of its previous rank.
   double read(double free, int tasks, std::uint64_t elems, bool reduce, int k, int r) const {
-    return transfer(free, c_.sdma_read_fixed, tasks, elems, read_rate_[reduce ? 1 : 0], read_latency_[idx(k)][idx(r)]);
+    return transfer(free, c_.sdma_read_fixed, tasks, elems, std::min(read_rate_[reduce ? 1 : 0], read_cap_[idx(k)][idx(r)]),
+                    read_latency_[idx(k)][idx(r)]);
   }
 
   // One ring step on every rank, `t` being when each rank's ring stream
@@ -350,7 +358,8 @@ class RingLevel0 {
   double esz_;
   std::vector<std::vector<double>> free_;
   double read_rate_[2] = {0, 0};  // a ring read: copy, reduce
-  std::vector<std::vector<double>> read_latency_;  // [ring][rank]: from the previous rank
+  std::vector<std::vector<double>> read_latency_;  // [ring][rank]: from the previous rank (with the SDMA read extra)
+  std::vector<std::vector<double>> read_cap_;      // [ring][rank]: that path's rate for one SDMA read
   double ring_copy_rate_ = 0;
   double main_copy_rate_ = 0;
   mutable std::map<std::tuple<int, int, int>, std::pair<double, double>> gather_shares_;

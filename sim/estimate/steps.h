@@ -63,7 +63,7 @@ inline double guarded_step(const StepCosts& c, double free, double bytes, double
     const double record = path.same_chip ? c.record_local : c.record_remote;
     const double ready = free + d + record;
     t = c.wait_end(ready + d, ready);
-    t = sdma_task(c, t, c.sdma_fixed, bytes, rate, path.latency);
+    t = sdma_task(c, t, c.sdma_fixed + path.write_extra, bytes, rate, path.latency);
     const double done = t + d + record;
     t = c.wait_end(done + d, done);
   }

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -189,6 +190,53 @@ int option_int(const MeasuredPoint& p, const std::string& key) {
 
 double seconds(Time t) { return static_cast<double>(t.ps) / 1e12; }
 
+// hixl's communication-domain benchmark: one HcclBatchPut (a write) or
+// HcclBatchGet (a read) of total_bytes / block_bytes descriptors to one
+// peer (hicann/hixl benchmarks; HCCL's one-sided service, hcomm
+// hccl_one_sided_service.cc and transport_*_mem.cc, read as facts). No
+// handshake per descriptor: the issuer (the host on A2, the AI CPU on A3)
+// puts one task per descriptor on the stream, one_sided.*_issue apart,
+// while the stream runs the earlier ones in order. Inside an SDMA domain a
+// task is an SDMA copy that ends when its bytes have landed; over RoCE it is
+// a doorbell task (one_sided.rdma_doorbell) that starts once the previous
+// signalled write has completed, then the write. A block's time is
+// therefore about max(issue, transfer) inside an SDMA domain and
+// max(issue, doorbell + transfer) over RoCE.
+double domain_batch(Scheduler& sched, Platform& platform, const MeasuredPoint& p, int src, int dst) {
+  const bool read = p.op == "p2p_read";
+  const bool rdma = platform.rdma_between(src, dst);
+  if (read && rdma) throw InputError("point " + p.id, "a communication-domain read across RDMA is not modelled");
+  const OneSidedParams& costs = platform.spec().npu.one_sided;
+  const int actor = read ? dst : src;
+  const std::uint64_t blocks = std::max<std::uint64_t>(1, p.total_bytes / p.block_bytes);
+  TaskGraph g;
+  const ThreadId issuer = g.add_thread(actor, "issuer");
+  const ThreadId stream = g.add_thread(actor, "stream");
+  const ThreadId completions = rdma ? g.add_thread(dst, "completions") : 0;
+  std::optional<TaskId> completed;  // the previous write's completion (RDMA)
+  for (std::uint64_t i = 0; i < blocks; ++i) {
+    const TaskId issued = g.delay(issuer, rdma ? costs.rdma_issue : costs.sdma_issue);
+    const BufferRef from{src, BufferKind::Input, i * p.block_bytes};
+    const BufferRef to{dst, BufferKind::Output, i * p.block_bytes};
+    if (!rdma) {
+      g.add_dependency(issued, g.copy(stream, from, to, p.block_bytes));
+      continue;
+    }
+    const TaskId bell = g.delay(stream, costs.rdma_doorbell, "doorbell");
+    g.add_dependency(issued, bell);
+    if (completed) g.add_dependency(*completed, bell);
+    g.copy(stream, from, to, p.block_bytes);
+    // The write's completion: a record that lands once the write has arrived.
+    g.record(stream, dst, 0, "completion");
+    completed = g.wait(completions, 0, "completion");
+  }
+  const RunResult r = sched.run(g);
+  if (!r.failure.empty()) throw GraphError("point " + p.id + ": " + r.failure);
+  const Time span = r.elapsed();
+  const double bytes = static_cast<double>(p.block_bytes * blocks);
+  return p.metric == "time_us" ? span.us() : bytes / seconds(span) / 1e9;
+}
+
 // Point-to-point runs, as the calibration rows were measured.
 double run_p2p(Platform& platform, const MeasuredPoint& p, std::string* what) {
   Scheduler sched(platform);
@@ -210,40 +258,27 @@ double run_p2p(Platform& platform, const MeasuredPoint& p, std::string* what) {
   }
   if (method == "single_task" || method == "batch") {
     const ThreadId t = g.add_thread(actor, "Plane0");
-    const std::uint64_t blocks = method == "batch" ? p.total_bytes / p.block_bytes : 1;
+    const std::uint64_t blocks = method == "batch" ? std::max<std::uint64_t>(1, p.total_bytes / p.block_bytes) : 1;
+    // hixl_cs's client issues a batch block by block (one_sided.direct_issue
+    // apart) while the stream copies the earlier ones; over RDMA the stream
+    // posts each write itself (rdma.post) and the bytes travel on their own.
+    const bool issued = method == "batch" && !platform.rdma_between(src, dst);
+    const ThreadId issuer = issued ? g.add_thread(actor, "issuer") : 0;
+    TaskId first = 0;
     for (std::uint64_t i = 0; i < blocks; ++i) {
-      g.copy(t, {src, BufferKind::Input, i * p.block_bytes}, {dst, BufferKind::Output, i * p.block_bytes}, p.block_bytes);
+      const TaskId copy =
+          g.copy(t, {src, BufferKind::Input, i * p.block_bytes}, {dst, BufferKind::Output, i * p.block_bytes}, p.block_bytes);
+      if (i == 0) first = copy;
+      if (issued) g.add_dependency(g.delay(issuer, platform.spec().npu.one_sided.direct_issue), copy);
     }
     const RunResult r = sched.run(g);
     if (!r.failure.empty()) throw GraphError("point " + p.id + ": " + r.failure);
-    // One task: its own span; a batch: the first start to the last arrival.
-    const Time span = method == "batch" ? r.end - r.timings.front().start : r.timings[0].end - r.timings[0].start;
+    // One task: its own span; a batch: the first copy's start to the last arrival.
+    const Time span = method == "batch" ? r.end - r.timings[first].start : r.timings[first].end - r.timings[first].start;
     const double bytes = static_cast<double>(p.block_bytes * blocks);
     return p.metric == "time_us" ? span.us() : bytes / seconds(span) / 1e9;
   }
-  if (method == "domain") {
-    // Through a communicator: the receiver says it is ready, the sender
-    // writes (or the receiver reads) and the other side learns it is done.
-    const ThreadId sender = g.add_thread(src, "send");
-    const ThreadId receiver = g.add_thread(dst, "recv");
-    if (read) {
-      g.record(sender, dst, 0, "ready");
-      g.wait(receiver, 0, "ready");
-      g.copy(receiver, {src, BufferKind::Input, 0}, {dst, BufferKind::Output, 0}, p.block_bytes);
-      g.record(receiver, src, 1, "done");
-      g.wait(sender, 1, "done");
-    } else {
-      g.record(receiver, src, 0, "ready");
-      g.wait(receiver, 1, "done");
-      g.wait(sender, 0, "ready");
-      g.copy(sender, {src, BufferKind::Input, 0}, {dst, BufferKind::Output, 0}, p.block_bytes);
-      g.record(sender, dst, 1, "done");
-    }
-    const RunResult r = sched.run(g);
-    if (!r.failure.empty()) throw GraphError("point " + p.id + ": " + r.failure);
-    const Time span = r.elapsed();
-    return p.metric == "time_us" ? span.us() : static_cast<double>(p.block_bytes) / seconds(span) / 1e9;
-  }
+  if (method == "domain") return domain_batch(sched, platform, p, src, dst);
   throw InputError("point " + p.id, "options.method '" + method + "' is not one of: single_task, batch, domain");
 }
 

@@ -275,11 +275,13 @@ PY
       check "$cmd --help mentions the field" contains "$tmp/help.txt" '"assumed"'
     done ;;
   segment_converges)
-    # issue 9: --segment reaches every channel; on an A3 server's AlltoAll
-    # (pieces staged through on-chip memory, 15 flows a port) the default
-    # segments are far from the flow model and 1 KiB segments within 1%.
-    a3="$src/configs/topologies/a3-server.json"
-    time_of() { "$hcclsim" perf alltoall -b 1M -e 1M --topology "$a3" --no-check --format csv "$@" 2>"$tmp/err.txt" |
+    # issue 9: --segment reaches every channel; on an A2 server's uneven
+    # AlltoAllV (long and short pieces on one port) the default segments are
+    # 5% from the flow model and 1 KiB segments within 1%. (An A3 AlltoAll
+    # no longer serves: its SDMA writes, capped per task, share a switch
+    # port, which segments fill only to one cap: test_flow_network.cpp.)
+    a2="$src/configs/topologies/a2-server.json"
+    time_of() { "$hcclsim" perf alltoallv -b 4M -e 4M --vcounts zipf:1 --topology "$a2" --no-check --format csv "$@" 2>"$tmp/err.txt" |
                 tail -1 | cut -d, -f10; }
     coarse=$(time_of --network segment)
     fine=$(time_of --network segment --segment 1KiB)
@@ -288,8 +290,8 @@ PY
     check "three times" [ -n "$coarse" -a -n "$fine" -a -n "$flow" ]
     check "1 KiB segments within 1% of the flow model" \
       awk -v a="$fine" -v b="$flow" 'BEGIN { d = (a - b) / b; exit !(d < 0.01 && d > -0.01) }'
-    check "default segments more than 5% off (the option changed something)" \
-      awk -v a="$coarse" -v b="$flow" 'BEGIN { d = (b - a) / b; exit !(d > 0.05 || d < -0.05) }' ;;
+    check "default segments more than 4% off (the option changed something)" \
+      awk -v a="$coarse" -v b="$flow" 'BEGIN { d = (b - a) / b; exit !(d > 0.04 || d < -0.04) }' ;;
   model_estimate_refusals)
     expect_exit() {  # expect_exit CODE TEXT ARGS...: exit CODE and TEXT on stderr
       local want=$1 text=$2

@@ -177,9 +177,17 @@ TEST_CASE("estimate: AlltoAll across 128 CloudMatrix384 dies, slots drifting int
   // DirectFullmesh's 8 slots drift apart after the first round, so the UB
   // planes carry the reads of neighbouring rounds together and one round's
   // ECMP collisions spread out (+15% / +13% while each round's flows were
-  // taken as sharing the links alone).
+  // taken as sharing the links alone). Each read through a switch port
+  // waits links.hccs.sdma_read_extra (2 us) before its data flows: in the
+  // detailed model the other reads take the port meanwhile, where the
+  // estimate's shares count the round's reads as flowing together (+7.2%
+  // at 64M): held to 8%.
   Platform platform(load_topology(topology("cloudmatrix384.json"), {}, 8));
-  compare(platform, {CollOp::AlltoAll}, {64 * MiB, 1 * GiB}, [](CollOp, std::uint64_t) { return Bound{}; });
+  compare(platform, {CollOp::AlltoAll}, {64 * MiB, 1 * GiB}, [](CollOp, std::uint64_t) {
+    Bound b;
+    b.tolerance = 0.08;
+    return b;
+  });
 }
 
 TEST_CASE("estimate: the pairwise AlltoAll across 256 A2 NPUs, writes of neighbouring steps in flight (64M)",
