@@ -1,7 +1,5 @@
 #include "tools/baseline_output.h"
 
-#include <cstdio>
-
 #include "sim/input_files.h"
 
 namespace hcclsim {
@@ -25,7 +23,7 @@ std::vector<std::string> replayable_command(const std::vector<std::string>& word
   return kept;
 }
 
-BaselineOutput::BaselineOutput(const std::string& path) : file_("--save-baseline", path) {}
+BaselineOutput::BaselineOutput(const std::string& path) : path_(path) { check_replaceable("--save-baseline", path_); }
 
 void BaselineOutput::write(const std::vector<std::string>& words, const RunRecord& record) {
   Baseline b;
@@ -34,18 +32,8 @@ void BaselineOutput::write(const std::vector<std::string>& words, const RunRecor
   b.inputs = input_files_read();
   b.command_kind = record.command_kind;
   b.items = record.items;
-  file_.stream() << baseline_json(b);
-  file_.close();
-  written_ = true;
-}
-
-BaselineOutput::~BaselineOutput() {
-  if (written_) return;
-  try {
-    file_.close();
-  } catch (const InputError&) {
-  }
-  std::remove(file_.path().c_str());
+  // (a temporary file beside the path, renamed over it once written whole)
+  write_file_atomically("--save-baseline", path_, baseline_json(b));
 }
 
 }  // namespace hcclsim

@@ -1,5 +1,6 @@
-// --save-baseline FILE of perf and run: the file is opened before the run (a
-// bad path fails at once) and written when the command succeeded.
+// --save-baseline FILE of perf and run: the path is checked before the run (a
+// bad path fails at once) and the file written, whole, only when the command
+// succeeded; a failed run leaves the path as it was.
 #pragma once
 
 #include <string>
@@ -20,14 +21,11 @@ class BaselineOutput {
   explicit BaselineOutput(const std::string& path);
   // Writes the baseline of `record`, run from `words` with the input files read so far.
   void write(const std::vector<std::string>& words, const RunRecord& record);
-  // A run that failed (or threw) leaves no baseline: the opened file is removed.
-  ~BaselineOutput();
   BaselineOutput(const BaselineOutput&) = delete;
   BaselineOutput& operator=(const BaselineOutput&) = delete;
 
  private:
-  OutputFile file_;
-  bool written_ = false;
+  std::string path_;
 };
 
 }  // namespace hcclsim

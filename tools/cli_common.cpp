@@ -191,18 +191,6 @@ AlgoRequest parse_algo(const std::string& text, CollOp op) {
   }
 }
 
-OutputFile::OutputFile(const std::string& option, const std::string& path)
-    : option_(option), path_(path), out_(path, std::ios::binary | std::ios::trunc) {
-  if (!out_) throw InputError("option " + option, "cannot write " + path);
-}
-
-void OutputFile::close() {
-  if (!out_.is_open()) return;
-  out_.flush();
-  const bool ok = static_cast<bool>(out_);
-  out_.close();
-  if (!ok || out_.fail()) throw InputError("option " + option_, "writing " + path_ + " failed");
-}
 
 namespace {
 
@@ -270,6 +258,61 @@ void write_file_atomically(const std::string& option, const std::string& path, c
     ::unlink(temporary.c_str());
     throw failed(error);
   }
+}
+
+namespace {
+
+// A new file beside `target` for its replacement, created (exclusively) with
+// `mode`: its path.
+std::string create_temporary_beside(const std::string& option, const std::string& path, const std::string& target,
+                                    std::optional<mode_t> mode) {
+  const fs::path final_path(target);
+  const fs::path dir = final_path.has_parent_path() ? final_path.parent_path() : fs::path(".");
+  for (int attempt = 0;; ++attempt) {
+    const std::string temporary = (dir / ("." + final_path.filename().string() + ".tmp-" + std::to_string(::getpid()) +
+                                          "-" + std::to_string(attempt)))
+                                      .string();
+    const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0) {
+      if (mode) ::fchmod(fd, *mode);
+      ::close(fd);
+      return temporary;
+    }
+    if (errno != EEXIST || attempt == 100) {
+      throw InputError("option " + option, "cannot write " + path + ": " + std::strerror(errno));
+    }
+  }
+}
+
+}  // namespace
+
+OutputFile::OutputFile(const std::string& option, const std::string& path) : option_(option), path_(path) {
+  const OutputTarget target = replaceable_target(option, path);
+  target_ = target.path;
+  temporary_ = create_temporary_beside(option, path, target_, target.mode);
+  out_.open(temporary_, std::ios::binary | std::ios::trunc);
+  if (!out_) {
+    ::unlink(temporary_.c_str());
+    throw InputError("option " + option, "cannot write " + path);
+  }
+}
+
+OutputFile::~OutputFile() {
+  if (temporary_.empty()) return;
+  out_.close();
+  ::unlink(temporary_.c_str());
+}
+
+void OutputFile::close() {
+  if (temporary_.empty()) return;
+  out_.flush();
+  const bool ok = static_cast<bool>(out_);
+  out_.close();
+  if (!ok || out_.fail()) throw InputError("option " + option_, "writing " + path_ + " failed");
+  if (::rename(temporary_.c_str(), target_.c_str()) != 0) {
+    throw InputError("option " + option_, "cannot write " + path_ + ": " + std::strerror(errno));
+  }
+  temporary_.clear();
 }
 
 double WallClock::seconds() const {

@@ -86,9 +86,18 @@ AlgoRequest parse_algo(const std::string& text, CollOp op);
 // An output file opened (and so created or truncated) before the run starts,
 // so that a bad path fails at once with exit code 2, not after an hour of
 // simulation. close() reports a failed write as InputError too.
+// An output file given by an option (--out, --trace, --links, ...), written
+// whole or not at all: it is checked at once (a bad path fails before the
+// run; a path that exists and is not a regular file is refused), written to
+// a temporary file beside it, and renamed over it by close(). Destroyed
+// without close() (a failed run), it removes its temporary file and leaves
+// the path as it was.
 class OutputFile {
  public:
   OutputFile(const std::string& option, const std::string& path);
+  ~OutputFile();
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
   std::ostream& stream() { return out_; }
   void close();
   const std::string& path() const { return path_; }
@@ -96,6 +105,8 @@ class OutputFile {
  private:
   std::string option_;
   std::string path_;
+  std::string target_;     // path_, or the regular file a link at it names
+  std::string temporary_;  // beside it; empty once renamed
   std::ofstream out_;
 };
 

@@ -20,7 +20,8 @@ CASES=(duplicate_key_topology duplicate_key_nested_profile program_int_not_trunc
        a2_profile_on_a3_server a2_profile_on_a3_rank_table oversubscription_absurd npus_per_server_above_npus
        vcounts_nan vcounts_inf algo_empty repeated_topology control_chars_in_name control_chars_in_key
        stdout_write_fails run_trace_bad_path links_bad_path links_csv links_json_summary links_stats
-       trace_link_counters run_links piped_output_complete row_times_stats launcher_without_core)
+       trace_link_counters run_links piped_output_complete row_times_stats launcher_without_core
+       failed_run_keeps_outputs)
 start_cases
 
 # copy_with OUT IN SED_EXPR: IN changed by sed; fails the case if nothing changed.
@@ -182,6 +183,15 @@ case "$name" in
     args=(perf all_reduce -b 8K -e 64M --format csv)
     expect_rc=0
     post=piped ;;
+  failed_run_keeps_outputs)
+    # A run that fails (a wait nobody records: exit 1) leaves every output
+    # path as it was: outputs go to temporary files renamed on success.
+    python3 -c 'import json, sys
+d = json.load(open(sys.argv[1])); d["host"][0]["ops"] = d["host"][0]["ops"][1:]
+json.dump(d, open(sys.argv[2], "w"))' "$program" "$tmp/stuck.json"
+    for f in trace.json base.json links.csv; do echo keep >"$tmp/$f"; done
+    args=(run --program "$tmp/stuck.json" --trace "$tmp/trace.json" --save-baseline "$tmp/base.json" --links "$tmp/links.csv")
+    post=kept ;;
   *)
     echo "unknown case '$name'; known: ${CASES[*]}" >&2
     exit 2 ;;
@@ -213,6 +223,20 @@ elif [ "$post" = row_times ]; then
      ! grep -Eq '^stats: per row: first [0-9]+\.[0-9]{3} ms; the other 3: median [0-9]+\.[0-9]{3} ms, max [0-9]+\.[0-9]{3} ms$' "$tmp/err.txt"; then
     echo "FAIL: --stats per-row times (exit code $rc):" >&2
     cat "$tmp/err.txt" >&2
+    fail=1
+  fi
+elif [ "$post" = kept ]; then
+  "$hcclsim" "${args[@]}" >"$tmp/out.txt" 2>"$tmp/err.txt"
+  rc=$?
+  fail=0
+  for f in trace.json base.json links.csv; do
+    if [ "$(cat "$tmp/$f")" != keep ]; then
+      echo "FAIL: the failed run (exit $rc) changed $tmp/$f" >&2
+      fail=1
+    fi
+  done
+  if [ $rc -ne 1 ] || ls -a "$tmp" | grep -q '\.tmp-'; then
+    echo "FAIL: exit $rc (expected 1), or a temporary file left behind" >&2
     fail=1
   fi
 elif [ "$post" = piped ]; then
