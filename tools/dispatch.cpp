@@ -69,7 +69,9 @@ collectives. The simulator is deterministic: one iteration of each size gives
 the time of every iteration.
 
 Exit codes: 0 success, 1 a run failed (deadlock, timeout, failed check, a
-regression found by check), 2 bad input (file, JSON path or option named on stderr).
+regression found by check), 2 bad input (file, JSON path or option named on stderr)
+or results that could not all be written (a full disk; a standard output closed
+early, as by `| head`, ends hcclsim without a message).
 )";
 
 struct Parser {

@@ -2,10 +2,12 @@
 // dispatched by tools/dispatch.cpp. Every error ends here as a message on
 // stderr and exit code 2 (bad input) or 1 (a run failed); nothing escapes
 // to SystemC, whose own handler would print an E549 dump on stdout.
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <new>
+#include <poll.h>
 #include <string>
 #include <systemc>
 #include <vector>
@@ -23,11 +25,20 @@ void report_handler(const sc_core::sc_report& report, const sc_core::sc_actions&
   if (actions & SC_DISPLAY) std::cerr << "hcclsim: SystemC: " << report.what() << "\n";
 }
 
+// Standard output is a pipe whose reader has gone (its writes fail with EPIPE).
+bool stdout_reader_gone() {
+  pollfd p{1, 0, 0};
+  return ::poll(&p, 1, 0) == 1 && (p.revents & POLLERR) != 0;
+}
+
 }  // namespace
 
 int sc_main(int argc, char* argv[]) {
   using namespace hcclsim;
   sc_core::sc_report_handler::set_handler(report_handler);
+  // A reader that closes standard output early (`| head`) makes writes fail
+  // with EPIPE, handled below, instead of killing the process by SIGPIPE.
+  std::signal(SIGPIPE, SIG_IGN);
   int code = 2;
   try {
     std::unique_ptr<ProcessGroup> group = make_process_group();
@@ -48,7 +59,8 @@ int sc_main(int argc, char* argv[]) {
   // a closed pipe) is an error like any other.
   std::cout.flush();
   if (!std::cout || std::fflush(stdout) != 0) {
-    std::cerr << "hcclsim: error: writing the results to standard output failed\n";
+    // (its reader gone: nothing to tell it; the exit code still says so)
+    if (!stdout_reader_gone()) std::cerr << "hcclsim: error: writing the results to standard output failed\n";
     if (code == 0) code = 2;
   }
   std::cerr.flush();

@@ -21,7 +21,7 @@ CASES=(duplicate_key_topology duplicate_key_nested_profile program_int_not_trunc
        vcounts_nan vcounts_inf algo_empty repeated_topology control_chars_in_name control_chars_in_key
        stdout_write_fails run_trace_bad_path links_bad_path links_csv links_json_summary links_stats
        trace_link_counters run_links piped_output_complete row_times_stats launcher_without_core
-       failed_run_keeps_outputs)
+       failed_run_keeps_outputs closed_pipe_quiet)
 start_cases
 
 # copy_with OUT IN SED_EXPR: IN changed by sed; fails the case if nothing changed.
@@ -183,6 +183,10 @@ case "$name" in
     args=(perf all_reduce -b 8K -e 64M --format csv)
     expect_rc=0
     post=piped ;;
+  closed_pipe_quiet)
+    # A reader that stops early: exit 2, no signal, no message.
+    args=(perf all_reduce -b 8K -e 64M)
+    post=closed_pipe ;;
   failed_run_keeps_outputs)
     # A run that fails (a wait nobody records: exit 1) leaves every output
     # path as it was: outputs go to temporary files renamed on success.
@@ -223,6 +227,14 @@ elif [ "$post" = row_times ]; then
      ! grep -Eq '^stats: per row: first [0-9]+\.[0-9]{3} ms; the other 3: median [0-9]+\.[0-9]{3} ms, max [0-9]+\.[0-9]{3} ms$' "$tmp/err.txt"; then
     echo "FAIL: --stats per-row times (exit code $rc):" >&2
     cat "$tmp/err.txt" >&2
+    fail=1
+  fi
+elif [ "$post" = closed_pipe ]; then
+  "$hcclsim" "${args[@]}" 2>"$tmp/err.txt" | head -1 >"$tmp/out.txt"
+  rc=${PIPESTATUS[0]}
+  fail=0
+  if [ $rc -ne 2 ] || [ -s "$tmp/err.txt" ] || [ "$(wc -l <"$tmp/out.txt")" -ne 1 ]; then
+    echo "FAIL: a closed pipe gave exit $rc (expected 2, not 141 = SIGPIPE) or a message" >&2
     fail=1
   fi
 elif [ "$post" = kept ]; then
