@@ -205,24 +205,9 @@ std::string printable(std::string_view text) {
 void JsonLocation::fail(const std::string& message) const { throw InputError(describe(), message); }
 
 json load_json_file(const std::string& file) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(file, ec)) {
-    throw InputError(file, "cannot open file: it is a directory");
-  }
-  std::ifstream in(file, std::ios::binary);
-  if (!in) {
-    const int err = errno;
-    throw InputError(file, std::string("cannot open file: ") +
-                               (err != 0 ? std::strerror(err) : "unknown error"));
-  }
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  if (in.bad() || buf.bad()) {
-    throw InputError(file, "cannot read file");
-  }
-  const std::string text = buf.str();
-  note_input_file(file, text);
-  return parse_json_text(text, file);
+  // A regular file of bounded size only: a FIFO or a device (/dev/zero) would
+  // be waited on or read without end.
+  return parse_json_text(read_regular_file(file, kMaxJsonFileBytes), file);
 }
 
 namespace {

@@ -25,6 +25,9 @@ constexpr Time kMaxInputTime{1000000ULL * 1000000000000ULL};
 constexpr std::int64_t kMaxProgramDimension = std::int64_t{1} << 40;
 
 // Parses a file; a syntax error names the file, line and column.
+// Reads and parses a JSON input file: a regular file of at most
+// kMaxJsonFileBytes (else InputError naming it), noted as read (sim/input_files.h).
+constexpr std::uint64_t kMaxJsonFileBytes = std::uint64_t{1} << 30;  // 1 GiB: far above any config or rank table
 nlohmann::json load_json_file(const std::string& file);
 // Same for text already in memory (`file` is only used in messages).
 nlohmann::json parse_json_text(const std::string& text, const std::string& file);

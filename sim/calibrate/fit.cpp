@@ -1,5 +1,7 @@
 #include "sim/calibrate/fit.h"
 
+#include "sim/input_files.h"
+
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -216,12 +218,7 @@ class Evaluator {
 
 // ---- Reading the request ----
 
-std::string read_text(const std::string& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
-}
+std::string read_text(const std::string& file) { return read_regular_file(file, kMaxJsonFileBytes); }
 
 bool starts_with_any(const std::string& id, const std::vector<std::string>& prefixes) {
   if (prefixes.empty()) return true;

@@ -21,7 +21,7 @@ CASES=(duplicate_key_topology duplicate_key_nested_profile program_int_not_trunc
        vcounts_nan vcounts_inf algo_empty repeated_topology control_chars_in_name control_chars_in_key
        stdout_write_fails run_trace_bad_path links_bad_path links_csv links_json_summary links_stats
        trace_link_counters run_links piped_output_complete row_times_stats launcher_without_core
-       failed_run_keeps_outputs closed_pipe_quiet)
+       failed_run_keeps_outputs closed_pipe_quiet topology_is_dev_zero program_is_fifo)
 start_cases
 
 # copy_with OUT IN SED_EXPR: IN changed by sed; fails the case if nothing changed.
@@ -183,6 +183,15 @@ case "$name" in
     args=(perf all_reduce -b 8K -e 64M --format csv)
     expect_rc=0
     post=piped ;;
+  topology_is_dev_zero)
+    # Read whole, /dev/zero never ends: refused before it is opened for reading.
+    args=(perf all_reduce --topology /dev/zero)
+    expect=("/dev/zero" "character device" "expected a regular file") ;;
+  program_is_fifo)
+    # Opened, a FIFO waits for a writer: refused instead.
+    mkfifo "$tmp/program.json"
+    args=(run --program "$tmp/program.json")
+    expect=("$tmp/program.json" "a FIFO" "expected a regular file") ;;
   closed_pipe_quiet)
     # A reader that stops early: exit 2, no signal, no message.
     args=(perf all_reduce -b 8K -e 64M)

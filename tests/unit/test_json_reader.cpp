@@ -110,8 +110,10 @@ TEST_CASE("load_json_file reports a missing file", "[json][file]") {
   REQUIRE_THROWS_WITH(load_json_file(path), Contains(path));
 }
 
-TEST_CASE("load_json_file refuses a directory", "[json][file]") {
-  REQUIRE_THROWS_WITH(load_json_file("/tmp"), Contains("cannot open"));
+TEST_CASE("load_json_file refuses a directory and a device, naming what they are", "[json][file]") {
+  REQUIRE_THROWS_WITH(load_json_file("/tmp"), Contains("it is a directory") && Contains("expected a regular file"));
+  REQUIRE_THROWS_WITH(load_json_file("/dev/zero"), Contains("it is a character device"));
+  REQUIRE_THROWS_WITH(load_json_file("/no/such/file.json"), Contains("cannot open file"));
 }
 
 // ----------------------------------------------------------- object reader
