@@ -23,7 +23,10 @@ std::vector<std::string> replayable_command(const std::vector<std::string>& word
   return kept;
 }
 
-BaselineOutput::BaselineOutput(const std::string& path) : path_(path) { check_replaceable("--save-baseline", path_); }
+BaselineOutput::BaselineOutput(const std::string& path) : path_(path) {
+  claim_output_path("--save-baseline", path_);
+  check_replaceable("--save-baseline", path_);
+}
 
 void BaselineOutput::write(const std::vector<std::string>& words, const RunRecord& record) {
   Baseline b;

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <stdexcept>
 
 #include "sim/collectives/hccl_algo.h"
@@ -260,6 +261,29 @@ void write_file_atomically(const std::string& option, const std::string& path, c
   }
 }
 
+std::uint64_t parse_seed(const std::string& text) {
+  const bool digits = !text.empty() && text.size() <= 20 &&
+                      std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  errno = 0;
+  const unsigned long long v = digits ? std::strtoull(text.c_str(), nullptr, 10) : 0;
+  if (!digits || errno == ERANGE) {
+    throw InputError("option --seed", "expected a non-negative integer below 2^64, got '" + text + "'");
+  }
+  return v;
+}
+
+void claim_output_path(const std::string& option, const std::string& path) {
+  static std::map<std::string, std::string> claimed;  // resolved path -> option
+  std::error_code ec;
+  std::string key = fs::weakly_canonical(fs::path(path), ec).string();
+  if (ec) key = path;
+  const auto [at, added] = claimed.emplace(key, option);
+  if (!added) {
+    throw InputError("option " + option, path + " is also the file of " + at->second +
+                                             "; give each output a file of its own");
+  }
+}
+
 namespace {
 
 // A new file beside `target` for its replacement, created (exclusively) with
@@ -287,6 +311,7 @@ std::string create_temporary_beside(const std::string& option, const std::string
 }  // namespace
 
 OutputFile::OutputFile(const std::string& option, const std::string& path) : option_(option), path_(path) {
+  claim_output_path(option, path);
   const OutputTarget target = replaceable_target(option, path);
   target_ = target.path;
   temporary_ = create_temporary_beside(option, path, target_, target.mode);

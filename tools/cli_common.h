@@ -81,6 +81,8 @@ int hccl_test_ranks(const TopologySpec& spec, const std::string& topology_file, 
 int checked_int(const std::string& option, int value, int min, int max, const std::string& why = "");
 // A size option ("8K", "64MiB", bytes); the error names the option.
 std::uint64_t checked_size(const std::string& option, const std::string& text);
+// --seed: decimal digits within 64 bits, else InputError naming the option.
+std::uint64_t parse_seed(const std::string& text);
 AlgoRequest parse_algo(const std::string& text, CollOp op);
 
 // An output file opened (and so created or truncated) before the run starts,
@@ -92,6 +94,10 @@ AlgoRequest parse_algo(const std::string& text, CollOp op);
 // a temporary file beside it, and renamed over it by close(). Destroyed
 // without close() (a failed run), it removes its temporary file and leaves
 // the path as it was.
+// Claims `path` for the output of `option`: a second output to the same file
+// (`--out x --trace x`, or through a link) is refused, naming both options.
+void claim_output_path(const std::string& option, const std::string& path);
+
 class OutputFile {
  public:
   OutputFile(const std::string& option, const std::string& path);

@@ -52,8 +52,7 @@ class MoeCommand : public Command {
     p_.mode = mode_ == "normal" ? MoeMode::Normal : MoeMode::LowLatency;
     if (dtype_ != "int8" && dtype_ != "bf16") throw InputError("option --dtype", "expected int8 or bf16, got '" + dtype_ + "'");
     p_.int8 = dtype_ == "int8";
-    if (seed_ < 0) throw InputError("option --seed", "expected a non-negative integer");
-    p_.seed = static_cast<std::uint64_t>(seed_);
+    p_.seed = parse_seed(seed_);
     if (format_ != "table" && format_ != "json" && format_ != "csv") {
       throw InputError("option --format", "unknown format '" + format_ + "'; expected table, json or csv");
     }
@@ -143,7 +142,7 @@ class MoeCommand : public Command {
   MoeParams p_;
   std::string mode_ = "normal";
   std::string dtype_ = "int8";
-  long long seed_ = 1;
+  std::string seed_ = "1";
   TopologyOptions topology_;
   std::string format_ = "table";
   std::string trace_file_;

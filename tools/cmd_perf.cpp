@@ -174,6 +174,7 @@ int PerfCommand::run(CommandContext& ctx) {
   req.reduce_op = *reduce_op;
   req.root = checked_int("-r", root_, 0, req.ranks - 1, "the root must be one of the ranks");
   req.buffer_bytes = buffsize_.empty() ? spec.npu.hccl_buffer_bytes : checked_size("--buffsize", buffsize_);
+  if (req.buffer_bytes == 0) throw InputError("option --buffsize", "the HCCL buffer cannot be empty; expected a size above 0");
   if (check_opt_->count() > 0) {
     if (check_ != 0 && check_ != 1) {
       throw InputError("option -c", "expected 0 (no data check) or 1 (data check), got " + std::to_string(check_));

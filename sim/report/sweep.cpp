@@ -273,7 +273,10 @@ SweepGrid load_sweep_grid(const std::string& file) {
     const JsonLocation where = top.location_of("buffsizes");
     if (!v->is_array() || v->empty()) where.fail("expected a non-empty array of sizes");
     buffsizes.clear();
-    for (std::size_t i = 0; i < v->size(); ++i) buffsizes.push_back(size_at((*v)[i], where.index(i)));
+    for (std::size_t i = 0; i < v->size(); ++i) {
+      buffsizes.push_back(size_at((*v)[i], where.index(i)));
+      if (*buffsizes.back() == 0) where.index(i).fail("the HCCL buffer cannot be empty; expected a size above 0");
+    }
   }
   grid.reduce_op = *parse_reduce_op(top.choice_or("reduce_op", reduce_op_names(), "sum"));
   grid.check = top.bool_or("check", true);

@@ -21,7 +21,8 @@ CASES=(duplicate_key_topology duplicate_key_nested_profile program_int_not_trunc
        vcounts_nan vcounts_inf algo_empty repeated_topology control_chars_in_name control_chars_in_key
        stdout_write_fails run_trace_bad_path links_bad_path links_csv links_json_summary links_stats
        trace_link_counters run_links piped_output_complete row_times_stats launcher_without_core
-       failed_run_keeps_outputs closed_pipe_quiet topology_is_dev_zero program_is_fifo)
+       failed_run_keeps_outputs closed_pipe_quiet topology_is_dev_zero program_is_fifo
+       two_outputs_one_path buffsize_zero seed_beyond_64_bits sweep_buffsize_zero)
 start_cases
 
 # copy_with OUT IN SED_EXPR: IN changed by sed; fails the case if nothing changed.
@@ -183,6 +184,20 @@ case "$name" in
     args=(perf all_reduce -b 8K -e 64M --format csv)
     expect_rc=0
     post=piped ;;
+  two_outputs_one_path)
+    args=(perf all_reduce -b 8K -e 8K --out "$tmp/o.txt" --trace "$tmp/o.txt")
+    expect=("--trace" "also the file of --out") ;;
+  buffsize_zero)
+    args=(perf all_reduce -b 8K -e 8K --buffsize 0)
+    expect=("--buffsize" "cannot be empty") ;;
+  seed_beyond_64_bits)
+    args=(moe dispatch --ep 8 --tokens 16 --hidden 7168 --topk 8 --experts 256 --seed 18446744073709551616)
+    expect=("--seed" "below 2^64") ;;
+  sweep_buffsize_zero)
+    printf '{"topologies": ["%s"], "ops": ["all_reduce"], "sizes": {"b": "8K", "e": "8K", "f": 2}, "buffsizes": ["0B"]}' \
+      "$topology" >"$tmp/grid.json"
+    args=(sweep "$tmp/grid.json")
+    expect=("$tmp/grid.json" '$.buffsizes[0]' "cannot be empty") ;;
   topology_is_dev_zero)
     # Read whole, /dev/zero never ends: refused before it is opened for reading.
     args=(perf all_reduce --topology /dev/zero)
