@@ -106,9 +106,24 @@ std::vector<MeasuredPoint> load_measurements(const std::string& file) {
       for (const char* key : {"method", "src", "dst"}) {
         if (p.options.count(key) == 0) r.location_of("options").fail(std::string("a p2p point needs options.") + key);
       }
+      // (one task within one NPU is its on-chip copy, as A2-3 measured; a batch or a domain needs two NPUs)
+      if (p.options.at("src") == p.options.at("dst") && (p.op == "p2p_notify" || p.options.at("method") != "single_task")) {
+        r.location_of("options").fail("options.src and options.dst are the same NPU; only a single_task write (an "
+                                      "on-chip copy) may stay on one, a " + p.options.at("method") + " " + p.op +
+                                      " needs two");
+      }
     } else if (!moe) {
       p.size_bytes = static_cast<std::uint64_t>(r.required_int_in("size_bytes", 1, std::int64_t{1} << 50));
       p.size_means = r.required_choice("size_means", {"input_per_rank", "output_per_rank", "hccl_test"});
+      const std::uint64_t element = data_type_size(*parse_data_type(p.dtype));
+      if (p.size_bytes % element != 0) {
+        r.location_of("size_bytes").fail(std::to_string(p.size_bytes) + " is not a whole number of " + p.dtype +
+                                         " elements (" + std::to_string(element) + " bytes each)");
+      }
+    }
+    if (moe && p.options.count("ep") != 0 && p.ranks > 0 && p.options.at("ep") != std::to_string(p.ranks)) {
+      r.location_of("ranks").fail("a MoE point's ranks (" + std::to_string(p.ranks) + ") must equal options.ep (" +
+                                  p.options.at("ep") + ")");
     }
     r.finish();
     out.push_back(std::move(p));
@@ -420,6 +435,10 @@ ValidationResult PointRunner::run(const MeasuredPoint& p, bool estimate) {
   const auto found = index_.find(platform_key(p));
   if (found == index_.end()) throw std::logic_error("point " + p.id + " was not given to the PointRunner");
   Platform& platform = sites_[found->second]->platform->platform;
+  if (p.ranks > platform.npus()) {
+    throw InputError("point " + p.id, "ranks " + std::to_string(p.ranks) + " is more than the " +
+                                          std::to_string(platform.npus()) + " NPUs of its topology " + p.topology);
+  }
   // The flow network solves large components at multiples of its quantum
   // of simulated time: each point starts at one, so that its result does
   // not depend on the points run before it.

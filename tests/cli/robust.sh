@@ -22,7 +22,9 @@ CASES=(duplicate_key_topology duplicate_key_nested_profile program_int_not_trunc
        stdout_write_fails run_trace_bad_path links_bad_path links_csv links_json_summary links_stats
        trace_link_counters run_links piped_output_complete row_times_stats launcher_without_core
        failed_run_keeps_outputs closed_pipe_quiet topology_is_dev_zero program_is_fifo
-       two_outputs_one_path buffsize_zero seed_beyond_64_bits sweep_buffsize_zero)
+       two_outputs_one_path buffsize_zero seed_beyond_64_bits sweep_buffsize_zero
+       measured_p2p_to_itself measured_ranks_beyond_topology measured_size_not_whole_elements measured_moe_ep_not_ranks
+       baseline_time_zero)
 start_cases
 
 # copy_with OUT IN SED_EXPR: IN changed by sed; fails the case if nothing changed.
@@ -184,6 +186,37 @@ case "$name" in
     args=(perf all_reduce -b 8K -e 64M --format csv)
     expect_rc=0
     post=piped ;;
+  measured_p2p_to_itself|measured_ranks_beyond_topology|measured_size_not_whole_elements|measured_moe_ep_not_ranks)
+    # A measurement file whose one point contradicts itself.
+    python3 - "$src/configs/calibration/measurements.json" "$tmp/m.json" "$name" "$topology" <<'PY'
+import json, sys
+src, out, case, topology = sys.argv[1:5]
+points = json.load(open(src))["points"]
+by_id = {p["id"]: p for p in points}
+if case == "measured_p2p_to_itself":
+    p = dict(by_id["A2-1/write/16K"]); p["options"] = dict(p["options"], dst=0)
+elif case == "measured_ranks_beyond_topology":
+    p = dict(by_id["A2-1/write/16K"]); p["ranks"] = 99
+elif case == "measured_size_not_whole_elements":
+    p = {"id": "odd", "group": "g", "topology": topology, "ranks": 8, "op": "all_reduce", "dtype": "fp32",
+         "size_bytes": 1026, "size_means": "input_per_rank", "metric": "time_us", "value": 10, "source": "test"}
+else:
+    p = dict(by_id["A2-MoE-1/normal/dispatch/ep8"]); p["ranks"] = 16
+p["topology"] = topology
+json.dump({"points": [p]}, open(out, "w"))
+PY
+    args=(validate "$tmp/m.json")
+    case "$name" in
+      measured_p2p_to_itself) expect=("$tmp/m.json" '$.points[0].options' "same NPU") ;;
+      measured_ranks_beyond_topology) expect=("point A2-1/write/16K" "more than the 8 NPUs") ;;
+      measured_size_not_whole_elements) expect=("$tmp/m.json" '$.points[0].size_bytes' "not a whole number of fp32") ;;
+      measured_moe_ep_not_ranks) expect=("$tmp/m.json" '$.points[0].ranks' "must equal options.ep") ;;
+    esac ;;
+  baseline_time_zero)
+    "$hcclsim" perf all_reduce -b 8K -e 8K --save-baseline "$tmp/b.json" >/dev/null 2>&1
+    sed -i 's/"time_us": [0-9.]*/"time_us": 0/' "$tmp/b.json"
+    args=(check "$tmp/b.json")
+    expect=("$tmp/b.json" '$.results[0].time_us' "positive number") ;;
   two_outputs_one_path)
     args=(perf all_reduce -b 8K -e 8K --out "$tmp/o.txt" --trace "$tmp/o.txt")
     expect=("--trace" "also the file of --out") ;;
