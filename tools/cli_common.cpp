@@ -97,6 +97,11 @@ TopologySpec TopologyOptions::load(std::string* described) const {
   } catch (const std::exception& e) {
     throw InputError("option --flow-quantum", std::string("expected a time such as 1us or 0: ") + e.what());
   }
+  // A quantum is a delay a transfer may start late by: beyond a second it
+  // would hold whole collectives back (a bound, not a tuning).
+  if (spec.flow_batching.quantum_ps > Time::from_ns(1'000'000'000).ps) {
+    throw InputError("option --flow-quantum", "at most 1s (a transfer may start up to one quantum late); got " + flow_quantum);
+  }
   if (spec.flow_batching.quantum_ps == 0) spec.flow_batching.large_component = 0;
   return spec;
 }

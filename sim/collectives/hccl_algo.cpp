@@ -28,6 +28,7 @@ const char* hccl_op_name(CollOp op) {
 AlgoRequest parse_levels(const std::string& levels, const std::string& whole) {
   AlgoRequest request;
   std::optional<Level0Algo>& level0 = request.level0;
+  std::vector<std::string> seen;  // a level given twice would silently keep its last choice
   for (const std::string& item : split(levels, ';')) {
     const auto colon = item.find(':');
     if (colon == std::string::npos) {
@@ -35,6 +36,10 @@ AlgoRequest parse_levels(const std::string& levels, const std::string& whole) {
     }
     const std::string level = item.substr(0, colon);
     const std::string algo = item.substr(colon + 1);
+    if (std::find(seen.begin(), seen.end(), level) != seen.end()) {
+      throw std::invalid_argument("'" + level + "' is given twice in \"" + whole + "\"; give each level once");
+    }
+    seen.push_back(level);
     if (level == "level0") {
       if (algo == "NA") {
         level0.reset();

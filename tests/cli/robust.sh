@@ -24,7 +24,7 @@ CASES=(duplicate_key_topology duplicate_key_nested_profile program_int_not_trunc
        failed_run_keeps_outputs closed_pipe_quiet topology_is_dev_zero program_is_fifo
        two_outputs_one_path buffsize_zero seed_beyond_64_bits sweep_buffsize_zero
        measured_p2p_to_itself measured_ranks_beyond_topology measured_size_not_whole_elements measured_moe_ep_not_ranks
-       baseline_time_zero)
+       baseline_time_zero algo_level_twice flow_quantum_unbounded)
 start_cases
 
 # copy_with OUT IN SED_EXPR: IN changed by sed; fails the case if nothing changed.
@@ -217,6 +217,12 @@ PY
     sed -i 's/"time_us": [0-9.]*/"time_us": 0/' "$tmp/b.json"
     args=(check "$tmp/b.json")
     expect=("$tmp/b.json" '$.results[0].time_us' "positive number") ;;
+  algo_level_twice)
+    args=(perf all_reduce -b 8K -e 8K --algo "level0:ring;level0:fullmesh")
+    expect=("--algo" "'level0' is given twice") ;;
+  flow_quantum_unbounded)
+    args=(perf all_reduce -b 8K -e 8K --flow-quantum 1000000s)
+    expect=("--flow-quantum" "at most 1s") ;;
   two_outputs_one_path)
     args=(perf all_reduce -b 8K -e 8K --out "$tmp/o.txt" --trace "$tmp/o.txt")
     expect=("--trace" "also the file of --out") ;;
