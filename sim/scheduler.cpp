@@ -86,6 +86,10 @@ void Scheduler::compile(const TaskGraph& graph, TaskGraph* release) {
       case TaskKind::Memcpy:
       case TaskKind::ReduceInline: {
         e.kind = ExecKind::Transfer;
+        // (the engines time transfers up to what the graph addresses; beyond, a size near 2^64 came out free)
+        if (t.bytes > kMaxCheckedOffset) {
+          throw GraphError(graph.describe(id) + " moves " + std::to_string(t.bytes) + " bytes, beyond the 32 TiB a task may move");
+        }
         e.bytes = t.bytes;
         e.reduce = t.kind == TaskKind::ReduceInline;
         e.aiv = t.mover == Mover::Aiv;

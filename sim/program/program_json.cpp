@@ -11,6 +11,16 @@ namespace hcclsim {
 
 namespace {
 
+// A program's transfer size: at most what the task graph addresses (32 TiB),
+// so that no transfer is too large to time (a size near 2^64 was free).
+std::uint64_t transfer_bytes(ObjectReader& r) {
+  const std::uint64_t bytes = r.required_size("bytes");
+  constexpr std::uint64_t kMax = std::uint64_t{1} << 45;
+  if (bytes > kMax) r.location_of("bytes").fail("a transfer of " + std::to_string(bytes) + " bytes; expected at most 32 TiB");
+  return bytes;
+}
+
+
 using nlohmann::json;
 
 void check(HcclResult r, const Program& program, const JsonLocation& where) {
@@ -203,16 +213,16 @@ LoadedProgram load_program(const std::string& file, Program& program) {
           const std::uint32_t n = notify();
           r = program.notify_wait(t, n, op.time_or("timeout", Time{}));
         } else if (kind == "local_copy") {
-          r = program.local_copy(t, op.required_size("bytes"));
+          r = program.local_copy(t, transfer_bytes(op));
         } else if (kind == "local_reduce") {
-          r = program.local_reduce(t, op.required_size("bytes"));
+          r = program.local_reduce(t, transfer_bytes(op));
         } else if (kind == "write" || kind == "read") {
           const int p = peer();
-          const std::uint64_t bytes = op.required_size("bytes");
+          const std::uint64_t bytes = transfer_bytes(op);
           r = kind == "write" ? program.write(t, p, bytes) : program.read(t, p, bytes);
         } else if (kind == "write_with_notify") {
           const int p = peer();
-          const std::uint64_t bytes = op.required_size("bytes");
+          const std::uint64_t bytes = transfer_bytes(op);
           const ThreadHandle rt = remote(p);
           r = program.write_with_notify(t, p, bytes, rt, notify());
         } else if (kind == "channel_notify_record") {
@@ -284,7 +294,7 @@ LoadedProgram load_program(const std::string& file, Program& program) {
                 const json& writes = step.required_array("writes");
                 for (std::size_t w = 0; w < writes.size(); ++w) {
                   ObjectReader item(writes[w], step.location_of("writes").index(w));
-                  args.batch.push_back({item.required_int32("peer"), item.required_size("bytes")});
+                  args.batch.push_back({item.required_int32("peer"), transfer_bytes(item)});
                   item.finish();
                 }
               } else {
@@ -344,7 +354,7 @@ LoadedProgram load_program(const std::string& file, Program& program) {
                                          : program.kernel_cross_core_wait(rank, core, flag);
             } else {
               if (core != CoreKind::Aiv) step.location_of("op").fail("a vector op runs on AIV cores: put it in the \"aiv\" list");
-              r = program.kernel_vector(rank, step.required_size("bytes"), step.required_int32("cores"));
+              r = program.kernel_vector(rank, transfer_bytes(step), step.required_int32("cores"));
             }
             step.finish();
             check(r, program, sloc);

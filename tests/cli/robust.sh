@@ -24,7 +24,7 @@ CASES=(duplicate_key_topology duplicate_key_nested_profile program_int_not_trunc
        failed_run_keeps_outputs closed_pipe_quiet topology_is_dev_zero program_is_fifo
        two_outputs_one_path buffsize_zero seed_beyond_64_bits sweep_buffsize_zero
        measured_p2p_to_itself measured_ranks_beyond_topology measured_size_not_whole_elements measured_moe_ep_not_ranks
-       baseline_time_zero algo_level_twice flow_quantum_unbounded)
+       baseline_time_zero algo_level_twice flow_quantum_unbounded program_copy_near_2_64)
 start_cases
 
 # copy_with OUT IN SED_EXPR: IN changed by sed; fails the case if nothing changed.
@@ -217,6 +217,15 @@ PY
     sed -i 's/"time_us": [0-9.]*/"time_us": 0/' "$tmp/b.json"
     args=(check "$tmp/b.json")
     expect=("$tmp/b.json" '$.results[0].time_us' "positive number") ;;
+  program_copy_near_2_64)
+    # A copy of 2^64 - 1 bytes took 0.6 us: sizes are bounded where they are read.
+    python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+for op in d["host"][0]["ops"]:
+    if op["op"] == "local_copy": op["bytes"] = "18446744073709551615B"
+json.dump(d, open(sys.argv[2], "w"))' "$program" "$tmp/big.json"
+    args=(run --program "$tmp/big.json")
+    expect=("$tmp/big.json" '$.host[0].ops[2].bytes' "at most 32 TiB") ;;
   algo_level_twice)
     args=(perf all_reduce -b 8K -e 8K --algo "level0:ring;level0:fullmesh")
     expect=("--algo" "'level0' is given twice") ;;
