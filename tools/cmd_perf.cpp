@@ -233,6 +233,11 @@ int PerfCommand::run(CommandContext& ctx) {
     for (const auto& [given, option] : {std::pair{!trace_file_.empty(), "--trace"}, std::pair{!links_file_.empty(), "--links"}}) {
       if (given) throw InputError(std::string("option ") + option, std::string(option) + " needs the detailed model's tasks and links; --model estimate has none");
     }
+    // (its AlltoAllV form follows even counts: an uneven one came out as fast as the even one)
+    if (req.alltoallv_distribution != "uniform" && !vcounts_.empty()) {
+      throw InputError("option --vcounts", "--model estimate follows even per-peer counts only; give --model detailed "
+                                           "for '" + vcounts_ + "'");
+    }
     req.check = false;
   }
   // Refused before anything is allocated (docs/user-guide.md: limits); the estimate

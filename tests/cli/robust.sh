@@ -24,7 +24,8 @@ CASES=(duplicate_key_topology duplicate_key_nested_profile program_int_not_trunc
        failed_run_keeps_outputs closed_pipe_quiet topology_is_dev_zero program_is_fifo
        two_outputs_one_path buffsize_zero seed_beyond_64_bits sweep_buffsize_zero
        measured_p2p_to_itself measured_ranks_beyond_topology measured_size_not_whole_elements measured_moe_ep_not_ranks
-       baseline_time_zero algo_level_twice flow_quantum_unbounded program_copy_near_2_64)
+       baseline_time_zero algo_level_twice flow_quantum_unbounded program_copy_near_2_64
+       estimate_uneven_vcounts)
 start_cases
 
 # copy_with OUT IN SED_EXPR: IN changed by sed; fails the case if nothing changed.
@@ -226,6 +227,10 @@ for op in d["host"][0]["ops"]:
 json.dump(d, open(sys.argv[2], "w"))' "$program" "$tmp/big.json"
     args=(run --program "$tmp/big.json")
     expect=("$tmp/big.json" '$.host[0].ops[2].bytes' "at most 32 TiB") ;;
+  estimate_uneven_vcounts)
+    # The estimate's AlltoAllV follows even counts: an uneven request is refused, not answered as even.
+    args=(perf alltoallv -b 4M -e 4M --model estimate --vcounts zipf:1)
+    expect=("--vcounts" "even per-peer counts only") ;;
   algo_level_twice)
     args=(perf all_reduce -b 8K -e 8K --algo "level0:ring;level0:fullmesh")
     expect=("--algo" "'level0' is given twice") ;;
