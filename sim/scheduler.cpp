@@ -111,26 +111,24 @@ void Scheduler::compile(const TaskGraph& graph, TaskGraph* release) {
           e.span = read ? npu.sdma.read_fixed : npu.sdma.task_fixed;
           e.rate_cap = e.reduce ? npu.sdma.reduce_bandwidth : npu.sdma.copy_bandwidth;
         }
-        if (!e.aiv && e.path != nullptr) {
+        if (e.path != nullptr) {
+          // The links' caps on this transfer: a write's (write_bandwidth),
+          // one SDMA task's (sdma_*_rate), and an SDMA task's extra wait.
+          const auto lower_cap = [&e](Bandwidth cap) {
+            if (cap.bytes_per_s != 0 && (e.rate_cap.bytes_per_s == 0 || cap.bytes_per_s < e.rate_cap.bytes_per_s)) {
+              e.rate_cap = cap;
+            }
+          };
           Time extra;
           for (const Channel* ch : *e.path) {
             const ChannelParams& link = ch->params();
+            if (!read) lower_cap(link.write_bandwidth);
+            if (e.aiv) continue;
+            lower_cap(read ? link.sdma_read_rate : link.sdma_write_rate);
             const Time x = read ? link.sdma_read_extra : link.sdma_write_extra;
             if (x > extra) extra = x;
-            const Bandwidth cap = read ? link.sdma_read_rate : link.sdma_write_rate;
-            if (cap.bytes_per_s != 0 && (e.rate_cap.bytes_per_s == 0 || cap.bytes_per_s < e.rate_cap.bytes_per_s)) {
-              e.rate_cap = cap;
-            }
           }
           e.span = e.span + extra;
-        }
-        if (!read && e.path != nullptr) {
-          for (const Channel* ch : *e.path) {
-            const Bandwidth cap = ch->params().write_bandwidth;
-            if (cap.bytes_per_s != 0 && (e.rate_cap.bytes_per_s == 0 || cap.bytes_per_s < e.rate_cap.bytes_per_s)) {
-              e.rate_cap = cap;
-            }
-          }
         }
         if (platform_.rdma_between(t.src.rank, t.dst.rank)) {
           if (e.aiv) {

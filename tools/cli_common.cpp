@@ -229,28 +229,45 @@ OutputTarget replaceable_target(const std::string& option, const std::string& pa
   return {ec ? path : target.string(), st.st_mode & 07777};
 }
 
+// A new file beside `target` for its replacement, created (exclusively) with
+// `mode`: its path.
+std::string create_temporary_beside(const std::string& option, const std::string& path, const std::string& target,
+                                    std::optional<mode_t> mode) {
+  const fs::path final_path(target);
+  const fs::path dir = final_path.has_parent_path() ? final_path.parent_path() : fs::path(".");
+  for (int attempt = 0;; ++attempt) {
+    const std::string temporary = (dir / ("." + final_path.filename().string() + ".tmp-" + std::to_string(::getpid()) +
+                                          "-" + std::to_string(attempt)))
+                                      .string();
+    const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0) {
+      if (mode) ::fchmod(fd, *mode);
+      ::close(fd);
+      return temporary;
+    }
+    if (errno != EEXIST || attempt == 100) {
+      throw InputError("option " + option, "cannot write " + path + ": " + std::strerror(errno));
+    }
+  }
+}
+
 }  // namespace
 
 void check_replaceable(const std::string& option, const std::string& path) { replaceable_target(option, path); }
 
 void write_file_atomically(const std::string& option, const std::string& path, const std::string& text) {
   const OutputTarget target = replaceable_target(option, path);
-  const fs::path final_path(target.path);
-  const fs::path dir = final_path.has_parent_path() ? final_path.parent_path() : fs::path(".");
   const auto failed = [&](const std::string& what) {
     return InputError("option " + option, "cannot write " + path + ": " + what);
   };
-  std::string temporary;
-  int fd = -1;
-  for (int attempt = 0; fd < 0; ++attempt) {
-    temporary = (dir / ("." + final_path.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" +
-                        std::to_string(attempt)))
-                    .string();
-    fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0 && (errno != EEXIST || attempt == 100)) throw failed(std::strerror(errno));
+  const std::string temporary = create_temporary_beside(option, path, target.path, target.mode);
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const std::string why = std::strerror(errno);
+    ::unlink(temporary.c_str());
+    throw failed(why);
   }
   std::string error;
-  if (target.mode && ::fchmod(fd, *target.mode) != 0) error = std::strerror(errno);
   for (std::size_t done = 0; error.empty() && done < text.size();) {
     const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR) continue;
@@ -289,31 +306,6 @@ void claim_output_path(const std::string& option, const std::string& path) {
   }
 }
 
-namespace {
-
-// A new file beside `target` for its replacement, created (exclusively) with
-// `mode`: its path.
-std::string create_temporary_beside(const std::string& option, const std::string& path, const std::string& target,
-                                    std::optional<mode_t> mode) {
-  const fs::path final_path(target);
-  const fs::path dir = final_path.has_parent_path() ? final_path.parent_path() : fs::path(".");
-  for (int attempt = 0;; ++attempt) {
-    const std::string temporary = (dir / ("." + final_path.filename().string() + ".tmp-" + std::to_string(::getpid()) +
-                                          "-" + std::to_string(attempt)))
-                                      .string();
-    const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd >= 0) {
-      if (mode) ::fchmod(fd, *mode);
-      ::close(fd);
-      return temporary;
-    }
-    if (errno != EEXIST || attempt == 100) {
-      throw InputError("option " + option, "cannot write " + path + ": " + std::strerror(errno));
-    }
-  }
-}
-
-}  // namespace
 
 OutputFile::OutputFile(const std::string& option, const std::string& path) : option_(option), path_(path) {
   claim_output_path(option, path);

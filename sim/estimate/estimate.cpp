@@ -816,24 +816,23 @@ const std::vector<double>& EstimateFabric::flow_rates(const std::string& key,
   return rates_.emplace(memo, std::move(rates)).first->second;
 }
 
+double EstimateFabric::sdma_cap(const FlowPair& f, bool write) const {
+  if (f.from == f.to) return kUnlimited;
+  const PathCost p = path(f.from, f.to);
+  return write ? p.write_rate : p.rate;
+}
+
 double EstimateFabric::least_sdma_cap(const std::vector<FlowPair>& flows, bool write) const {
   double least = kUnlimited;
-  if (!sdma_caps_) return least;
-  for (const FlowPair& f : flows) {
-    if (f.from == f.to) continue;
-    const PathCost p = path(f.from, f.to);
-    least = std::min(least, write ? p.write_rate : p.rate);
+  if (sdma_caps_) {
+    for (const FlowPair& f : flows) least = std::min(least, sdma_cap(f, write));
   }
   return least;
 }
 
 void EstimateFabric::cap_sdma(const std::vector<FlowPair>& flows, bool write, std::vector<double>& rates) const {
   if (!sdma_caps_) return;
-  for (std::size_t i = 0; i < flows.size() && i < rates.size(); ++i) {
-    if (flows[i].from == flows[i].to) continue;
-    const PathCost p = path(flows[i].from, flows[i].to);
-    rates[i] = std::min(rates[i], write ? p.write_rate : p.rate);
-  }
+  for (std::size_t i = 0; i < flows.size() && i < rates.size(); ++i) rates[i] = std::min(rates[i], sdma_cap(flows[i], write));
 }
 
 const EstimateFabric::Listed& EstimateFabric::listed(const std::function<void(std::vector<FlowPair>&)>& flows) const {

@@ -570,6 +570,8 @@ class EstimateFabric {
   mutable BetweenLeaves between_leaves_;
   std::vector<double> link_rates_;  // per link: its channels' rate, worked out once (8 bytes a link)
   bool sdma_caps_ = false;          // a link has an SDMA read or write cap (A3's switch ports)
+  // One SDMA flow's cap on its path (its PathCost's rate or write_rate), kUnlimited on one NPU.
+  double sdma_cap(const FlowPair& f, bool write) const;
   // The least SDMA cap (read or write) on the routes of `flows`, kUnlimited without.
   double least_sdma_cap(const std::vector<FlowPair>& flows, bool write) const;
   void cap_sdma(const std::vector<FlowPair>& flows, bool write, std::vector<double>& rates) const;
