@@ -22,6 +22,15 @@ namespace hcclsim::testing {
 // A file of the source tree (configs, topologies), wherever the tests run from.
 inline std::string source_file(const std::string& relative) { return std::string(HCCLSIM_SOURCE_DIR) + "/" + relative; }
 
+// A channel with no SDMA-specific caps or extras.
+inline ChannelParams channel_params(Bandwidth bandwidth, Time latency, std::uint64_t segment_bytes) {
+  ChannelParams c;
+  c.bandwidth = bandwidth;
+  c.latency = latency;
+  c.segment_bytes = segment_bytes;
+  return c;
+}
+
 inline NpuParams small_npu(int sdma_engines) {
   NpuParams n;
   n.model = "test";
@@ -44,13 +53,13 @@ inline NpuParams small_npu(int sdma_engines) {
   n.aiv.copy_fixed = Time::from_ns(400);
   n.aiv.flag_write = Time::from_ns(200);
   n.aiv.flag_poll = Time::from_ns(600);
-  n.local_memory = ChannelParams{Bandwidth{10'000'000'000}, Time::from_ns(0), 4096, Bandwidth{}};
+  n.local_memory = channel_params(Bandwidth{10'000'000'000}, Time::from_ns(0), 4096);
   n.hccl_buffer_bytes = 1024 * 1024;
   return n;
 }
 
 // 1 GB/s, 100 ns, 4 KiB segments.
-inline const ChannelParams kLink{Bandwidth{1'000'000'000}, Time::from_ns(100), 4096, Bandwidth{}};
+inline const ChannelParams kLink = channel_params(Bandwidth{1'000'000'000}, Time::from_ns(100), 4096);
 
 inline TopologySpec two_npus(const NpuParams& npu) {
   TopologySpec spec;

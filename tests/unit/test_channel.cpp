@@ -76,7 +76,7 @@ TEST_CASE("serialization rounds each segment up to a whole picosecond", "[channe
   const NpuParams npu = small_npu();
   TopologySpec spec = two_npus(npu);
   // 3 GB/s: a 4096-byte segment takes 1365333.33 ps, rounded up to ...334.
-  const ChannelParams odd{Bandwidth{3'000'000'000}, Time::from_ns(100), 4096, Bandwidth{}};
+  const ChannelParams odd = testing::channel_params(Bandwidth{3'000'000'000}, Time::from_ns(100), 4096);
   spec.links = {LinkSpec{0, 1, "hccs", odd}};
   Platform platform(spec);
   Scheduler sched(platform);

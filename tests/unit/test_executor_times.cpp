@@ -73,7 +73,7 @@ TopologySpec full_mesh(int n, Product product) {
   NpuParams npu = small_npu(64);
   npu.product = product;
   npu.cores.aiv = 64;
-  npu.local_memory = ChannelParams{Bandwidth{10'000'000'000}, Time::from_ns(0), 1024, Bandwidth{}};
+  npu.local_memory = channel_params(Bandwidth{10'000'000'000}, Time::from_ns(0), 1024);
   TopologySpec spec;
   spec.name = "full-mesh";
   // The formulas follow the segment model, the reference the flow model is

@@ -77,7 +77,7 @@ TEST_CASE("flow model: a rate that is not a whole number of bytes per picosecond
   const NpuParams npu = small_npu();
   TopologySpec spec = two_npus(npu);
   // 3 GB/s: bytes / bandwidth is not a whole number of picoseconds.
-  const ChannelParams odd{Bandwidth{3'000'000'000}, Time::from_ns(100), 4096, Bandwidth{}};
+  const ChannelParams odd = testing::channel_params(Bandwidth{3'000'000'000}, Time::from_ns(100), 4096);
   spec.links = {LinkSpec{0, 1, "hccs", odd}};
   Platform platform(spec);
   Scheduler sched(platform);

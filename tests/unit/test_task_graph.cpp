@@ -8,9 +8,11 @@
 #include "sim/error.h"
 #include "sim/scheduler.h"
 #include "sim/task_graph.h"
+#include "fixtures.h"
 #include "topologies/platform.h"
 
 using namespace hcclsim;
+using hcclsim::testing::channel_params;
 using Catch::Matchers::Contains;
 
 namespace {
@@ -159,12 +161,12 @@ TEST_CASE("a graph that deadlocks only at run time fails with every blocked thre
   npu.notify.wait = Time::from_ns(20);
   npu.stream.task_dispatch = Time::from_ns(300);
   npu.stream.op_launch = Time::from_ns(2000);
-  npu.local_memory = ChannelParams{Bandwidth{10'000'000'000}, Time::from_ns(0), 4096, Bandwidth{}};
+  npu.local_memory = channel_params(Bandwidth{10'000'000'000}, Time::from_ns(0), 4096);
   TopologySpec spec;
   spec.name = "two-npus";
   spec.npus = 2;
   spec.npu = npu;
-  spec.links = {LinkSpec{0, 1, "hccs", ChannelParams{Bandwidth{1'000'000'000}, Time::from_ns(100), 4096, Bandwidth{}}}};
+  spec.links = {LinkSpec{0, 1, "hccs", channel_params(Bandwidth{1'000'000'000}, Time::from_ns(100), 4096)}};
   Platform platform(spec);
   Scheduler sched(platform);
 
