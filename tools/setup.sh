@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(g++ cmake make pkg-config libsystemc-dev libboost-graph-dev nlohmann-json3-dev catch2 python3
-          libcli11-dev libopenmpi-dev openmpi-bin python3-matplotlib)
+          libcli11-dev libopenmpi-dev openmpi-bin python3-matplotlib
+          pybind11-dev python3-dev python3-pytest)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
