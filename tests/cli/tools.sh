@@ -13,7 +13,7 @@ a2_cluster="$src/configs/topologies/a2-cluster.json"
 
 CASES=(hccl_test_command_line hccl_test_layout hccl_test_no_check hccl_test_p_on_cluster repeated_option
        repeated_flag subcommand_help help_keeps_scope baseline_check run_baseline_check sweep_single_vs_mpirun
-       sweep_json sweep_bad_grid out_opened_before_run stream_json_lines plot_png model_estimate model_estimate_refusals segment_converges
+       sweep_json sweep_bad_grid out_opened_before_run stream_json_lines plot_png plot_through_python model_estimate model_estimate_refusals segment_converges
        install_prefix assumed_output)
 start_cases
 
@@ -358,6 +358,24 @@ JSON
     check "a missing input exits 2 (got $rc)" [ $rc -eq 2 ]
     check "naming the file" contains "$tmp/err2.txt" "$tmp/missing.csv"
     cat "$tmp/err.txt" ;;
+  plot_through_python)
+    pydir="$(dirname "$hcclsim")/python"
+    if [ ! -d "$pydir/hcclsim" ] || ! /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
+      echo "SKIP: the Python module (pybind11-dev) or python3-matplotlib is missing (tools/setup.sh installs both)"
+      exit 77
+    fi
+    PYTHONPATH="$pydir" "$src/tools/plot" perf all_gather --minbytes 1M --maxbytes 4M -o "$tmp/perf.png" 2>"$tmp/err.txt"
+    check "tools/plot perf exits 0" [ $? -eq 0 ]
+    check "the file is a PNG" [ "$(head -c 8 "$tmp/perf.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]
+    PYTHONPATH="$pydir" "$src/tools/plot" validate "$src/configs/calibration/measurements.json" --only A2-3 \
+      -o "$tmp/validate.svg" 2>>"$tmp/err.txt"
+    check "tools/plot validate exits 0" [ $? -eq 0 ]
+    check "the SVG is an SVG" contains "$tmp/validate.svg" "<svg"
+    PYTHONPATH="$pydir" "$src/tools/plot" perf all_gather --ranks 99 -o "$tmp/x.png" 2>"$tmp/err2.txt"
+    rc=$?
+    check "a run the command refuses exits 2 (got $rc)" [ $rc -eq 2 ]
+    check "with the command's message" contains "$tmp/err2.txt" "--ranks"
+    check "and no picture" [ ! -e "$tmp/x.png" ] ;;
   *)
     echo "unknown case '$name'; known: ${CASES[*]}" >&2
     exit 2 ;;
