@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "sim/units.h"
+#include "base/units.h"
 
 namespace hcclsim {
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "sim/error.h"
+#include "base/error.h"
 #include "sim/estimate/estimate.h"
 #include "sim/scheduler.h"
 #include "sim/used_constants.h"

@@ -13,7 +13,7 @@
 #include "sim/collectives/collective.h"
 #include "sim/collectives/hierarchy.h"
 #include "sim/executors/executor.h"
-#include "sim/report/link_stats.h"
+#include "sim/link_usage.h"
 #include "sim/task_graph.h"
 #include "sim/trace.h"
 #include "topologies/platform.h"

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <systemc>
 
-#include "sim/error.h"
+#include "base/error.h"
 
 namespace hcclsim {
 

@@ -7,7 +7,7 @@
 #include <map>
 #include <sstream>
 
-#include "sim/error.h"
+#include "base/error.h"
 
 namespace hcclsim {
 

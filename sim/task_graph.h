@@ -16,8 +16,8 @@
 
 #include "models/npu/exec_task.h"
 #include "models/npu/task_costs.h"
-#include "sim/chunked_vector.h"
-#include "sim/units.h"
+#include "base/chunked_vector.h"
+#include "base/units.h"
 
 namespace hcclsim {
 

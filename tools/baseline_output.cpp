@@ -1,6 +1,6 @@
 #include "tools/baseline_output.h"
 
-#include "sim/input_files.h"
+#include "base/input_files.h"
 
 namespace hcclsim {
 

@@ -15,7 +15,7 @@
 #include <CLI/CLI.hpp>
 
 #include "sim/collectives/hierarchy.h"
-#include "sim/error.h"
+#include "base/error.h"
 #include "sim/trace.h"
 #include "topologies/platform.h"
 

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "sim/calibrate/fit.h"
-#include "sim/json_reader.h"
+#include "base/json_reader.h"
 #include "tools/cli_common.h"
 #include "tools/command.h"
 #include "topologies/config.h"

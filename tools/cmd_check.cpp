@@ -5,7 +5,7 @@
 #include <optional>
 #include <sstream>
 
-#include "sim/input_files.h"
+#include "base/input_files.h"
 #include "sim/report/baseline.h"
 #include "tools/cli_common.h"
 #include "tools/command.h"

@@ -6,8 +6,8 @@
 #include <optional>
 
 #include "sim/calibrate/import.h"
-#include "sim/input_files.h"
-#include "sim/json_reader.h"
+#include "base/input_files.h"
+#include "base/json_reader.h"
 #include "tools/cli_common.h"
 #include "tools/command.h"
 

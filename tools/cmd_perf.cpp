@@ -6,6 +6,7 @@
 
 #include "sim/collectives/hccl_algo.h"
 #include "sim/perf.h"
+#include "sim/report/link_stats.h"
 #include "sim/report/row_transport.h"
 #include "sim/report/row_writer.h"
 #include "tools/baseline_output.h"

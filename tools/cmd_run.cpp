@@ -10,7 +10,7 @@
 #include <ostream>
 
 #include "sim/critical_path.h"
-#include "sim/error.h"
+#include "base/error.h"
 #include "sim/perf.h"
 #include "sim/program/program_json.h"
 #include "sim/report/link_stats.h"

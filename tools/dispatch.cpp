@@ -6,8 +6,8 @@
 #include <regex>
 #include <systemc>
 
-#include "sim/error.h"
-#include "sim/json_reader.h"
+#include "base/error.h"
+#include "base/json_reader.h"
 #include "tools/cli_common.h"
 
 namespace hcclsim {

@@ -7,7 +7,7 @@
 #include <set>
 #include <stdexcept>
 
-#include "sim/json_reader.h"
+#include "base/json_reader.h"
 #include "topologies/cluster.h"
 
 namespace hcclsim {

@@ -50,8 +50,8 @@
 #include <set>
 #include <utility>
 
-#include "sim/error.h"
-#include "sim/json_reader.h"
+#include "base/error.h"
+#include "base/json_reader.h"
 
 namespace hcclsim {
 namespace {

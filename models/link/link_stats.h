@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#include "sim/units.h"
+#include "base/units.h"
 
 namespace hcclsim {
 

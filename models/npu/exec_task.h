@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "sim/chunked_vector.h"
-#include "sim/units.h"
+#include "base/chunked_vector.h"
+#include "base/units.h"
 
 namespace hcclsim {
 

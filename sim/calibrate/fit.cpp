@@ -1,6 +1,6 @@
 #include "sim/calibrate/fit.h"
 
-#include "sim/input_files.h"
+#include "base/input_files.h"
 
 #include <algorithm>
 #include <cctype>
@@ -13,8 +13,8 @@
 #include <sstream>
 
 #include "sim/calibrate/least_squares.h"
-#include "sim/error.h"
-#include "sim/json_reader.h"
+#include "base/error.h"
+#include "base/json_reader.h"
 #include "topologies/config.h"
 
 namespace hcclsim {

@@ -10,8 +10,8 @@
 #include <string_view>
 
 #include "sim/collectives/collective.h"
-#include "sim/error.h"
-#include "sim/json_reader.h"
+#include "base/error.h"
+#include "base/json_reader.h"
 #include "sim/perf.h"
 
 namespace hcclsim {
@@ -22,7 +22,7 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 // The largest size_bytes a measurement file takes (load_measurements), and
-// the longest time any input gives (10^6 s, sim/json_reader.h).
+// the longest time any input gives (10^6 s, base/json_reader.h).
 constexpr std::uint64_t kMaxPointBytes = std::uint64_t{1} << 50;
 constexpr double kMaxTimeUs = 1e12;
 

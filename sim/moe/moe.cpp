@@ -8,9 +8,8 @@
 #include <set>
 
 #include "sim/collectives/exec_builder.h"
-#include "sim/error.h"
-#include "sim/json_reader.h"
-#include "sim/report/validate.h"
+#include "base/error.h"
+#include "base/json_reader.h"
 #include "sim/scheduler.h"
 #include "sim/trace.h"
 
@@ -995,45 +994,6 @@ std::vector<MoeRun> run_moe(Platform& platform, const MoeParams& p, const std::v
 
 Time moe_flow_quantum(const MoeParams& p) {
   return p.mode == MoeMode::LowLatency ? Time::from_ns(100) : Time::from_us(1);
-}
-
-double run_moe_point(Platform& platform, const MeasuredPoint& point, std::string* what) {
-  MoeParams p;
-  auto integer = [&](const char* key, int fallback) {
-    const auto it = point.options.find(key);
-    if (it == point.options.end()) return fallback;
-    try {
-      std::size_t used = 0;
-      const long v = std::stol(it->second, &used);
-      if (used == it->second.size()) return static_cast<int>(v);
-    } catch (const std::exception&) {
-    }
-    throw InputError("point " + point.id, std::string("options.") + key + " is not an integer: " + it->second);
-  };
-  for (const auto& [key, value] : point.options) {
-    static const std::set<std::string> known{"ep", "tokens", "hidden", "topk", "experts", "mode", "dtype", "routing", "seed"};
-    if (known.count(key) == 0) {
-      throw InputError("point " + point.id, "unknown MoE option '" + key + "'; expected ep, tokens, hidden, topk, experts, mode, dtype, routing, seed");
-    }
-  }
-  p.ep = integer("ep", point.ranks > 0 ? point.ranks : 8);
-  p.tokens = integer("tokens", p.tokens);
-  p.hidden = integer("hidden", p.hidden);
-  p.topk = integer("topk", p.topk);
-  p.experts = integer("experts", p.experts);
-  p.seed = static_cast<std::uint64_t>(integer("seed", 1));
-  const std::string mode = point.options.count("mode") ? point.options.at("mode") : "normal";
-  if (mode != "normal" && mode != "low_latency") throw InputError("point " + point.id, "options.mode: expected normal or low_latency");
-  p.mode = mode == "normal" ? MoeMode::Normal : MoeMode::LowLatency;
-  const std::string dtype = point.options.count("dtype") ? point.options.at("dtype") : "int8";
-  if (dtype != "int8" && dtype != "bf16") throw InputError("point " + point.id, "options.dtype: expected int8 or bf16");
-  p.int8 = dtype == "int8";
-  if (point.options.count("routing")) p.routing = point.options.at("routing");
-  const MoePhase phase = point.op == "moe_dispatch" ? MoePhase::Dispatch : MoePhase::Combine;
-  const MoeRun run = run_moe(platform, p, {phase}).front();
-  *what = run.kernel;
-  if (point.metric == "time_us") return run.time_mean_us;
-  return run.bandwidth_gbps;
 }
 
 }  // namespace hcclsim

@@ -44,8 +44,6 @@
 
 namespace hcclsim {
 
-struct MeasuredPoint;
-
 enum class MoePhase : std::uint8_t { Dispatch, Combine };
 enum class MoeMode : std::uint8_t { Normal, LowLatency };
 
@@ -134,7 +132,5 @@ Time moe_flow_quantum(const MoeParams& p);
 std::vector<MoeRun> run_moe(Platform& platform, const MoeParams& p, const std::vector<MoePhase>& phases,
                             class TraceWriter* trace = nullptr);
 
-// A validation point (op moe_dispatch / moe_combine, parameters in options).
-double run_moe_point(Platform& platform, const MeasuredPoint& point, std::string* what);
 
 }  // namespace hcclsim

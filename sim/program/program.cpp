@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
-#include "sim/error.h"
+#include "base/error.h"
 
 namespace hcclsim {
 

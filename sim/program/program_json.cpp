@@ -5,7 +5,7 @@
 #include <limits>
 #include <regex>
 
-#include "sim/json_reader.h"
+#include "base/json_reader.h"
 
 namespace hcclsim {
 

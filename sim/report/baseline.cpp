@@ -7,7 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "sim/json_reader.h"
+#include "base/json_reader.h"
 
 namespace hcclsim {
 

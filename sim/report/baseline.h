@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/input_files.h"
+#include "base/input_files.h"
 
 namespace hcclsim {
 

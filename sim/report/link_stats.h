@@ -1,8 +1,6 @@
-// Link utilization per run: every link direction's (channel's) bytes, busy
-// time, utilization (busy / the run's elapsed time) and peak concurrent
-// flows, as the delta of the link model's counters (models/link/link_stats.h)
-// over one run; a summary for JSON rows (the busiest link and the bytes per
-// link kind), the busiest-links listing of --stats and the CSV of --links.
+// Link usage (sim/link_usage.h) as output: the JSON of a row's summary and
+// list, several runs' totals, the busiest-links listing of --stats and the
+// CSV of --links.
 #pragma once
 
 #include <cstddef>
@@ -13,48 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "models/link/link_stats.h"
-#include "topologies/platform.h"
+#include "sim/link_usage.h"
 
 namespace hcclsim {
 
-struct LinkUsage {
-  std::string label;       // "hccs npu0->npu1", "npu3 local memory"
-  std::string kind;        // hccs, sio, ub, roce, memory
-  std::uint64_t bytes = 0;
-  Time busy;
-  double utilization = 0;  // busy / elapsed of the run
-  std::uint32_t peak_flows = 0;
-};
-
-struct LinkSummary {
-  std::string busiest;                               // label of the most utilized link ("" when none carried bytes)
-  double busiest_utilization = 0;
-  std::map<std::string, std::uint64_t> bytes_by_kind;  // every kind of the platform, 0 when unused
-};
-
-// "hccs" of "hccs npu0->npu1", "memory" of "npu3 local memory".
-std::string link_kind(const std::string& label);
-
-// Snapshots every channel of a platform (links and on-chip memories) at
-// start() and reports the difference at stop(): the links that carried bytes
-// or were busy during the run, in platform order.
-class LinkMeter {
- public:
-  explicit LinkMeter(Platform& platform);
-  void start();
-  std::vector<LinkUsage> stop(Time elapsed) const;
-  // The summary of the same interval, without building the list.
-  LinkSummary summary(Time elapsed) const;
-
- private:
-  std::vector<const Channel*> channels_;
-  std::vector<Channel*> mutable_;
-  std::vector<std::string> kinds_;
-  std::vector<LinkStats> base_;
-};
-
-LinkSummary summarize_links(const std::vector<LinkUsage>& links);
 nlohmann::json link_summary_json(const LinkSummary& summary);
 LinkSummary link_summary_from_json(const nlohmann::json& j);  // throws nlohmann::json::exception
 nlohmann::json link_usages_json(const std::vector<LinkUsage>& links);

@@ -1,5 +1,7 @@
 #include "sim/report/row_transport.h"
 
+#include "sim/report/link_stats.h"
+
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 

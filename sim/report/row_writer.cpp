@@ -1,5 +1,7 @@
 #include "sim/report/row_writer.h"
 
+#include "sim/report/link_stats.h"
+
 #include <cstdio>
 #include <sstream>
 

@@ -12,8 +12,8 @@
 #include <iostream>
 
 #include "sim/collectives/hccl_algo.h"
-#include "sim/error.h"
-#include "sim/json_reader.h"
+#include "base/error.h"
+#include "base/json_reader.h"
 #include "sim/report/row_writer.h"
 #include "topologies/cluster.h"
 #include "topologies/config.h"

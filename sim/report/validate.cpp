@@ -11,8 +11,8 @@
 #include <sstream>
 #include <systemc>
 
-#include "sim/error.h"
-#include "sim/json_reader.h"
+#include "base/error.h"
+#include "base/json_reader.h"
 #include "sim/collectives/hccl_algo.h"
 #include "sim/moe/moe.h"
 #include "sim/perf.h"
@@ -253,6 +253,46 @@ double domain_batch(Scheduler& sched, Platform& platform, const MeasuredPoint& p
 }
 
 // Point-to-point runs, as the calibration rows were measured.
+// A moe_dispatch / moe_combine point: the kernel hcclsim moe runs with the point's options.
+double run_moe_point(Platform& platform, const MeasuredPoint& point, std::string* what) {
+  MoeParams p;
+  auto integer = [&](const char* key, int fallback) {
+    const auto it = point.options.find(key);
+    if (it == point.options.end()) return fallback;
+    try {
+      std::size_t used = 0;
+      const long v = std::stol(it->second, &used);
+      if (used == it->second.size()) return static_cast<int>(v);
+    } catch (const std::exception&) {
+    }
+    throw InputError("point " + point.id, std::string("options.") + key + " is not an integer: " + it->second);
+  };
+  for (const auto& [key, value] : point.options) {
+    static const std::set<std::string> known{"ep", "tokens", "hidden", "topk", "experts", "mode", "dtype", "routing", "seed"};
+    if (known.count(key) == 0) {
+      throw InputError("point " + point.id, "unknown MoE option '" + key + "'; expected ep, tokens, hidden, topk, experts, mode, dtype, routing, seed");
+    }
+  }
+  p.ep = integer("ep", point.ranks > 0 ? point.ranks : 8);
+  p.tokens = integer("tokens", p.tokens);
+  p.hidden = integer("hidden", p.hidden);
+  p.topk = integer("topk", p.topk);
+  p.experts = integer("experts", p.experts);
+  p.seed = static_cast<std::uint64_t>(integer("seed", 1));
+  const std::string mode = point.options.count("mode") ? point.options.at("mode") : "normal";
+  if (mode != "normal" && mode != "low_latency") throw InputError("point " + point.id, "options.mode: expected normal or low_latency");
+  p.mode = mode == "normal" ? MoeMode::Normal : MoeMode::LowLatency;
+  const std::string dtype = point.options.count("dtype") ? point.options.at("dtype") : "int8";
+  if (dtype != "int8" && dtype != "bf16") throw InputError("point " + point.id, "options.dtype: expected int8 or bf16");
+  p.int8 = dtype == "int8";
+  if (point.options.count("routing")) p.routing = point.options.at("routing");
+  const MoePhase phase = point.op == "moe_dispatch" ? MoePhase::Dispatch : MoePhase::Combine;
+  const MoeRun run = run_moe(platform, p, {phase}).front();
+  *what = run.kernel;
+  if (point.metric == "time_us") return run.time_mean_us;
+  return run.bandwidth_gbps;
+}
+
 double run_p2p(Platform& platform, const MeasuredPoint& p, std::string* what) {
   Scheduler sched(platform);
   const int src = option_int(p, "src");

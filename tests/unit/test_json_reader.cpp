@@ -1,11 +1,11 @@
-// Unit tests for sim/json_reader: located, strict reading of JSON configs.
+// Unit tests for base/json_reader: located, strict reading of JSON configs.
 #include <catch2/catch.hpp>
 
 #include <cstdio>
 #include <fstream>
 #include <string>
 
-#include "sim/json_reader.h"
+#include "base/json_reader.h"
 
 using namespace hcclsim;
 using Catch::Matchers::Contains;

@@ -1,10 +1,10 @@
-// Unit tests for sim/units: integer parsing and formatting of quantities.
+// Unit tests for base/units: integer parsing and formatting of quantities.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
 #include <limits>
 
-#include "sim/units.h"
+#include "base/units.h"
 
 using namespace hcclsim;
 using Catch::Matchers::Contains;

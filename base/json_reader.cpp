@@ -1,7 +1,7 @@
 // Strict, located reading of JSON configs.
-#include "sim/json_reader.h"
+#include "base/json_reader.h"
 
-#include "sim/input_files.h"
+#include "base/input_files.h"
 
 #include <cerrno>
 #include <cmath>

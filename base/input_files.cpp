@@ -1,4 +1,4 @@
-#include "sim/input_files.h"
+#include "base/input_files.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "sim/error.h"
+#include "base/error.h"
 
 namespace hcclsim {
 namespace {

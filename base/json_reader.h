@@ -12,8 +12,8 @@
 #include <string_view>
 #include <vector>
 
-#include "sim/error.h"
-#include "sim/units.h"
+#include "base/error.h"
+#include "base/units.h"
 
 namespace hcclsim {
 
@@ -26,7 +26,7 @@ constexpr std::int64_t kMaxProgramDimension = std::int64_t{1} << 40;
 
 // Parses a file; a syntax error names the file, line and column.
 // Reads and parses a JSON input file: a regular file of at most
-// kMaxJsonFileBytes (else InputError naming it), noted as read (sim/input_files.h).
+// kMaxJsonFileBytes (else InputError naming it), noted as read (base/input_files.h).
 constexpr std::uint64_t kMaxJsonFileBytes = std::uint64_t{1} << 30;  // 1 GiB: far above any config or rank table
 nlohmann::json load_json_file(const std::string& file);
 // Same for text already in memory (`file` is only used in messages).

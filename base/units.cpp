@@ -5,7 +5,7 @@
 // digits) and the unit as an exact rational M / D of the base unit. The result
 // N * M / (10^f * D) must be a whole number; it is computed after cancelling
 // common factors so nothing is rounded and nothing silently overflows.
-#include "sim/units.h"
+#include "base/units.h"
 
 #include <cstddef>
 #include <cstdio>
