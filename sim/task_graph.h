@@ -109,7 +109,7 @@ static_assert(sizeof(Task) <= 48, "a task's size multiplies by millions of tasks
 
 // What a task costs by the time it has run (the task, its compiled form,
 // timing, dependencies, its share of the data check), rounded up: the
-// memory pre-check (sim/perf.h) and the task limit use it. Measured lower
+// memory pre-check (sim/perf/perf.h) and the task limit use it. Measured lower
 // since tasks shrank and perf frees them as they compile (peak RSS per
 // task: about 65 bytes on CloudMatrix384 unchecked, 166 in a checked
 // reduce_scatter on 1024 A2 NPUs); kept conservative: a trace keeps the

@@ -16,7 +16,7 @@
 #include <stdexcept>
 
 #include "sim/collectives/hccl_algo.h"
-#include "sim/perf.h"
+#include "sim/perf/perf.h"
 #include "topologies/cluster.h"
 #include "topologies/config.h"
 #include "topologies/rank_table.h"

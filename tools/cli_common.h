@@ -50,7 +50,7 @@ struct TopologyOptions {
 };
 
 // --max-memory SIZE: the estimate above which a run is refused before it
-// allocates anything (default 16 GiB, sim/perf.h kMaxRunBytes).
+// allocates anything (default 16 GiB, sim/perf/perf.h kMaxRunBytes).
 struct MemoryLimit {
   std::string text;
   void declare(CLI::App& app);

@@ -5,7 +5,7 @@
 #include <optional>
 
 #include "sim/collectives/hccl_algo.h"
-#include "sim/perf.h"
+#include "sim/perf/perf.h"
 #include "sim/report/link_stats.h"
 #include "sim/report/row_transport.h"
 #include "sim/report/row_writer.h"

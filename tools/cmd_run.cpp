@@ -11,7 +11,7 @@
 
 #include "sim/critical_path.h"
 #include "base/error.h"
-#include "sim/perf.h"
+#include "sim/perf/perf.h"
 #include "sim/program/program_json.h"
 #include "sim/report/link_stats.h"
 #include "sim/report/row_writer.h"

@@ -12,7 +12,7 @@
 #include "sim/collectives/collective.h"
 #include "base/error.h"
 #include "base/json_reader.h"
-#include "sim/perf.h"
+#include "sim/perf/perf.h"
 
 namespace hcclsim {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/perf.h"
+#include "sim/perf/perf.h"
 
 namespace hcclsim {
 

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "sim/collectives/collective.h"
-#include "sim/perf.h"
+#include "sim/perf/perf.h"
 #include "sim/report/row_transport.h"
 #include "topologies/platform.h"
 

@@ -15,7 +15,7 @@
 #include "base/json_reader.h"
 #include "sim/collectives/hccl_algo.h"
 #include "sim/moe/moe.h"
-#include "sim/perf.h"
+#include "sim/perf/perf.h"
 #include "sim/scheduler.h"
 #include "topologies/config.h"
 

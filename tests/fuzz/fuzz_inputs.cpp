@@ -31,8 +31,8 @@
 #include <vector>
 
 #include "sim/calibrate/import.h"
-#include "sim/error.h"
-#include "sim/json_reader.h"
+#include "base/error.h"
+#include "base/json_reader.h"
 #include "sim/program/program.h"
 #include "sim/program/program_json.h"
 #include "sim/report/sweep.h"

@@ -1,12 +1,12 @@
 // Requests and collectives for the estimate tests, built as `hcclsim perf`
-// builds them (sim/perf.cpp), so that a form called directly answers the
+// builds them (sim/perf/perf.cpp), so that a form called directly answers the
 // same question as perf's row.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
-#include "sim/perf.h"
+#include "sim/perf/perf.h"
 #include "topologies/platform_spec.h"
 
 namespace hcclsim::testing {

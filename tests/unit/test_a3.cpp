@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "sim/perf.h"
+#include "sim/perf/perf.h"
 #include "sim/scheduler.h"
 #include "sim/task_graph.h"
 #include "topologies/config.h"

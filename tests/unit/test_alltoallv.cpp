@@ -3,7 +3,7 @@
 
 #include <numeric>
 
-#include "sim/perf.h"
+#include "sim/perf/perf.h"
 #include "topologies/config.h"
 
 using namespace hcclsim;

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fixtures.h"
-#include "sim/perf.h"
+#include "sim/perf/perf.h"
 #include "sim/report/row_writer.h"
 #include "sim/used_constants.h"
 #include "topologies/config.h"

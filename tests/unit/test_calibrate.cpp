@@ -21,10 +21,10 @@
 
 #include "sim/calibrate/fit.h"
 #include "sim/calibrate/least_squares.h"
-#include "sim/error.h"
-#include "sim/json_reader.h"
+#include "base/error.h"
+#include "base/json_reader.h"
 #include "sim/report/validate.h"
-#include "sim/units.h"
+#include "base/units.h"
 #include "topologies/config.h"
 
 using namespace hcclsim;

@@ -9,7 +9,7 @@
 #include <set>
 #include <string>
 
-#include "sim/json_reader.h"
+#include "base/json_reader.h"
 #include "sim/report/validate.h"
 
 using namespace hcclsim;

@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include "sim/error.h"
+#include "base/error.h"
 #include "sim/scheduler.h"
 #include "sim/task_graph.h"
 #include "topologies/cluster.h"

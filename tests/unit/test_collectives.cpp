@@ -12,7 +12,7 @@
 
 #include "sim/collectives/collective.h"
 #include "sim/data_check.h"
-#include "sim/perf.h"
+#include "sim/perf/perf.h"
 #include "sim/scheduler.h"
 #include "topologies/config.h"
 #include "topologies/platform.h"

@@ -2,7 +2,7 @@
 // simulation repeats itself exactly.
 #include <catch2/catch.hpp>
 
-#include "sim/perf.h"
+#include "sim/perf/perf.h"
 #include "topologies/config.h"
 
 using namespace hcclsim;

@@ -15,7 +15,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "sim/error.h"
+#include "base/error.h"
 #include "sim/scheduler.h"
 #include "sim/task_graph.h"
 #include "topologies/platform.h"

@@ -37,7 +37,7 @@
 
 #include "sim/estimate/estimate.h"
 #include "sim/executors/executor.h"
-#include "sim/perf.h"
+#include "sim/perf/perf.h"
 #include "topologies/config.h"
 #include "topologies/platform.h"
 

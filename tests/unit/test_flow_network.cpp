@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/perf.h"
+#include "sim/perf/perf.h"
 #include "sim/scheduler.h"
 #include "sim/task_graph.h"
 #include "topologies/config.h"

@@ -25,7 +25,7 @@
 #include "sim/collectives/hccl_algo.h"
 #include "sim/collectives/hierarchy.h"
 #include "sim/collectives/level1.h"
-#include "sim/perf.h"
+#include "sim/perf/perf.h"
 #include "topologies/cluster.h"
 #include "topologies/config.h"
 #include "topologies/platform.h"

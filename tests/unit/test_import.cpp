@@ -16,8 +16,8 @@
 
 #include "fixtures.h"
 #include "sim/calibrate/import.h"
-#include "sim/input_files.h"
-#include "sim/json_reader.h"
+#include "base/input_files.h"
+#include "base/json_reader.h"
 #include "sim/report/row_writer.h"
 
 using namespace hcclsim;

@@ -18,7 +18,7 @@
 #include "sim/collectives/collective.h"
 #include "sim/collectives/level1.h"
 #include "sim/data_check.h"
-#include "sim/perf.h"
+#include "sim/perf/perf.h"
 #include "sim/scheduler.h"
 #include "topologies/cluster.h"
 #include "topologies/config.h"

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "sim/collectives/hccl_algo.h"
-#include "sim/perf.h"
+#include "sim/perf/perf.h"
 #include "topologies/config.h"
 
 using namespace hcclsim;

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/error.h"
+#include "base/error.h"
 #include "sim/program/program.h"
 #include "sim/program/program_json.h"
 #include "sim/scheduler.h"

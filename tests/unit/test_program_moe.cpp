@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/error.h"
+#include "base/error.h"
 #include "sim/moe/moe.h"
 #include "sim/program/program.h"
 #include "sim/program/program_json.h"

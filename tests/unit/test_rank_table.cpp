@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/error.h"
+#include "base/error.h"
 #include "topologies/cluster.h"
 #include "topologies/config.h"
 #include "topologies/rank_table.h"

@@ -8,7 +8,7 @@
 #include <map>
 #include <sstream>
 
-#include "sim/input_files.h"
+#include "base/input_files.h"
 #include "sim/report/baseline.h"
 #include "sim/report/row_transport.h"
 #include "sim/report/row_writer.h"

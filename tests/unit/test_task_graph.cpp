@@ -5,7 +5,7 @@
 #include <chrono>
 #include <string>
 
-#include "sim/error.h"
+#include "base/error.h"
 #include "sim/scheduler.h"
 #include "sim/task_graph.h"
 #include "fixtures.h"

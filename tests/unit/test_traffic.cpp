@@ -58,7 +58,7 @@
 #include "sim/collectives/level1.h"
 #include "sim/executors/aiv.h"
 #include "sim/executors/executor.h"
-#include "sim/perf.h"
+#include "sim/perf/perf.h"
 #include "topologies/cluster.h"
 #include "topologies/config.h"
 #include "topologies/routes.h"

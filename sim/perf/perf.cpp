@@ -1,4 +1,4 @@
-#include "sim/perf.h"
+#include "sim/perf/perf.h"
 
 #include <chrono>
 #include <cmath>
