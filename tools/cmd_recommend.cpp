@@ -30,7 +30,7 @@ class RecommendCommand : public Command {
     ranks_opt_ = app.add_option("--ranks", ranks_,
                                 "ranks 0..N-1 take part (default: every NPU; more than one server: whole servers)")
                      ->type_name("N");
-    app.add_option("--ops", ops_,
+    ops_opt_ = app.add_option("--ops", ops_,
                    "comma-separated ops (default all_reduce,all_gather,reduce_scatter,alltoall,broadcast,reduce)")
         ->type_name("LIST");
     sweep_.declare(app);
@@ -72,9 +72,14 @@ class RecommendCommand : public Command {
   std::string format_ = "table";
   std::string out_file_;
   CLI::Option* ranks_opt_ = nullptr;
+  CLI::Option* ops_opt_ = nullptr;
 };
 
-std::vector<CollOp> parse_ops(const std::string& text) {
+std::vector<CollOp> parse_ops(const std::string& text, bool given) {
+  if (given && text.find_first_not_of(" \t") == std::string::npos) {
+    throw InputError("option --ops", "empty value; give a comma-separated list of: " + join(coll_op_names()) +
+                                         ", or leave --ops out for all of them");
+  }
   std::vector<std::string> names;
   if (text.empty()) {
     names = kDefaultOps;
@@ -101,7 +106,7 @@ std::vector<CollOp> parse_ops(const std::string& text) {
 }
 
 int RecommendCommand::run(CommandContext& ctx) {
-  const std::vector<CollOp> ops = parse_ops(ops_);
+  const std::vector<CollOp> ops = parse_ops(ops_, ops_opt_->count() > 0);
   if (format_ != "table" && format_ != "json" && format_ != "env") {
     throw InputError("option --format", "unknown format '" + format_ + "'; expected table, json or env");
   }
