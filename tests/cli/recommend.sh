@@ -8,7 +8,7 @@ set -u
 . "$(dirname "$0")/../lib/case_script.sh"
 topology="$src/configs/topologies/a2-server.json"
 
-CASES=(table_a2_server json_best_reproduced_by_perf env_nothing_when_default_best env_exports_best out_file
+CASES=(table_a2_server json_best_reproduced_by_perf json_best_reproduced_cloudmatrix384 env_nothing_when_default_best env_exports_best out_file
        unknown_op op_twice bad_format bad_model bad_size_range help_lists_recommend)
 start_cases
 
@@ -24,23 +24,14 @@ check() {  # check DESCRIPTION COMMAND...: fails the case unless COMMAND succeed
 contains() { grep -qF -- "$2" "$1"; }
 expect_rc=0
 expect=()
-
-case "$name" in
-  table_a2_server)
-    args=(recommend --topology "$topology" -b 1M -e 64M)
-    run_case
-    check "a heading naming the ranks and topology" contains "$tmp/out.txt" "8 ranks of a2-server, fp16, data_size 1M..64M"
-    check "6 ops x 7 sizes" [ "$(grep -cE '^(all_reduce|all_gather|reduce_scatter|alltoall|broadcast|reduce) ' "$tmp/out.txt")" -eq 42 ]
-    check "the gain column" contains "$tmp/out.txt" "gain_%" ;;
-  json_best_reproduced_by_perf)
-    args=(recommend --topology "$topology" -b 1M -e 16M -f 4 --format json)
-    run_case
-    # Every row: best no slower than the default, the gain formula, and the
-    # best setting re-run with perf --algo --expansion gives its time.
-    python3 - "$tmp/out.txt" "$hcclsim" "$topology" <<'EOF' || fail=1
+# best_reproduced JSON TOPOLOGY ROWS: every row has the fields, a best no
+# slower than the default, the gain formula, and its best setting re-run with
+# perf --algo --expansion gives the predicted time and executor.
+best_reproduced() {
+  python3 - "$1" "$hcclsim" "$2" "$3" <<'EOF' || fail=1
 import json, subprocess, sys
 rows = json.load(open(sys.argv[1]))
-assert len(rows) == 6 * 3, len(rows)
+assert len(rows) == int(sys.argv[4]), len(rows)
 for r in rows:
     for k in ("op", "data_size", "ranks", "default", "best", "gain_pct"):
         assert k in r, k
@@ -57,9 +48,26 @@ for r in rows:
     row = json.loads(out.splitlines()[0])
     assert abs(row["time_us"] - b) < 1e-6, (r, row["time_us"])
     assert row["executor"] == r["best"]["executor"], (r, row["executor"])
-print("ok:", len(rows), "rows")
+print("ok:", len(rows), "rows reproduced by perf")
 EOF
-    ;;
+}
+
+case "$name" in
+  table_a2_server)
+    args=(recommend --topology "$topology" -b 1M -e 64M)
+    run_case
+    check "a heading naming the ranks and topology" contains "$tmp/out.txt" "8 ranks of a2-server, fp16, data_size 1M..64M"
+    check "6 ops x 7 sizes" [ "$(grep -cE '^(all_reduce|all_gather|reduce_scatter|alltoall|broadcast|reduce) ' "$tmp/out.txt")" -eq 42 ]
+    check "the gain column" contains "$tmp/out.txt" "gain_%" ;;
+  json_best_reproduced_by_perf)
+    args=(recommend --topology "$topology" -b 1M -e 16M -f 4 --format json)
+    run_case
+    best_reproduced "$tmp/out.txt" "$topology" 18 ;;
+  json_best_reproduced_cloudmatrix384)
+    cm384="$src/configs/topologies/cloudmatrix384.json"
+    args=(recommend --topology "$cm384" --ops all_reduce,all_gather,broadcast -b 1M -e 16M -f 16 --format json)
+    run_case
+    best_reproduced "$tmp/out.txt" "$cm384" 6 ;;
   env_nothing_when_default_best)
     # Broadcast on the A2 server: the mesh default beats the ring and AIV has
     # no Broadcast executor, so nothing is exported.
