@@ -198,6 +198,7 @@ RecommendOp recommend_op(const TopologySpec& topology, const PerfRequest& base,
     row.op = coll_op_name(base.op);
     row.data_size = sizes[s];
     row.ranks = base.ranks;
+    row.dtype = data_type_name(base.dtype);
     row.model = result.model;
     auto choice_of = [&](std::size_t c) {
       const Measured& m = measured[s].at(selected[c][s]->key);
@@ -384,6 +385,7 @@ nlohmann::json recommend_json(const std::vector<RecommendOp>& ops) {
       rows.push_back(nlohmann::json{{"op", r.op},
                                     {"data_size", r.data_size},
                                     {"ranks", r.ranks},
+                                    {"dtype", r.dtype},
                                     {"model", r.model},
                                     {"default", choice_json(r.by_default)},
                                     {"best", choice_json(r.best)},

@@ -61,6 +61,7 @@ struct RecommendRow {
   std::string op;             // coll_op_name
   std::uint64_t data_size = 0;
   int ranks = 0;
+  std::string dtype;          // data_type_name
   std::string model;          // "estimate" or "detailed"
   RecommendChoice by_default;
   RecommendChoice best;       // by_default when nothing beats it
