@@ -1,7 +1,6 @@
 #include "sim/report/recommend.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <map>
 #include <stdexcept>
 
@@ -104,6 +103,7 @@ RecommendOp recommend_op(const TopologySpec& topology, const PerfRequest& base,
   // What each candidate selects at each size (nullopt: HCCL or hcclsim refuses it).
   std::vector<std::vector<std::optional<Selected>>> selected(n);
   std::vector<std::uint64_t>& sizes = result.sizes;
+  // (first at every swept size; then, in `selected`, at the sizes whose default runs)
   std::vector<std::vector<std::optional<Selected>>> all(n, std::vector<std::optional<Selected>>(all_sizes.size()));
   for (std::size_t c = 0; c < n; ++c) {
     const PerfRequest req = candidate_request(base, candidates[c]);
@@ -212,7 +212,6 @@ RecommendOp recommend_op(const TopologySpec& topology, const PerfRequest& base,
       out.candidate = c;
       return out;
     };
-    std::optional<std::size_t> best;
     for (std::size_t c = 0; c < n; ++c) {
       if (!selected[c][s]) continue;
       const Measured& m = measured[s].at(selected[c][s]->key);
@@ -221,13 +220,13 @@ RecommendOp recommend_op(const TopologySpec& topology, const PerfRequest& base,
       ++row.evaluated;
     }
     // The default first: a candidate must be strictly faster to replace it.
-    best = def;
+    std::size_t best = def;
     for (std::size_t c = 0; c < n; ++c) {
-      if (result.times[c][s] && result.times[c][s]->ps < result.times[*best][s]->ps) best = c;
+      if (result.times[c][s] && result.times[c][s]->ps < result.times[best][s]->ps) best = c;
     }
     row.skipped = n - row.evaluated;
     row.by_default = choice_of(def);
-    row.best = choice_of(*best);
+    row.best = choice_of(best);
     row.gain = gain_pct(row.by_default.time, row.best.time);
     result.rows.push_back(std::move(row));
   }
