@@ -188,6 +188,30 @@ std::uint64_t checked_size(const std::string& option, const std::string& text) {
   }
 }
 
+void SizeSweepOptions::declare(CLI::App& app) {
+  app.add_option("-b,--minbytes", first, "smallest data_size (default 8K); K/M/G are binary as in hccl_test")
+      ->type_name("SIZE");
+  app.add_option("-e,--maxbytes", last, "largest data_size (default 64M)")->type_name("SIZE");
+  app.add_option("-f,--stepfactor", factor, "multiply the size by FACTOR each step (default 2)")->type_name("FACTOR");
+}
+
+std::vector<std::uint64_t> SizeSweepOptions::sizes() const {
+  const std::uint64_t from = checked_size("-b", first);
+  const std::uint64_t to = checked_size("-e", last);
+  checked_int("-f", factor, 1, 1 << 20);
+  try {
+    return perf_sizes(from, to, static_cast<std::uint64_t>(factor));
+  } catch (const std::invalid_argument& e) {
+    throw InputError("option -b/-e", e.what());
+  }
+}
+
+DataType checked_data_type(const std::string& text) {
+  const std::optional<DataType> dtype = parse_hccl_test_data_type(text);
+  if (!dtype) throw InputError("option -d", "unknown value '" + text + "'; expected one of: " + join(data_type_names()));
+  return *dtype;
+}
+
 AlgoRequest parse_algo(const std::string& text, CollOp op) {
   if (text.empty()) return {};
   try {

@@ -49,6 +49,19 @@ struct TopologyOptions {
   TopologySpec load_spec(std::string* described) const;
 };
 
+// hccl_test's sweep options -b/--minbytes, -e/--maxbytes, -f/--stepfactor
+// (perf, recommend): sizes() is the sweep, its errors naming the option.
+struct SizeSweepOptions {
+  std::string first = "8K";
+  std::string last = "64M";
+  int factor = 2;
+  void declare(CLI::App& app);
+  std::vector<std::uint64_t> sizes() const;
+};
+
+// -d/--datatype: hccl_test's names (fp16, bfp16, ...); InputError naming -d.
+DataType checked_data_type(const std::string& text);
+
 // --max-memory SIZE: the estimate above which a run is refused before it
 // allocates anything (default 16 GiB, sim/perf/perf.h kMaxRunBytes).
 struct MemoryLimit {

@@ -31,11 +31,7 @@ class PerfCommand : public Command {
     ranks_opt_ = app.add_option("--ranks", ranks_,
                                 "ranks 0..N-1 take part (default: every NPU; more than one server: whole servers)")
                      ->type_name("N");
-    app.add_option("-b,--minbytes", first_, "smallest data_size (default 8K); K/M/G are binary as in hccl_test")
-        ->type_name("SIZE");
-    app.add_option("-e,--maxbytes", last_, "largest data_size (default 64M)")->type_name("SIZE");
-    app.add_option("-f,--stepfactor", factor_, "multiply the size by FACTOR each step (default 2)")
-        ->type_name("FACTOR");
+    sweep_.declare(app);
     app.add_option("-d,--datatype", dtype_, "fp32 | fp16 | bf16 (bfp16) | int8 | int16 | int32 | int64 (default fp16)")
         ->type_name("DTYPE");
     app.add_option("-o,--op", reduce_op_, "sum | prod | max | min (default sum)")->type_name("OP");
@@ -113,9 +109,7 @@ class PerfCommand : public Command {
   TopologyOptions topology_;
   MemoryLimit memory_limit_;
   int ranks_ = 0;
-  std::string first_ = "8K";
-  std::string last_ = "64M";
-  int factor_ = 2;
+  SizeSweepOptions sweep_;
   std::string dtype_ = "fp16";
   std::string reduce_op_ = "sum";
   int root_ = 0;
@@ -165,9 +159,7 @@ int PerfCommand::run(CommandContext& ctx) {
   PerfRequest req;
   req.op = *op;
   req.ranks = hccl_test_ranks(spec, topology_file, given(ranks_opt_, ranks_), given(npus_opt_, npus_), spec.npus);
-  const std::optional<DataType> dtype = parse_hccl_test_data_type(dtype_);
-  if (!dtype) throw InputError("option -d", "unknown value '" + dtype_ + "'; expected one of: " + join(data_type_names()));
-  req.dtype = *dtype;
+  req.dtype = checked_data_type(dtype_);
   const std::optional<ReduceOp> reduce_op = parse_reduce_op(reduce_op_);
   if (!reduce_op) {
     throw InputError("option -o", "unknown value '" + reduce_op_ + "'; expected one of: " + join(reduce_op_names()));
@@ -213,15 +205,8 @@ int PerfCommand::run(CommandContext& ctx) {
       throw InputError("option --vcounts", e.what());
     }
   }
-  const std::uint64_t first = checked_size("-b", first_);
-  const std::uint64_t last = checked_size("-e", last_);
-  checked_int("-f", factor_, 1, 1 << 20);
-  std::vector<std::uint64_t> sizes;
-  try {
-    sizes = perf_sizes(first, last, static_cast<std::uint64_t>(factor_));
-  } catch (const std::invalid_argument& e) {
-    throw InputError("option -b/-e", e.what());
-  }
+  const std::vector<std::uint64_t> sizes = sweep_.sizes();
+  const std::uint64_t last = checked_size("-e", sweep_.last);
   for (const std::uint64_t s : sizes) {
     const std::string problem = perf_size_problem(req.op, op_name, req.ranks, req.dtype, s);
     if (!problem.empty()) throw InputError("option -b", problem);

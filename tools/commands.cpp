@@ -9,6 +9,7 @@ std::vector<std::unique_ptr<Command>> make_commands() {
   commands.push_back(make_perf_command());
   commands.push_back(make_run_command());
   commands.push_back(make_sweep_command());
+  commands.push_back(make_recommend_command());
   commands.push_back(make_check_command());
   commands.push_back(make_executors_command());
   commands.push_back(make_validate_command());

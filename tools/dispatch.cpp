@@ -22,6 +22,8 @@ usage:
   hcclsim run --program FILE [opts]  run a communication program (HCCL thread/notify
                                      API, Ascend C Hccl kernels, MoE calls; docs/user-guide.md)
   hcclsim sweep GRID.json [opts]     a grid of topologies, ops, sizes, dtypes, algorithms
+  hcclsim recommend [opts]           per op and size: HCCL's default, the best HCCL_ALGO /
+                                     HCCL_OP_EXPANSION_MODE found, the gain; or the lines to export
   hcclsim check BASELINE [opts]      re-run a saved baseline and compare the times
   hcclsim executors                  the HCCL executors hcclsim models, with their sources
   hcclsim validate FILE [opts]       every point of a measurement file: measured, simulated, error

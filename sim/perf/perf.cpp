@@ -289,6 +289,18 @@ std::vector<std::string> estimate_assumed(const TopologySpec& topology, const Pe
 
 }  // namespace
 
+ExecutorChoice perf_choice(const TopologySpec& topology, const PerfRequest& request, std::uint64_t size) {
+  const ExecContext ctx = exec_context(topology, request);
+  const CollectiveSpec spec = collective_of(request, size);
+  ExecutorChoice choice = choose_executor(spec, ctx, request);
+  const Executor* executor = find_executor(choice.executor);
+  if (executor == nullptr) throw std::invalid_argument("unknown executor '" + choice.executor + "'");
+  if (const std::string why = executor->refuses(spec, ctx); !why.empty()) {
+    throw std::invalid_argument(choice.executor + " cannot run this collective: " + why);
+  }
+  return choice;
+}
+
 std::string estimate_problem(const PerfRequest& request, std::uint64_t size) {
   const std::uint64_t loops = size / std::max<std::uint64_t>(request.buffer_bytes, 1);
   if (loops <= kMaxEstimateLoops) return "";

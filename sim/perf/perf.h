@@ -123,6 +123,14 @@ Hierarchy hierarchy_of(const Platform& platform, int ranks);
 ExecContext exec_context(const TopologySpec& topology, const PerfRequest& request);
 ExecContext exec_context(const Platform& platform, const PerfRequest& request);
 
+// What perf would run for a row of `size` bytes (HCCL's selection, or
+// request.executor), without running it: the same choice run_perf and
+// estimate_perf make. Throws std::invalid_argument where they would refuse
+// it before building anything (an executor HCCL would pick that hcclsim
+// does not model, one that cannot run the collective). The executor and
+// plan fix the row's time (hcclsim recommend runs each such pair once).
+ExecutorChoice perf_choice(const TopologySpec& topology, const PerfRequest& request, std::uint64_t size);
+
 // Called with each row as soon as its size has run (index into request.sizes),
 // so that a caller can write it before the next, longer size starts.
 using PerfRowCallback = std::function<void(std::size_t index, const PerfRow& row)>;
