@@ -244,6 +244,19 @@ constexpr std::uint64_t kQuantBytesPerElement = 16;
 constexpr std::uint64_t kSumBytesPerElement = 8;
 constexpr int kCombinePieces = 4;   // combine's per-token pipelining, in quarters
 
+// Whether a call runs DeepEP's A2 kernels across servers (notify_dispatch_a2,
+// dispatch_normal_a2, moe_distribute_combine_a2): normal mode over more than
+// one RDMA domain of 910B NPUs (DeepEP takes that path on ASCEND910B only,
+// deep_ep.cpp num_rdma_ranks); elsewhere across domains the generic relay
+// form below stands in. The one place the product selects kernels.
+bool a2_layered_kernels(const MoeParams& p, const MoeFabric& fabric) {
+  if (p.mode != MoeMode::Normal || fabric.npu.product != Product::A2) return false;
+  for (std::size_t i = 1; i < fabric.domain.size(); ++i) {
+    if (fabric.domain[i] != fabric.domain.front()) return true;
+  }
+  return false;
+}
+
 class MoeBuilder {
  public:
   MoeBuilder(const MoeParams& p, const MoeRouting& routing, const MoeFabric& fabric)
@@ -262,10 +275,11 @@ class MoeBuilder {
     per_server_ = 0;
     for (int r = 0; r < p_.ep; ++r) per_server_ += server_[static_cast<std::size_t>(r)] == server_[0] ? 1 : 0;
     layered_ = per_server_ < p_.ep;
+    a2_layered_ = a2_layered_kernels(p_, fabric_);
   }
 
   TaskGraph dispatch() {
-    if (p_.mode == MoeMode::Normal && layered_) {
+    if (a2_layered_) {
       layout();
       a2_count_exchange();
       host_sync();
@@ -286,7 +300,7 @@ class MoeBuilder {
   }
 
   TaskGraph combine() {
-    if (p_.mode == MoeMode::Normal && layered_) {
+    if (a2_layered_) {
       a2_layered_combine();
       return std::move(graph_);
     }
@@ -1219,6 +1233,7 @@ class MoeBuilder {
   std::vector<int> server_;
   int per_server_ = 0;
   bool layered_ = false;
+  bool a2_layered_ = false;   // a2_layered_kernels
   std::map<std::tuple<int, int, int>, int> rdma_registers_;
   static constexpr ThreadId kNoThread = 0xffffffffu;
   std::vector<ThreadId> write_pipe_;   // by rank * cores + core, added when first used
@@ -1241,7 +1256,7 @@ TaskGraph build_moe(const MoeParams& p, MoePhase phase, const MoeRouting& routin
   if (const std::string problem = moe_fabric_problem(fabric); !problem.empty()) throw std::invalid_argument(problem);
   MoeBuilder b(p, routing, fabric);
   const bool normal = p.mode == MoeMode::Normal;
-  const bool a2_layered = normal && !fabric.domain.empty() && fabric.domain.front() != fabric.domain.back();
+  const bool a2_layered = a2_layered_kernels(p, fabric);
   if (phase == MoePhase::Dispatch) {
     if (kernel) {
       *kernel = !normal ? "moe_distribute_dispatch_v2"

@@ -25,10 +25,17 @@
 //   fixed per-(source, expert) slots of the destination window, the count
 //   travels in the status flag, and the receiver copies its window into the
 //   output.
-// Across A2 servers (layered form): a row crosses the RDMA network once per
-// (token, destination server), to the rank of the same local index there,
-// which forwards it over HCCS to the expert ranks; combine reduces inside
-// the expert's server first and sends one row per (token, server) back.
+// Normal mode across A2 servers runs DeepEP's A2 kernels (notify_dispatch_a2,
+// dispatch_normal_a2, moe_distribute_combine_a2; sgl-kernel-npu
+// csrc/deepep/ops2): the AI CPU writes one block per server to the rank of
+// the same local index there, the cores move rows inside the server in row
+// loops (docs/user-guide.md says how). Otherwise across RDMA domains (low
+// latency; another product) a generic layered form: a row crosses the RDMA
+// network once per (token, destination server), to the rank of the same
+// local index there, which forwards it over HCCS to the expert ranks;
+// combine reduces inside the expert's server first and sends one row per
+// (token, server) back. On A2 every AIV move to or from a peer also passes
+// both NPUs' AIV ports (npu.aiv.remote_bandwidth, Platform::aiv_route).
 #pragma once
 
 #include <cstdint>
