@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/collectives/plan.h"
 #include "sim/moe/moe.h"
 #include "sim/scheduler.h"
 #include "sim/task_graph.h"
@@ -172,4 +173,72 @@ TEST_CASE("A2 layered dispatch: the data kernel's time leaves out the count exch
   CHECK(run.kernel_time_us > 0);
   // At least the host synchronisation lies between the call's start and the kernel's.
   CHECK(run.time_mean_us - run.kernel_time_us >= platform.spec().npu.stream.host_sync.us());
+}
+
+TEST_CASE("A2 layered dispatch: a core reads each source's rows from the local rank of the source's local index, "
+          "one source after another",
+          "[moe][a2][layered]") {
+  Platform platform(load_topology(source_file("configs/topologies/a2-cluster.json")));
+  const MoeParams p = tiny_a2(16);
+  std::vector<int> ranks(static_cast<std::size_t>(p.ep));
+  std::iota(ranks.begin(), ranks.end(), 0);
+  const MoeFabric fabric = moe_fabric(platform.spec().npu, platform.spec().sdma_domain_of, ranks);
+  const MoeRouting routing = make_routing(p);
+  std::string kernel;
+  const TaskGraph g = build_moe(p, MoePhase::Dispatch, routing, fabric, &kernel);
+  Scheduler sched(platform);
+  const RunResult r = sched.run(g);
+  REQUIRE(r.failure.empty());
+  const int cores = platform.spec().npu.cores.aiv;
+  const int per_rank = p.experts / p.ep;
+  // A token in the window: the BF16 row and four blocks of K (rounded up to 8) 4-byte fields.
+  const std::uint64_t token = static_cast<std::uint64_t>(p.hidden) * 2 + 4 * 8 * 4;
+  // Rows expert e got from rank s.
+  std::vector<std::vector<std::uint64_t>> n(static_cast<std::size_t>(p.experts), std::vector<std::uint64_t>(16, 0));
+  for (int s = 0; s < p.ep; ++s) {
+    for (const auto& ids : routing[static_cast<std::size_t>(s)]) {
+      for (const int e : ids) {
+        if (e >= 0) ++n[static_cast<std::size_t>(e)][static_cast<std::size_t>(s)];
+      }
+    }
+  }
+  for (const int rank : {0, 9}) {
+    const int base = rank / 8 * 8;
+    for (int c = 0; c < cores; ++c) {
+      const auto reads = tasks_of(g, rank, "AIV" + std::to_string(c), "window to core");
+      std::size_t k = 0;
+      Time previous;
+      for (int src = 0; src < p.ep; ++src) {
+        std::uint64_t rows = 0;
+        for (int le = 0; le < per_rank; ++le) {
+          rows += chunk_span(n[static_cast<std::size_t>(rank * per_rank + le)][static_cast<std::size_t>(src)], cores, c).count;
+        }
+        if (rows == 0) continue;
+        INFO("rank " << rank << " core " << c << " source " << src);
+        REQUIRE(k < reads.size());
+        const Task& t = g.task(reads[k]);
+        CHECK(t.src.rank == base + src % 8);
+        CHECK(t.dst.rank == rank);
+        CHECK(t.bytes == rows * token);
+        CHECK(r.timings[reads[k]].start >= previous);   // in source order
+        previous = r.timings[reads[k]].end;
+        ++k;
+      }
+      CHECK(k == reads.size());
+    }
+  }
+  // The AI CPU's block for the other server: 32 bytes of count, then its tokens.
+  for (const int rank : {0, 9}) {
+    const auto blocks = tasks_of(g, rank, "AICPU", "tokens to server (RDMA)");
+    REQUIRE(blocks.size() == 1);
+    const int other = rank < 8 ? 1 : 0;
+    std::uint64_t tokens = 0;
+    for (const auto& ids : routing[static_cast<std::size_t>(rank)]) {
+      bool there = false;
+      for (const int e : ids) there = there || (e >= 0 && e / per_rank / 8 == other);
+      tokens += there ? 1 : 0;
+    }
+    CHECK(g.task(blocks[0]).dst.rank == other * 8 + rank % 8);
+    CHECK(g.task(blocks[0]).bytes == 32 + tokens * token);
+  }
 }
