@@ -98,6 +98,11 @@ struct AivParams {
   Time copy_fixed;                  // per copy: issue and the first tile's round trip
   Time flag_write;                  // a 32-byte flag store to local or peer memory, until it lands
   Time flag_poll;                   // one poll of a flag: a waiting core sees a landed flag this much later
+  // All AIV moves of an NPU's cores that leave its memory for a peer's (or
+  // come in from one) over the links share this rate each way (A2: the
+  // vector cores' loads and stores to peers' HBM, however many links they
+  // spread over). 0: no such limit, only the links' and the cores' own.
+  Bandwidth remote_bandwidth;
 };
 
 struct NpuParams {

@@ -93,7 +93,9 @@ void Scheduler::compile(const TaskGraph& graph, TaskGraph* release) {
         e.bytes = t.bytes;
         e.reduce = t.kind == TaskKind::ReduceInline;
         e.aiv = t.mover == Mover::Aiv;
-        if (t.bytes > 0) e.path = &platform_.route(t.src.rank, t.dst.rank);
+        if (t.bytes > 0) {
+          e.path = e.aiv ? &platform_.aiv_route(t.src.rank, t.dst.rank) : &platform_.route(t.src.rank, t.dst.rank);
+        }
         // A read pulls a peer's memory into this rank's: the request crosses
         // first (its own fixed cost) and the write limit of the links does not apply.
         const bool read = t.src.rank != rank;

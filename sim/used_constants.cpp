@@ -42,6 +42,7 @@ ChargedTask charged(const Task& t, int rank, RankPaths& paths) {
         const PathClass p = paths.path(t.src.rank, t.dst.rank);
         c.path_kinds = p.kinds;
         if (!c.read) c.write_capped_kinds = p.write_limited_kinds;
+        c.aiv_port = c.aiv && p.aiv_ports;
       }
       if (paths.rdma_between(t.src.rank, t.dst.rank)) {
         c.kind = ExecKind::RdmaWrite;  // the NIC moves it: no SDMA cost, no write limit
@@ -65,6 +66,7 @@ PathClass PlatformPaths::path(int src, int dst) {
     p.kinds |= kind_bit(ch->params().kind);
     if (ch->params().write_bandwidth.bytes_per_s != 0) p.write_limited_kinds |= kind_bit(ch->params().kind);
   }
+  p.aiv_ports = src != dst && platform_.spec().npu.aiv.remote_bandwidth.bytes_per_s != 0;
   return p;
 }
 
@@ -89,6 +91,7 @@ PathClass TopologyPaths::path(int src, int dst) {
       p.kinds |= kind_bit(kind);
       if (link.params.write_bandwidth.bytes_per_s != 0) p.write_limited_kinds |= kind_bit(kind);
     }
+    p.aiv_ports = spec_.npu.aiv.remote_bandwidth.bytes_per_s != 0;
   }
   return memo_.emplace(key, p).first->second;
 }

@@ -26,6 +26,7 @@ class RouteFinder;
 struct PathClass {
   std::uint8_t kinds = 0;
   std::uint8_t write_limited_kinds = 0;
+  bool aiv_ports = false;   // between two NPUs whose AIV moves pass their ports (npu.aiv.remote_bandwidth)
 };
 
 // Where ranks are, for classifying tasks: from a platform's routes, or from a

@@ -258,6 +258,10 @@ HardwareProfile read_profile(const nlohmann::json& doc, const std::string& file)
       p.aiv.copy_fixed = aiv.required_time("copy_fixed");
       p.aiv.flag_write = aiv.required_time("flag_write");
       p.aiv.flag_poll = aiv.required_time("flag_poll");
+      if (aiv.has("remote_bandwidth")) {
+        p.aiv.remote_bandwidth = aiv.required_bandwidth("remote_bandwidth");
+        if (p.aiv.remote_bandwidth.bytes_per_s == 0) aiv.location_of("remote_bandwidth").fail("expected a rate above zero (leave it out for no limit)");
+      }
       aiv.finish();
     }
     p.local_memory = read_channel(npu.required_object("local_memory"));

@@ -7,6 +7,15 @@
 namespace hcclsim {
 
 namespace {
+// An NPU's AIV port one way: the rate its cores' moves to or from peers
+// share; no latency of its own (the links' is paid on the way).
+ChannelParams aiv_port_params(const NpuParams& npu) {
+  ChannelParams p;
+  p.bandwidth = npu.aiv.remote_bandwidth;
+  p.segment_bytes = 256 * 1024;
+  p.kind = LinkKind::Memory;
+  return p;
+}
 std::string node_name(int node, int npus) {
   return node < npus ? "npu" + std::to_string(node) : "switch" + std::to_string(node - npus);
 }
@@ -67,9 +76,19 @@ Platform::Platform(const TopologySpec& spec) : spec_(spec), clock_(std::make_uni
       channels_.push_back(std::make_unique<Channel>(module.c_str(), params, label, *clock_));
     }
   }
+  if (spec.npu.aiv.remote_bandwidth.bytes_per_s != 0) {
+    for (int n = 0; n < spec.npus; ++n) {
+      for (const char* way : {"out", "in"}) {
+        const std::string name = "npu" + std::to_string(n) + "_aiv_" + way;
+        aiv_ports_.push_back(std::make_unique<Channel>(name.c_str(), aiv_port_params(spec.npu),
+                                                       "npu" + std::to_string(n) + " AIV " + way, *clock_));
+      }
+    }
+  }
   if (flows != nullptr) {
     for (const auto& c : local_memory_) flows->add_channel(*c);
     for (const auto& c : channels_) flows->add_channel(*c);
+    for (const auto& c : aiv_ports_) flows->add_channel(*c);
   }
 }
 
@@ -97,6 +116,10 @@ void Platform::set_parameters(const TopologySpec& spec) {
   }
   for (const auto& engine : engines_) engine->set_params(spec.npu);
   for (const auto& memory : local_memory_) memory->set_params(spec.npu.local_memory);
+  if ((spec.npu.aiv.remote_bandwidth.bytes_per_s != 0) != !aiv_ports_.empty()) {
+    throw std::invalid_argument(where + "npu.aiv.remote_bandwidth is given in one profile and not in the other");
+  }
+  for (const auto& port : aiv_ports_) port->set_params(aiv_port_params(spec.npu));
   for (std::size_t i = 0; i < spec.links.size(); ++i) {
     channels_[2 * i]->set_params(spec.links[i].params);
     channels_[2 * i + 1]->set_params(spec.links[i].params);
@@ -138,11 +161,24 @@ const std::vector<Channel*>& Platform::route(int src, int dst) {
   return routes_.emplace(key, std::move(path)).first->second;
 }
 
+const std::vector<Channel*>& Platform::aiv_route(int src, int dst) {
+  if (aiv_ports_.empty() || src == dst) return route(src, dst);
+  const std::uint64_t key = (static_cast<std::uint64_t>(src) << 32) | static_cast<std::uint32_t>(dst);
+  auto found = aiv_routes_.find(key);
+  if (found != aiv_routes_.end()) return found->second;
+  std::vector<Channel*> path{aiv_ports_[2 * static_cast<std::size_t>(src)].get()};
+  const std::vector<Channel*>& links = route(src, dst);
+  path.insert(path.end(), links.begin(), links.end());
+  path.push_back(aiv_ports_[2 * static_cast<std::size_t>(dst) + 1].get());
+  return aiv_routes_.emplace(key, std::move(path)).first->second;
+}
+
 std::uint64_t Platform::activations() const {
   std::uint64_t total = 0;
   for (const auto& e : engines_) total += e->activations();
   for (const auto& c : local_memory_) total += c->activations();
   for (const auto& c : channels_) total += c->activations();
+  for (const auto& c : aiv_ports_) total += c->activations();
   return total + network_->activations();
 }
 

@@ -48,6 +48,12 @@ class Platform {
   // stays valid for the platform's life. Throws std::invalid_argument when no
   // path exists.
   const std::vector<Channel*>& route(int src, int dst);
+  // The channels an AIV move from `src`'s memory to `dst`'s crosses: with a
+  // profile's npu.aiv.remote_bandwidth, between two NPUs, src's AIV out
+  // port, route(src, dst), then dst's AIV in port (every AIV move of an NPU
+  // to or from its peers shares them); otherwise route(src, dst). Cached
+  // like route().
+  const std::vector<Channel*>& aiv_route(int src, int dst);
   // Channel from node a to node b, or nullptr if they are not linked.
   Channel* channel(int a, int b) const;
 
@@ -65,8 +71,10 @@ class Platform {
   std::vector<std::unique_ptr<TaskEngine>> engines_;
   std::vector<std::unique_ptr<Channel>> local_memory_;
   std::vector<std::unique_ptr<Channel>> channels_;
+  std::vector<std::unique_ptr<Channel>> aiv_ports_;   // npu n: 2n out, 2n + 1 in (empty: no npu.aiv.remote_bandwidth)
   RouteFinder finder_;  // over spec_: channel index 2i / 2i + 1 is link i's direction
   std::unordered_map<std::uint64_t, std::vector<Channel*>> routes_;  // key: src << 32 | dst
+  std::unordered_map<std::uint64_t, std::vector<Channel*>> aiv_routes_;
 };
 
 }  // namespace hcclsim

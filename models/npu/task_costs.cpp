@@ -11,7 +11,7 @@ constexpr const char* kNpuPaths[] = {
     "npu.sdma.reduce_bandwidth", "npu.notify.record_local", "npu.notify.record_remote", "npu.notify.wait",
     "npu.stream.task_dispatch", "npu.stream.op_launch",  "npu.stream.host_sync",    "npu.rdma.post",
     "npu.rdma.notify_write",  "npu.aiv.core_bandwidth",  "npu.aiv.copy_fixed",      "npu.aiv.flag_write",
-    "npu.aiv.flag_poll",      "npu.local_memory.bandwidth", "npu.local_memory.latency"};
+    "npu.aiv.flag_poll",      "npu.aiv.remote_bandwidth", "npu.local_memory.bandwidth", "npu.local_memory.latency"};
 static_assert(std::size(kNpuPaths) == static_cast<std::size_t>(Constant::FirstLink), "a path per NPU constant");
 constexpr const char* kLinkConstantNames[] = {"bandwidth", "write_bandwidth", "latency"};
 }  // namespace
@@ -72,6 +72,8 @@ void add_charged_constants(const ChargedTask& task, UsedConstants& used) {
         used.add(Constant::AivCopyFixed);
         if (task.moves_bytes) used.add(Constant::AivCoreBandwidth);
         if (task.cores > 0) used.add(Constant::CoresAiv);
+        // Platform::aiv_route: between NPUs through both NPUs' AIV ports.
+        if (task.moves_bytes && task.aiv_port) used.add(Constant::AivRemoteBandwidth);
       } else {
         // try_start takes one of sdma.engines; compile: span = read_fixed for
         // a read, else task_fixed; rate cap = reduce_bandwidth or copy_bandwidth.

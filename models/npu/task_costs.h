@@ -22,7 +22,7 @@ enum class Constant : std::uint8_t {
   NotifyRecordLocal, NotifyRecordRemote, NotifyWait,
   StreamTaskDispatch, StreamOpLaunch, StreamHostSync,
   RdmaPost, RdmaNotifyWrite,
-  AivCoreBandwidth, AivCopyFixed, AivFlagWrite, AivFlagPoll,
+  AivCoreBandwidth, AivCopyFixed, AivFlagWrite, AivFlagPoll, AivRemoteBandwidth,
   LocalBandwidth, LocalLatency,
   FirstLink,
 };
@@ -58,6 +58,7 @@ struct ChargedTask {
   bool read = false;          // Transfer: pulls a peer's memory
   bool reduce = false;        // Transfer: Reduce_Inline
   bool aiv = false;           // Transfer: moved by AIV cores, not an SDMA engine
+  bool aiv_port = false;      // Transfer by AIV between NPUs through their AIV ports (aiv.remote_bandwidth)
   bool moves_bytes = false;   // Transfer, RdmaWrite, RdmaNotify: a flow crosses `path_kinds`
   int cores = 0;              // Transfer by AIV (0: a held core's write pipe), Compute
   CoreKind core_kind = CoreKind::Aiv;   // Compute

@@ -10,8 +10,9 @@
 // only read flags of earlier phases, so each rank's own slice sizes count.
 // Rates: every pull of a phase runs while every rank pulls from every peer
 // (all pulls of a kernel phase start together, the ranks being symmetric),
-// a pull's rate its max-min share of that pattern; the local copies of a
-// rank share its memory channel.
+// a pull's rate its max-min share of that pattern (and of the NPUs' AIV
+// ports, when the profile has them); the local copies of a rank share its
+// memory channel.
 
 #include <algorithm>
 #include <map>
@@ -46,7 +47,9 @@ class AivForm {
     for (int r = 0; r < p_; ++r) {
       for (int q = 0; q < p_; ++q) {
         if (q == r) continue;
-        pull_rate_[index(q, r)] = rates[k++];
+        // Each NPU's AIV port (aiv.remote_bandwidth) carries its p - 1
+        // pulls in and p - 1 out: a pull gets at most 1 / (p - 1) of it.
+        pull_rate_[index(q, r)] = std::min(rates[k++], c_.aiv_port / static_cast<double>(p_ - 1));
         latency_[index(q, r)] = f.path(q, r).latency;
       }
     }

@@ -46,7 +46,8 @@ StepCosts::StepCosts(const NpuParams& n)
       aiv_fixed(ps(n.aiv.copy_fixed)),
       aiv_rate(rate(n.aiv.core_bandwidth)),
       flag_write(ps(n.aiv.flag_write)),
-      flag_poll(ps(n.aiv.flag_poll)) {}
+      flag_poll(ps(n.aiv.flag_poll)),
+      aiv_port(rate(n.aiv.remote_bandwidth)) {}
 
 double StepCosts::local_copy(double bytes, bool reduce) const {
   return sdma_fixed + bytes / std::min(local_rate, sdma_cap(reduce)) + local_latency;

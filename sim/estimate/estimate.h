@@ -61,6 +61,7 @@ struct StepCosts {
   double local_rate, local_latency;        // the NPU's memory channel
   double rdma_post, rdma_notify_bytes;
   double aiv_fixed, aiv_rate, flag_write, flag_poll;
+  double aiv_port;                         // aiv.remote_bandwidth: an NPU's AIV moves to or from peers, each way, in all
   explicit StepCosts(const NpuParams& npu);
 
   double sdma_cap(bool reduce) const { return reduce ? reduce_rate : copy_rate; }

@@ -6,6 +6,7 @@
 #include <numeric>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include "sim/collectives/exec_builder.h"
 #include "base/error.h"
@@ -242,6 +243,19 @@ constexpr std::uint64_t kQuantBytesPerElement = 16;
 constexpr std::uint64_t kSumBytesPerElement = 8;
 constexpr int kCombinePieces = 4;   // combine's per-token pipelining, in quarters
 
+// Whether a call runs DeepEP's A2 kernels across servers (notify_dispatch_a2,
+// dispatch_normal_a2, moe_distribute_combine_a2): normal mode over more than
+// one RDMA domain of 910B NPUs (DeepEP takes that path on ASCEND910B only,
+// deep_ep.cpp num_rdma_ranks); elsewhere across domains the generic relay
+// form below stands in. The one place the product selects kernels.
+bool a2_layered_kernels(const MoeParams& p, const MoeFabric& fabric) {
+  if (p.mode != MoeMode::Normal || fabric.npu.product != Product::A2) return false;
+  for (std::size_t i = 1; i < fabric.domain.size(); ++i) {
+    if (fabric.domain[i] != fabric.domain.front()) return true;
+  }
+  return false;
+}
+
 class MoeBuilder {
  public:
   MoeBuilder(const MoeParams& p, const MoeRouting& routing, const MoeFabric& fabric)
@@ -260,9 +274,17 @@ class MoeBuilder {
     per_server_ = 0;
     for (int r = 0; r < p_.ep; ++r) per_server_ += server_[static_cast<std::size_t>(r)] == server_[0] ? 1 : 0;
     layered_ = per_server_ < p_.ep;
+    a2_layered_ = a2_layered_kernels(p_, fabric_);
   }
 
   TaskGraph dispatch() {
+    if (a2_layered_) {
+      layout();
+      a2_count_exchange();
+      host_sync();
+      a2_layered_dispatch();
+      return std::move(graph_);
+    }
     if (p_.mode == MoeMode::Normal) {
       layout();
       count_exchange();
@@ -277,6 +299,10 @@ class MoeBuilder {
   }
 
   TaskGraph combine() {
+    if (a2_layered_) {
+      a2_layered_combine();
+      return std::move(graph_);
+    }
     if (p_.mode == MoeMode::LowLatency && !layered_) {
       low_latency_combine();
     } else {
@@ -427,29 +453,31 @@ class MoeBuilder {
         start.label = graph_.intern("kernel start");
         const TaskId s = graph_.add(std::move(start));
         graph_.add_dependency(h, s);
+        kernel_starts_.push_back(s);
       }
     }
   }
 
   // A flag from `from` into `to`'s memory (a 4-byte RDMA notify across RDMA
   // domains, which lands after the writes posted before it to that peer).
-  void signal(ThreadId t, int from, int to, int flag, const std::string& label) {
+  void signal(ThreadId t, int from, int to, int flag, const std::string& label, int use = 0) {
     if (fabric_.rdma_between(from, to)) {
-      graph_.record(t, to, rdma_notify(from, to), label + " (RDMA)");
+      graph_.record(t, to, rdma_notify(from, to, use), label + " (RDMA)");
     } else {
       graph_.flag_set(t, to, flag, label);
     }
   }
-  void await(ThreadId t, int from, int me, int flag, const std::string& label) {
+  void await(ThreadId t, int from, int me, int flag, const std::string& label, int use = 0) {
     if (fabric_.rdma_between(from, me)) {
-      graph_.wait(t, rdma_notify(from, me), label + " (RDMA)");
+      graph_.wait(t, rdma_notify(from, me, use), label + " (RDMA)");
     } else {
       graph_.flag_wait(t, me, flag, 1, label);
     }
   }
-  // Notify registers for RDMA flags: one per (source, destination) pair use.
-  int rdma_notify(int from, int to) {
-    auto [it, added] = rdma_registers_.emplace(std::make_pair(from, to), 0);
+  // Notify registers for RDMA flags: one per (source, destination) pair and
+  // use (a call that signals a pair twice gives each its own register).
+  int rdma_notify(int from, int to, int use = 0) {
+    auto [it, added] = rdma_registers_.emplace(std::make_tuple(from, to, use), 0);
     if (added) it->second = notifies_.take(1);
     return it->second;
   }
@@ -860,6 +888,333 @@ class MoeBuilder {
     }
   }
 
+  // ---- Normal mode across A2 servers (DeepEP internode on 910B: notify_dispatch_a2,
+  // dispatch_normal_a2 = CamMoeDistributeDispatchA2Layered, moe_distribute_combine_a2 =
+  // MoeDistributeCombineA2Layered; sgl-kernel-npu csrc/deepep/ops2). Every rank's
+  // AIV cores run each phase; the RDMA writes between servers are batch writes
+  // the kernel hands to HCCL's AI CPU server (one thread "AICPU" per rank here).
+
+  // The kernels' fixed maximum of tokens per rank (MAX_BATCH_SIZE, MAX_BS):
+  // combine's summed rows go between servers at this count whatever the batch.
+  static constexpr std::uint64_t kA2MaxBs = 4096;
+  // A core's long row loops are built in pieces of this many rows (bulk
+  // moves, then the rest of the pieces' per-copy fixed costs), so that the
+  // cores' transfers interleave with their fixed costs as row loops do.
+  static constexpr std::uint64_t kA2RowPiece = 64;
+  // A dispatched token in the A2 windows: the row, then four blocks of K
+  // (rounded up to 8) 4-byte fields (expert ids, weights, token index, scale).
+  std::uint64_t a2_token_bytes() const {
+    return static_cast<std::uint64_t>(p_.hidden) * (p_.int8 ? 1 : 2) + 4 * round_up(static_cast<std::uint64_t>(p_.topk), 8) * 4;
+  }
+  std::uint64_t bf16_row() const { return static_cast<std::uint64_t>(p_.hidden) * 2; }
+  int servers() const { return p_.ep / per_server_; }
+  int base(int r) const { return server_[static_cast<std::size_t>(r)]; }
+  int server_index(int r) const { return base(r) / per_server_; }
+  // Copies a core runs one at a time beyond the bulk moves that carry their
+  // bytes (a token loop of DataCopy calls with pipe barriers between): each
+  // pays its issue and round trip, aiv.copy_fixed.
+  void serial_copies(ThreadId t, std::uint64_t copies, const std::string& label) {
+    if (copies == 0) return;
+    Task d;
+    d.kind = TaskKind::Delay;
+    d.thread = t;
+    d.duration = Time::from_ps(npu_.aiv.copy_fixed.ps * copies);
+    graph_.note_constant(Constant::AivCopyFixed);
+    d.label = graph_.intern(label);
+    graph_.add(std::move(d));
+  }
+  ThreadId aicpu(int r) {
+    if (aicpu_.empty()) {
+      for (int q = 0; q < p_.ep; ++q) aicpu_.push_back(graph_.add_thread(q, "AICPU"));
+    }
+    return aicpu_[static_cast<std::size_t>(r)];
+  }
+  // The AI CPU thread of rank r waits until every core of r has passed its
+  // last SyncAll (core 0 hands it the batch write after one).
+  void aicpu_after_barrier(int r) {
+    graph_.flag_wait(aicpu(r), r, barrier_, static_cast<std::uint32_t>(cores_) * rounds_[static_cast<std::size_t>(r)], "SyncAll");
+  }
+  // The barrier across the ranks of a server (SetIpcFlag / WaitIpcFlag): each
+  // of the first L cores flags one local rank and waits for all of them.
+  void a2_server_barrier(int flag) {
+    for (int r = 0; r < p_.ep; ++r) {
+      for (int i = 0; i < std::min(per_server_, cores_); ++i) graph_.flag_set(core(r, i), base(r) + i, flag, "IPC flag");
+    }
+    for (int r = 0; r < p_.ep; ++r) {
+      for (int i = 0; i < std::min(per_server_, cores_); ++i) {
+        graph_.flag_wait(core(r, i), r, flag, static_cast<std::uint32_t>(per_server_), "wait IPC flags");
+      }
+      barrier(r);
+    }
+  }
+  // Rows expert e received from rank s.
+  std::vector<std::vector<std::uint64_t>> rows_by_expert_source() const {
+    std::vector<std::vector<std::uint64_t>> n(static_cast<std::size_t>(p_.experts), std::vector<std::uint64_t>(static_cast<std::size_t>(p_.ep), 0));
+    for (int s = 0; s < p_.ep; ++s) {
+      for (const std::vector<int>& ids : routing_[static_cast<std::size_t>(s)]) {
+        for (const int e : ids) {
+          if (e >= 0) ++n[static_cast<std::size_t>(e)][static_cast<std::size_t>(s)];
+        }
+      }
+    }
+    return n;
+  }
+  // Whether token t of rank s has an expert in server index j.
+  bool token_in_server(int s, std::size_t t, int j) const {
+    for (const int e : routing_[static_cast<std::size_t>(s)][t]) {
+      if (e >= 0 && server_index(owner(e)) == j) return true;
+    }
+    return false;
+  }
+
+  // notify_dispatch_a2: the layout's send data (per expert a count and a
+  // MAX_BS list, per token its servers and experts) goes by RDMA to the rank
+  // of the same local index in the other server, then every rank gathers its
+  // server's copies over HCCS; then the cores derive the offsets. The
+  // longest part (BuildSrcDstOffsetData): one core per local expert walks
+  // the rows the expert receives, one at a time, each a 4-byte load and two
+  // 4-byte stores with pipe barriers between.
+  void a2_count_exchange() {
+    const std::uint64_t len = (static_cast<std::uint64_t>(p_.experts) * (1 + kA2MaxBs) + static_cast<std::uint64_t>(servers()) +
+                               kA2MaxBs * (1 + 2 * static_cast<std::uint64_t>(servers()) + 2 * static_cast<std::uint64_t>(p_.topk))) * 4;
+    const int landed = flags_.take(1);
+    for (int r = 0; r < p_.ep; ++r) {
+      move(core(r, 1 % cores_), r, r, len, "send data to window");
+      barrier(r);
+      aicpu_after_barrier(r);
+      for (int j = 0; j < servers(); ++j) {
+        if (j == server_index(r)) continue;
+        const int q = j * per_server_ + local_index(r);
+        move(aicpu(r), r, q, len, "counts to peer server");
+        signal(aicpu(r), r, q, 0, "counts landed", 1);
+      }
+    }
+    for (int r = 0; r < p_.ep; ++r) {
+      for (int j = 0; j < servers(); ++j) {
+        if (j == server_index(r)) continue;
+        await(core(r, 0), j * per_server_ + local_index(r), r, 0, "wait counts", 1);
+      }
+      barrier(r);
+      // Gather within the server: each of the first L cores copies one local rank's blocks.
+      for (int i = 0; i < std::min(per_server_, cores_); ++i) {
+        const int q = base(r) + i;
+        move(core(r, i), q, r, len * static_cast<std::uint64_t>(servers()), "gather counts");
+        graph_.flag_set(core(r, i), r, landed, "gathered");
+      }
+      for (int c = 0; c < cores_; ++c) graph_.flag_wait(core(r, c), r, landed, static_cast<std::uint32_t>(std::min(per_server_, cores_)), "gathered");
+      barrier(r);
+    }
+    const auto n = rows_by_expert_source();
+    const int offset_cores = cores_ - (cores_ + 1) / 2;
+    for (int r = 0; r < p_.ep; ++r) {
+      for (int le = 0; le < per_rank_; ++le) {
+        std::uint64_t rows = 0;
+        for (const std::uint64_t k : n[static_cast<std::size_t>(r * per_rank_ + le)]) rows += k;
+        const int c = (cores_ + 1) / 2 + le % std::max(1, offset_cores);
+        serial_copies(core(r, c), 3 * rows, "src/dst offsets");
+      }
+      barrier(r);
+    }
+  }
+
+  // dispatch_normal_a2 (CamMoeDistributeDispatchA2Layered::Process).
+  void a2_layered_dispatch() {
+    const std::uint64_t token = a2_token_bytes();
+    const std::uint64_t row = static_cast<std::uint64_t>(p_.hidden) * (p_.int8 ? 1 : 2);
+    const int ipc1 = flags_.take(1);
+    const int ipc2 = flags_.take(1);
+    for (int r = 0; r < p_.ep; ++r) {
+      // Input2Win: each core its contiguous share of the tokens: load the
+      // token with its ids and weights, write it into the window-out block of
+      // every server it goes to, and once more into its own window-in for its
+      // own server; one token at a time.
+      const auto& tokens = routing_[static_cast<std::size_t>(r)];
+      std::vector<std::uint64_t> to_server(static_cast<std::size_t>(servers()), 0);
+      for (int c = 0; c < cores_; ++c) {
+        const Span mine = share(tokens.size(), c);
+        std::uint64_t writes = 0;
+        for (std::uint64_t t = mine.first; t < mine.first + mine.count; ++t) {
+          for (int j = 0; j < servers(); ++j) {
+            if (!token_in_server(r, t, j)) continue;
+            ++to_server[static_cast<std::size_t>(j)];
+            writes += j == server_index(r) ? 2 : 1;
+          }
+        }
+        move(core(r, c), r, r, mine.count * token, "tokens in");
+        move(core(r, c), r, r, writes * token, "tokens to windows");
+        const std::uint64_t copies = 3 * mine.count + writes;
+        serial_copies(core(r, c), copies > 2 ? copies - 2 : 0, "token loop");
+      }
+      barrier(r);
+      // Core 0 hands the AI CPU one batch: per server (its own too) the
+      // block of tokens for it, to the rank of the same local index there,
+      // then a flag; a write to itself stays on chip.
+      aicpu_after_barrier(r);
+      for (int j = 0; j < servers(); ++j) {
+        const int q = j * per_server_ + local_index(r);
+        const std::uint64_t bytes = 32 + to_server[static_cast<std::size_t>(j)] * token;
+        if (q == r) {
+          graph_.copy(aicpu(r), BufferRef{r, BufferKind::Scratch, 0}, BufferRef{r, BufferKind::Output, 0}, bytes, "own server block");
+          continue;
+        }
+        move(aicpu(r), r, q, bytes, "tokens to server");
+        signal(aicpu(r), r, q, 0, "server block landed");
+      }
+    }
+    // WaitWindow: core j polls the flag of server j's block.
+    for (int r = 0; r < p_.ep; ++r) {
+      for (int j = 0; j < servers(); ++j) {
+        if (j == server_index(r)) continue;
+        await(core(r, j % cores_), j * per_server_ + local_index(r), r, 0, "wait server block");
+      }
+      barrier(r);
+    }
+    a2_server_barrier(ipc1);
+    // Ipc2Out: for each source rank in turn, for each local expert, the
+    // cores split its rows from that source; a row is read from the window
+    // of the local rank with the source's local index (the source itself,
+    // or the rank its block reached over RDMA), written to the output, and
+    // its weight after it, one row at a time.
+    const auto n = rows_by_expert_source();
+    for (int r = 0; r < p_.ep; ++r) {
+      for (int c = 0; c < cores_; ++c) {
+        for (int src = 0; src < p_.ep; ++src) {
+          std::uint64_t rows = 0;
+          for (int le = 0; le < per_rank_; ++le) rows += share(n[static_cast<std::size_t>(r * per_rank_ + le)][static_cast<std::size_t>(src)], c).count;
+          if (rows == 0) continue;
+          const int from = base(r) + src % per_server_;
+          move(core(r, c), from, r, rows * token, "window to core");
+          move(core(r, c), r, r, rows * row, "rows out");
+          serial_copies(core(r, c), 3 * rows - 2, "row loop");
+        }
+      }
+      barrier(r);
+    }
+    a2_server_barrier(ipc2);
+  }
+
+  // moe_distribute_combine_a2 (MoeDistributeCombineA2Layered::Process).
+  void a2_layered_combine() {
+    const std::uint64_t row = bf16_row();
+    const int arrived = flags_.take(servers());   // on a relay: local ranks whose rows for server j landed
+    const auto n = rows_by_expert_source();
+    // AlltoAllDispatch: the destination ranks split over the cores; a core
+    // sends the rows this rank holds for its destination's tokens (all
+    // local experts) to the rank of the destination's local index in this
+    // server, one row at a time (load, write with its weight, pipe barrier),
+    // then flags that rank.
+    for (int r = 0; r < p_.ep; ++r) {
+      for (int c = 0; c < cores_; ++c) {
+        const Span dsts = share(static_cast<std::uint64_t>(p_.ep), c);
+        for (std::uint64_t d = dsts.first; d < dsts.first + dsts.count; ++d) {
+          std::uint64_t rows = 0;
+          for (int le = 0; le < per_rank_; ++le) rows += n[static_cast<std::size_t>(r * per_rank_ + le)][d];
+          const int relay_rank = base(r) + static_cast<int>(d) % per_server_;
+          for (std::uint64_t done = 0; done < rows; done += kA2RowPiece) {
+            const std::uint64_t k = std::min<std::uint64_t>(kA2RowPiece, rows - done);
+            move(core(r, c), r, r, k * row, "load rows");
+            move(core(r, c), r, relay_rank, k * (row + 32), "rows to relay");
+            serial_copies(core(r, c), 2 * k - 2, "row loop");
+          }
+          graph_.flag_set(core(r, c), relay_rank, arrived + static_cast<int>(d) / per_server_, "rows flag");
+        }
+      }
+      barrier(r);
+    }
+    // SumToWindow: core j waits for the L local ranks' rows for server j;
+    // then the cores, C/S per server, sum per token of the rank of their
+    // local index there the rows from this server's experts and write the
+    // sum into the window-out block for that server (at the token's index).
+    const int per_srv_cores = std::max(1, cores_ / servers());
+    for (int r = 0; r < p_.ep; ++r) {
+      for (int j = 0; j < servers() && j < cores_; ++j) {
+        graph_.flag_wait(core(r, j), r, arrived + j, static_cast<std::uint32_t>(per_server_), "wait rows");
+      }
+      barrier(r);
+      for (int c = 0; c < per_srv_cores * servers() && c < cores_; ++c) {
+        const int j = c % servers();
+        const int o = j * per_server_ + local_index(r);   // whose tokens these are
+        const Span mine = chunk_span(kA2MaxBs, per_srv_cores, c / servers());
+        const auto& tokens = routing_[static_cast<std::size_t>(o)];
+        std::uint64_t rows = 0;
+        std::uint64_t sums = 0;
+        for (std::uint64_t t = mine.first; t < mine.first + mine.count && t < tokens.size(); ++t) {
+          std::uint64_t k = 0;
+          for (const int e : tokens[t]) {
+            if (e >= 0 && server_index(owner(e)) == server_index(r)) ++k;
+          }
+          rows += k;
+          sums += k > 0 ? 1 : 0;
+        }
+        move(core(r, c), r, r, rows * (row + 32), "load rows");
+        compute(core(r, c), rows * static_cast<std::uint64_t>(p_.hidden) * kSumBytesPerElement, "weighted sum");
+        move(core(r, c), r, r, sums * row, "sum to window");
+        const std::uint64_t copies = mine.count + rows + sums;   // offsets, rows, sums
+        serial_copies(core(r, c), copies > 3 ? copies - 3 : 0, "token loop");
+      }
+      barrier(r);
+    }
+    // AlltoAllServerDispatch + SetStatus: the AI CPU writes each other
+    // server's block (MAX_BS rows) to the rank of the same local index there;
+    // the core of this server's index copies its own block from window-out to
+    // window-in a row at a time; then core 0 has the AI CPU flag each server.
+    for (int r = 0; r < p_.ep; ++r) {
+      aicpu_after_barrier(r);
+      for (int j = 0; j < servers(); ++j) {
+        if (j == server_index(r)) continue;
+        move(aicpu(r), r, j * per_server_ + local_index(r), kA2MaxBs * row, "sums to server");
+      }
+      const ThreadId own = core(r, server_index(r) % cores_);
+      for (std::uint64_t done = 0; done < kA2MaxBs; done += kA2RowPiece) {
+        const std::uint64_t k = std::min<std::uint64_t>(kA2RowPiece, kA2MaxBs - done);
+        move(own, r, r, k * row, "own block");
+        serial_copies(own, k - 1, "row loop");
+      }
+      barrier(r);
+      aicpu_after_barrier(r);
+      for (int j = 0; j < servers(); ++j) {
+        if (j == server_index(r)) continue;
+        signal(aicpu(r), r, j * per_server_ + local_index(r), 0, "server block landed");
+      }
+    }
+    // WaitDispatch, then SumToServer: the first 8 cores, MAX_BS / 8 token
+    // slots each, add a token's block from every server it went to and
+    // write the token out.
+    for (int r = 0; r < p_.ep; ++r) {
+      for (int j = 0; j < servers(); ++j) {
+        if (j == server_index(r)) continue;
+        await(core(r, j % cores_), j * per_server_ + local_index(r), r, 0, "wait server block");
+      }
+      barrier(r);
+      const auto& tokens = routing_[static_cast<std::size_t>(r)];
+      const int summers = std::min(8, cores_);
+      for (int c = 0; c < summers; ++c) {
+        const Span mine = chunk_span(kA2MaxBs, summers, c);
+        std::uint64_t rows = 0;
+        std::uint64_t outs = 0;
+        for (std::uint64_t t = mine.first; t < mine.first + mine.count && t < tokens.size(); ++t) {
+          std::uint64_t k = 0;
+          for (int j = 0; j < servers(); ++j) k += token_in_server(r, t, j) ? 1 : 0;
+          rows += k;
+          outs += k > 0 ? 1 : 0;
+        }
+        move(core(r, c), r, r, rows * row, "load blocks");
+        compute(core(r, c), rows * static_cast<std::uint64_t>(p_.hidden) * kSumBytesPerElement, "sum");
+        move(core(r, c), r, r, outs * row, "token out");
+        const std::uint64_t copies = mine.count * static_cast<std::uint64_t>(servers()) + rows + outs;
+        serial_copies(core(r, c), copies > 3 ? copies - 3 : 0, "token loop");
+      }
+      barrier(r);
+    }
+  }
+
+ public:
+  const std::vector<TaskId>& kernel_starts() const { return kernel_starts_; }
+
+ private:
+  std::vector<ThreadId> aicpu_;
+  std::vector<TaskId> kernel_starts_;   // per rank and core, the data kernel's first task (after the host sync)
+
   MoeParams p_;
   const MoeRouting& routing_;
   const MoeFabric& fabric_;
@@ -877,7 +1232,8 @@ class MoeBuilder {
   std::vector<int> server_;
   int per_server_ = 0;
   bool layered_ = false;
-  std::map<std::pair<int, int>, int> rdma_registers_;
+  bool a2_layered_ = false;   // a2_layered_kernels
+  std::map<std::tuple<int, int, int>, int> rdma_registers_;
   static constexpr ThreadId kNoThread = 0xffffffffu;
   std::vector<ThreadId> write_pipe_;   // by rank * cores + core, added when first used
 };
@@ -891,7 +1247,7 @@ std::string link_kind(const std::string& label) {
 }  // namespace
 
 TaskGraph build_moe(const MoeParams& p, MoePhase phase, const MoeRouting& routing, const MoeFabric& fabric,
-                    std::string* kernel) {
+                    std::string* kernel, std::vector<TaskId>* kernel_starts) {
   if (routing.size() != static_cast<std::size_t>(p.ep)) throw std::invalid_argument("build_moe: the routing is not of ep ranks");
   if (!fabric.domain.empty() && fabric.domain.size() != static_cast<std::size_t>(p.ep)) {
     throw std::invalid_argument("build_moe: the fabric does not give one domain per rank");
@@ -899,11 +1255,18 @@ TaskGraph build_moe(const MoeParams& p, MoePhase phase, const MoeRouting& routin
   if (const std::string problem = moe_fabric_problem(fabric); !problem.empty()) throw std::invalid_argument(problem);
   MoeBuilder b(p, routing, fabric);
   const bool normal = p.mode == MoeMode::Normal;
+  const bool a2_layered = a2_layered_kernels(p, fabric);
   if (phase == MoePhase::Dispatch) {
-    if (kernel) *kernel = normal ? "notify_dispatch + cam_moe_dispatch_normal" : "moe_distribute_dispatch_v2";
-    return b.dispatch();
+    if (kernel) {
+      *kernel = !normal ? "moe_distribute_dispatch_v2"
+                : a2_layered ? "notify_dispatch_a2 + dispatch_normal_a2"
+                             : "notify_dispatch + cam_moe_dispatch_normal";
+    }
+    TaskGraph g = b.dispatch();
+    if (kernel_starts) *kernel_starts = b.kernel_starts();
+    return g;
   }
-  if (kernel) *kernel = normal ? "cam_moe_combine_normal" : "moe_distribute_combine_v2";
+  if (kernel) *kernel = !normal ? "moe_distribute_combine_v2" : a2_layered ? "moe_distribute_combine_a2" : "cam_moe_combine_normal";
   return b.combine();
 }
 
@@ -947,7 +1310,8 @@ std::vector<MoeRun> run_moe(Platform& platform, const MoeParams& p, const std::v
   for (const MoePhase phase : phases) {
     MoeRun run;
     run.phase = phase;
-    const TaskGraph graph = build_moe(p, phase, routing, fabric, &run.kernel);
+    std::vector<TaskId> kernel_starts;
+    const TaskGraph graph = build_moe(p, phase, routing, fabric, &run.kernel, &kernel_starts);
     std::vector<std::uint64_t> before;
     for (const auto& ch : platform.channels()) before.push_back(ch->bytes_carried());
     std::vector<std::uint64_t> local_before;
@@ -963,6 +1327,17 @@ std::vector<MoeRun> run_moe(Platform& platform, const MoeParams& p, const std::v
     run.time_us = *std::max_element(times.begin(), times.end());
     run.time_min_us = *std::min_element(times.begin(), times.end());
     run.time_mean_us = std::accumulate(times.begin(), times.end(), 0.0) / p.ep;
+    if (!kernel_starts.empty()) {
+      std::vector<double> start(static_cast<std::size_t>(p.ep), -1);
+      for (const TaskId id : kernel_starts) {
+        const auto r = static_cast<std::size_t>(graph.rank_of(id));
+        const double at = (result.timings[id].start - result.begin).us();
+        if (start[r] < 0 || at < start[r]) start[r] = at;
+      }
+      double sum = 0;
+      for (int r = 0; r < p.ep; ++r) sum += times[static_cast<std::size_t>(r)] - std::max(0.0, start[static_cast<std::size_t>(r)]);
+      run.kernel_time_us = sum / p.ep;
+    }
     // DeepEP's bandwidth: normal mode counts the rows a rank receives
     // (dispatch: quantised bytes, H (1 + 4/128) per row for INT8, 2H for
     // BF16; combine: 2H); low-latency mode the valid selections of the

@@ -25,10 +25,17 @@
 //   fixed per-(source, expert) slots of the destination window, the count
 //   travels in the status flag, and the receiver copies its window into the
 //   output.
-// Across A2 servers (layered form): a row crosses the RDMA network once per
-// (token, destination server), to the rank of the same local index there,
-// which forwards it over HCCS to the expert ranks; combine reduces inside
-// the expert's server first and sends one row per (token, server) back.
+// Normal mode across A2 servers runs DeepEP's A2 kernels (notify_dispatch_a2,
+// dispatch_normal_a2, moe_distribute_combine_a2; sgl-kernel-npu
+// csrc/deepep/ops2): the AI CPU writes one block per server to the rank of
+// the same local index there, the cores move rows inside the server in row
+// loops (docs/user-guide.md says how). Otherwise across RDMA domains (low
+// latency; another product) a generic layered form: a row crosses the RDMA
+// network once per (token, destination server), to the rank of the same
+// local index there, which forwards it over HCCS to the expert ranks;
+// combine reduces inside the expert's server first and sends one row per
+// (token, server) back. On A2 every AIV move to or from a peer also passes
+// both NPUs' AIV ports (npu.aiv.remote_bandwidth, Platform::aiv_route).
 #pragma once
 
 #include <cstdint>
@@ -88,6 +95,7 @@ struct MoeRun {
   double time_us = 0;          // the slowest rank, from the call's start to its last task
   double time_min_us = 0;
   double time_mean_us = 0;
+  double kernel_time_us = 0;   // normal dispatch: its data kernel alone (from its start on a rank to the rank's end), mean over ranks
   double bandwidth_gbps = 0;   // DeepEP's definition (docs/user-guide.md "MoE dispatch and combine"), mean bytes per rank / mean time
   double bytes_per_rank = 0;   // what that bandwidth counts, mean over ranks
   std::map<std::string, std::uint64_t> link_bytes;  // by link kind ("hccs", "sio", "ub", "roce", "local")
@@ -119,8 +127,10 @@ std::string moe_fabric_problem(const MoeFabric& fabric);
 
 // Builds the graph of one phase on ranks 0..ep-1 (threads "AIV<i>" and
 // "Host" per rank; flags and notifies numbered from 0).
+// With `kernel_starts`, a normal-mode dispatch lists there the first task of
+// its data kernel on each core of each rank (after the host synchronisation).
 TaskGraph build_moe(const MoeParams& p, MoePhase phase, const MoeRouting& routing, const MoeFabric& fabric,
-                    std::string* kernel);
+                    std::string* kernel, std::vector<TaskId>* kernel_starts = nullptr);
 
 // The flow model's quantum (network.h, FlowBatching) a call needs when the
 // user sets none: low latency moves one row (about 1 us) per transfer, so a

@@ -268,9 +268,9 @@ double run_moe_point(Platform& platform, const MeasuredPoint& point, std::string
     throw InputError("point " + point.id, std::string("options.") + key + " is not an integer: " + it->second);
   };
   for (const auto& [key, value] : point.options) {
-    static const std::set<std::string> known{"ep", "tokens", "hidden", "topk", "experts", "mode", "dtype", "routing", "seed"};
+    static const std::set<std::string> known{"ep", "tokens", "hidden", "topk", "experts", "mode", "dtype", "routing", "seed", "scope"};
     if (known.count(key) == 0) {
-      throw InputError("point " + point.id, "unknown MoE option '" + key + "'; expected ep, tokens, hidden, topk, experts, mode, dtype, routing, seed");
+      throw InputError("point " + point.id, "unknown MoE option '" + key + "'; expected ep, tokens, hidden, topk, experts, mode, dtype, routing, seed, scope");
     }
   }
   p.ep = integer("ep", point.ranks > 0 ? point.ranks : 8);
@@ -287,8 +287,17 @@ double run_moe_point(Platform& platform, const MeasuredPoint& point, std::string
   p.int8 = dtype == "int8";
   if (point.options.count("routing")) p.routing = point.options.at("routing");
   const MoePhase phase = point.op == "moe_dispatch" ? MoePhase::Dispatch : MoePhase::Combine;
+  // scope: "call" (default) times the whole call; "kernel" the data kernel
+  // of a normal-mode dispatch alone (a profiler's kernel time, without the
+  // count exchange and the host synchronisation before it).
+  const std::string scope = point.options.count("scope") ? point.options.at("scope") : "call";
+  if (scope != "call" && scope != "kernel") throw InputError("point " + point.id, "options.scope: expected call or kernel");
+  if (scope == "kernel" && (phase != MoePhase::Dispatch || p.mode != MoeMode::Normal || point.metric != "time_us")) {
+    throw InputError("point " + point.id, "options.scope kernel is for the time_us of a normal-mode dispatch");
+  }
   const MoeRun run = run_moe(platform, p, {phase}).front();
   *what = run.kernel;
+  if (scope == "kernel") return run.kernel_time_us;
   if (point.metric == "time_us") return run.time_mean_us;
   return run.bandwidth_gbps;
 }

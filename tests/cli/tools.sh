@@ -262,7 +262,8 @@ PY
       bash -c "tail -1 '$tmp/moe.txt' | grep -qF -- '$footnote' && tail -1 '$tmp/moe.txt' | grep -qF npu.stream.host_sync"
     "$hcclsim" "${moe[@]}" --format json >"$tmp/moe.json" 2>/dev/null
     check "the moe json row has the field" contains "$tmp/moe.json" '"assumed": ['
-    check "normal dispatch lists the AIV copy cost" contains "$tmp/moe.json" '"npu.aiv.copy_fixed"'
+    # (npu.aiv.copy_fixed is set by the A2 MoE rows now, so the flag poll stands in for the AIV constants)
+    check "normal dispatch lists the AIV flag poll" contains "$tmp/moe.json" '"npu.aiv.flag_poll"'
     program="$src/configs/programs/fused-matmul-allgather.json"
     "$hcclsim" run --program "$program" >"$tmp/run.txt" 2>"$tmp/err.txt"
     check "run table exits 0" [ $? -eq 0 ]
