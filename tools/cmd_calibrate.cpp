@@ -5,12 +5,19 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdlib>
+#include <memory>
+
 #include "sim/calibrate/fit.h"
+#include "base/input_files.h"
 #include "base/json_reader.h"
 #include "tools/cli_common.h"
 #include "tools/command.h"
+#include "tools/dispatch.h"
 #include "topologies/config.h"
 
 namespace hcclsim {
@@ -82,6 +89,7 @@ class ReplacingFile {
     ::close(fd);
     temp_ = name.data();
   }
+  const std::string& temp() const { return temp_; }
   ~ReplacingFile() {
     if (!temp_.empty()) std::remove(temp_.c_str());
   }
@@ -141,6 +149,7 @@ class CalibrateCommand : public Command {
       for (const std::string& f : recorded.measurements) request.measurement_files.push_back((dir / f).lexically_normal().string());
       request.fit = recorded.fit;
       request.only = recorded.only;
+      if (!recorded.then.empty()) return run_stages(ctx, recorded, request.measurement_files);
     } else {
       if (files_.empty()) throw InputError("option --fit", "no measurement file given (FILE...)");
       if (fit_.empty()) throw InputError("option --fit", "missing: the constants to fit");
@@ -160,6 +169,66 @@ class CalibrateCommand : public Command {
   }
 
  private:
+  // A record with later stages: each stage is `hcclsim calibrate FILES
+  // --profile <the stage before's result> --fit ... --only ...`, run in a
+  // child process of its own (SystemC elaborates a process's platforms
+  // once, before its first run, and each stage builds its own), then the
+  // last result, with the whole record restored, replaces --out.
+  int run_stages(CommandContext& ctx, const ProfileCalibration& recorded, const std::vector<std::string>& files) {
+    std::vector<CalibrationStage> stages{{recorded.fit, recorded.only}};
+    stages.insert(stages.end(), recorded.then.begin(), recorded.then.end());
+    ReplacingFile out("--out", out_);
+    std::vector<std::unique_ptr<ReplacingFile>> results;  // each stage's profile, removed at the end
+    std::string current = profile_;
+    for (std::size_t k = 0; k < stages.size(); ++k) {
+      results.push_back(std::make_unique<ReplacingFile>("--out", out_));
+      std::vector<std::string> words{"calibrate"};
+      words.insert(words.end(), files.begin(), files.end());
+      words.insert(words.end(), {"--profile", current, "--fit", joined(stages[k].fit), "--out", results.back()->temp(),
+                                 "--format", format_});
+      if (!stages[k].only.empty()) words.insert(words.end(), {"--only", joined(stages[k].only)});
+      std::fprintf(stderr, "calibrate: stage %zu of %zu: %s\n", k + 1, stages.size(), joined(stages[k].fit).c_str());
+      if (format_ == "table") *ctx.out << (k == 0 ? "" : "\n") << "stage " << k + 1 << " of " << stages.size() << "\n";
+      const int code = run_in_child(words, ctx);
+      if (code != 0) return code;
+      current = results.back()->temp();
+    }
+    // The last stage's profile, with the record of every stage in place of its own.
+    nlohmann::ordered_json fitted = nlohmann::ordered_json::parse(read_regular_file(current, kMaxJsonFileBytes));
+    fitted["calibration"] = nlohmann::ordered_json::parse(read_regular_file(profile_, kMaxJsonFileBytes))["calibration"];
+    out.commit(profile_text(fitted));
+    return 0;
+  }
+
+  static std::string joined(const std::vector<std::string>& list) {
+    std::string text;
+    for (const std::string& item : list) text += (text.empty() ? "" : ",") + item;
+    return text;
+  }
+
+  // `hcclsim WORDS` in a child process; its exit code.
+  static int run_in_child(const std::vector<std::string>& words, CommandContext& ctx) {
+    ctx.out->flush();
+    std::fflush(nullptr);
+    const pid_t child = ::fork();
+    if (child < 0) throw GraphError("calibrate: cannot start a process for a stage");
+    if (child == 0) {
+      CommandContext stage_ctx;
+      stage_ctx.out = ctx.out;
+      std::vector<std::string> stage_words = words;
+      stage_ctx.words = stage_words;
+      const int code = dispatch(stage_words, stage_ctx);
+      ctx.out->flush();
+      std::fflush(nullptr);
+      std::_Exit(code);
+    }
+    int status = 0;
+    while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    throw GraphError("calibrate: a stage ended by signal " + std::to_string(WTERMSIG(status)));
+  }
+
   std::vector<std::string> files_;
   std::string profile_;
   std::string fit_;

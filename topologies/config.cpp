@@ -156,32 +156,52 @@ void collect_assumed(const nlohmann::json& node, const std::string& prefix, std:
   }
 }
 
+// A calibration record's list of strings (non-empty, of non-empty strings).
+std::vector<std::string> string_list(ObjectReader& c, const std::string& key, bool required) {
+  std::vector<std::string> list;
+  const nlohmann::json* v = required ? &c.required_array(key) : c.optional_value(key);
+  if (v == nullptr) return list;
+  const JsonLocation where = c.location_of(key);
+  if (!v->is_array() || v->empty()) where.fail("expected a non-empty array of strings");
+  for (std::size_t i = 0; i < v->size(); ++i) {
+    if (!(*v)[i].is_string() || (*v)[i].get<std::string>().empty()) where.index(i).fail("expected a non-empty string");
+    list.push_back((*v)[i].get<std::string>());
+  }
+  return list;
+}
+
 // The profile's "calibration" object: what `hcclsim calibrate` fitted
 // together, to which files and rows. Each "fit" path must name a constant of
-// this profile that states its bounds.
+// this profile that states its bounds; so must every later stage's.
 ProfileCalibration read_calibration(const nlohmann::json& doc, ObjectReader c) {
   ProfileCalibration out;
-  auto strings = [&c](const std::string& key, bool required) {
-    std::vector<std::string> list;
-    const nlohmann::json* v = required ? &c.required_array(key) : c.optional_value(key);
-    if (v == nullptr) return list;
-    const JsonLocation where = c.location_of(key);
-    if (!v->is_array() || v->empty()) where.fail("expected a non-empty array of strings");
-    for (std::size_t i = 0; i < v->size(); ++i) {
-      if (!(*v)[i].is_string() || (*v)[i].get<std::string>().empty()) where.index(i).fail("expected a non-empty string");
-      list.push_back((*v)[i].get<std::string>());
+  auto check_fit = [&doc](const std::vector<std::string>& fit, const JsonLocation& where) {
+    for (std::size_t i = 0; i < fit.size(); ++i) {
+      const nlohmann::json* constant = json_at_path(doc, fit[i]);
+      if (constant == nullptr || !constant->is_object() || !constant->contains("bounds")) {
+        where.index(i).fail("'" + printable(fit[i]) +
+                            "' is not a constant of this profile with \"bounds\" (a fitted constant "
+                            "states them: {\"value\", \"bounds\": [low, high], \"source\"})");
+      }
     }
-    return list;
   };
-  out.fit = strings("fit", true);
-  out.measurements = strings("measurements", true);
-  out.only = strings("only", false);
-  for (std::size_t i = 0; i < out.fit.size(); ++i) {
-    const nlohmann::json* constant = json_at_path(doc, out.fit[i]);
-    if (constant == nullptr || !constant->is_object() || !constant->contains("bounds")) {
-      c.location_of("fit").index(i).fail("'" + printable(out.fit[i]) +
-                                         "' is not a constant of this profile with \"bounds\" (a fitted constant "
-                                         "states them: {\"value\", \"bounds\": [low, high], \"source\"})");
+  out.fit = string_list(c, "fit", true);
+  out.measurements = string_list(c, "measurements", true);
+  out.only = string_list(c, "only", false);
+  check_fit(out.fit, c.location_of("fit"));
+  if (const nlohmann::json* then = c.optional_value("then")) {
+    const JsonLocation where = c.location_of("then");
+    if (!then->is_array() || then->empty()) where.fail("expected a non-empty array of stages {\"fit\", \"only\"}");
+    for (std::size_t k = 0; k < then->size(); ++k) {
+      const JsonLocation at = where.index(k);
+      if (!(*then)[k].is_object()) at.fail("expected a stage {\"fit\": [...], \"only\": [...]}");
+      ObjectReader stage((*then)[k], at);
+      CalibrationStage s;
+      s.fit = string_list(stage, "fit", true);
+      s.only = string_list(stage, "only", false);
+      check_fit(s.fit, stage.location_of("fit"));
+      stage.finish();
+      out.then.push_back(std::move(s));
     }
   }
   c.finish();

@@ -17,10 +17,19 @@ namespace hcclsim {
 // `hcclsim calibrate` fitted together (dotted JSON paths, each with
 // "bounds"), the measurement files (relative to the profile) and, if given,
 // the row id prefixes it took.
+// What `hcclsim calibrate` fitted: constants ("fit") to rows ("only"
+// prefixes) of measurement files, then, in order, each later stage ("then")
+// on the profile the stage before produced (the link constants from the
+// point-to-point rows first, then the AIV constants from the MoE rows).
+struct CalibrationStage {
+  std::vector<std::string> fit;
+  std::vector<std::string> only;
+};
 struct ProfileCalibration {
   std::vector<std::string> fit;
   std::vector<std::string> measurements;
   std::vector<std::string> only;
+  std::vector<CalibrationStage> then;
 };
 
 struct HardwareProfile {

@@ -8,7 +8,7 @@ set -u
 . "$(dirname "$0")/../lib/case_script.sh"
 CASES=(calibrate_deterministic calibrate_json calibrate_no_row_depends calibrate_without_bounds calibrate_unknown_path
        calibrate_out_kept_on_failure calibrate_no_record calibrate_help validate_profile_other_product
-       validate_profile_same_product)
+       validate_profile_same_product refit_a2 refit_a3 calibrate_bad_stage)
 start_cases
 m="$src/configs/calibration/measurements.json"
 a2="$src/configs/profiles/a2-910b.json"
@@ -72,6 +72,26 @@ import json, sys
 d = json.load(open(sys.argv[1])); d.pop("calibration"); json.dump(d, open(sys.argv[2], "w"))
 PY
     args=(calibrate --profile "$tmp/p.json" --out "$tmp/f.json"); expect=("--fit" "calibration") ;;
+  refit_a2|refit_a3)
+    # The shipped profile re-created byte for byte from its own record (every
+    # stage of it): a copy beside a copy of the measurement file, so the
+    # relative path the fitted profile records is the shipped one.
+    profile=$([ "$name" = refit_a2 ] && echo a2-910b.json || echo a3-910c.json)
+    mkdir -p "$tmp/profiles" "$tmp/calibration"
+    cp "$src/configs/profiles/$profile" "$tmp/profiles/$profile"
+    cp "$m" "$tmp/calibration/measurements.json"
+    (cd "$src" && "$hcclsim" calibrate --profile "$tmp/profiles/$profile" --out "$tmp/profiles/refit.json") \
+      >"$tmp/out.txt" 2>"$tmp/err.txt" || { echo "FAIL: calibrate exited non-zero" >&2; fail=1; }
+    cmp "$tmp/profiles/refit.json" "$src/configs/profiles/$profile" ||
+      { echo "FAIL: calibrate did not re-create configs/profiles/$profile" >&2; diff "$tmp/profiles/refit.json" "$src/configs/profiles/$profile" | head -20; fail=1; }
+    ls "$tmp/profiles" | grep -q tmp- && { echo "FAIL: a stage's temporary profile was left behind" >&2; fail=1; } ;;
+  calibrate_bad_stage)
+    # A later stage must name constants with bounds, as the first does.
+    py "$a2" "$tmp/p.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); d["calibration"]["then"] = [{"fit": ["npu.sdma.engines"]}]; json.dump(d, open(sys.argv[2], "w"))
+PY
+    args=(calibrate --profile "$tmp/p.json" --out "$tmp/f.json"); expect=("calibration.then[0].fit[0]" "npu.sdma.engines" "bounds") ;;
   calibrate_help)
     "$hcclsim" calibrate --help >"$tmp/h.txt" 2>&1 || fail=1
     for s in "--fit" "--out" "bounds" "leave-one-out" "estimate mode" "Limits" "deterministic"; do

@@ -326,38 +326,3 @@ TEST_CASE("validate --profile refuses a profile of the other product, naming the
     CHECK_THAT(e.message(), Catch::Contains("point A2-1/write/16K") && Catch::Contains("910C") && Catch::Contains("910B"));
   }
 }
-
-// The shipped profiles against their own "calibration" record: run as ctests
-// labelled calibration (a fit takes a minute or two; tests/CMakeLists.txt).
-namespace {
-void check_refit(const char* name) {
-  const std::string file = source_file(name);
-  const HardwareProfile shipped = load_profile(file);
-  REQUIRE_FALSE(shipped.calibration.fit.empty());
-  CalibrateRequest req;
-  for (const std::string& m : shipped.calibration.measurements) {
-    req.measurement_files.push_back((fs::path(file).parent_path() / m).lexically_normal().string());
-  }
-  req.profile_file = file;
-  req.fit = shipped.calibration.fit;
-  req.only = shipped.calibration.only;
-  req.out_file = file;
-  req.leave_one_out = false;
-  const CalibrationReport report = calibrate(req);
-  const json doc = load_json_file(file);
-  for (const FittedConstant& c : report.constants) {
-    INFO(name << " " << c.path);
-    CHECK(c.after == (*json_at_path(doc, c.path))["value"].get<std::string>());
-  }
-  // Byte for byte: values, sources, the rows cited and the record itself.
-  CHECK(profile_text(report.profile) == read_text(file));
-}
-}  // namespace
-
-TEST_CASE("calibrate re-creates the A2 profile's fitted constants from its own record", "[.refit][refit]") {
-  check_refit("configs/profiles/a2-910b.json");
-}
-
-TEST_CASE("calibrate re-creates the A3 profile's fitted constants from its own record", "[.refit][refit]") {
-  check_refit("configs/profiles/a3-910c.json");
-}
