@@ -74,3 +74,12 @@ def test_calibrate_writes_the_fitted_profile(tmp_path):
                                   fit=["npu.one_sided.sdma_issue"], only="A2-2", out=out)
     assert [c["path"] for c in constants] == ["npu.one_sided.sdma_issue"]
     assert json.loads(out.read_text())["npu"]["one_sided"]["sdma_issue"]["value"] == constants[0]["after"]
+
+
+def test_recommend_rows():
+    rows = hcclsim.recommend(topology=A2_SERVER, ops="all_gather", minbytes="1M", maxbytes="2M")
+    assert [r["data_size"] for r in rows] == [1 << 20, 2 << 20]
+    for r in rows:
+        assert r["op"] == "all_gather"
+        assert r["best"]["time_us"] <= r["default"]["time_us"]
+        assert r["gain_pct"] >= 0
