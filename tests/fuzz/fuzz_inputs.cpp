@@ -1,6 +1,8 @@
 // Fuzzing target over hcclsim's input readers: hardware profiles, topologies,
-// program files, HCCL rank tables, sweep grids, the command-line parser, and
-// hcclsim import's hccl_test logs and torch_npu communication.json files.
+// program files, HCCL rank tables, sweep grids, the command-line parser,
+// hcclsim import's hccl_test logs and torch_npu communication.json files,
+// measurement files (validate, calibrate), baselines (check) and MoE routing
+// files (moe --routing file:F).
 // The first byte of an input picks the reader, the rest is the file (or, for
 // the command line, the words separated by newlines). A reader may refuse an
 // input only with the exceptions that hcclsim reports as bad input
@@ -33,9 +35,12 @@
 #include "sim/calibrate/import.h"
 #include "base/error.h"
 #include "base/json_reader.h"
+#include "sim/moe/moe.h"
 #include "sim/program/program.h"
 #include "sim/program/program_json.h"
+#include "sim/report/baseline.h"
 #include "sim/report/sweep.h"
+#include "sim/report/validate.h"
 #include "tools/dispatch.h"
 #include "topologies/cluster.h"
 #include "topologies/config.h"
@@ -54,6 +59,7 @@ struct Scratch {
   Scratch() {
     root = fs::temp_directory_path() / ("hcclsim-fuzz-" + std::to_string(::getpid()));
     fs::create_directories(root / "sweeps");
+    fs::create_directories(root / "calibration");
     for (const char* dir : {"profiles", "topologies", "ranktables"}) {
       fs::remove_all(root / dir);
       fs::copy(fs::path(HCCLSIM_SOURCE_DIR) / "configs" / dir, root / dir, fs::copy_options::recursive);
@@ -86,7 +92,7 @@ const HardwareProfile& a3_profile() {
   return p;
 }
 
-constexpr int kReaders = 8;
+constexpr int kReaders = 11;
 
 void run_one(std::uint8_t which, const std::uint8_t* data, std::size_t size) {
   switch (which % kReaders) {
@@ -131,6 +137,19 @@ void run_one(std::uint8_t which, const std::uint8_t* data, std::size_t size) {
       const std::vector<CommunicationOp> ops = parse_communication_json(parse_json_text(text, "fuzz.json"), "fuzz.json", &p2p);
       const ImportTarget target{"topologies/a2-server.json", -1, 0, ""};
       measurements_json(communication_points(ops, p2p, "fuzz.json", 8, target, "fuzz").points, "");
+      break;
+    }
+    case 8: load_measurements(write("calibration/fuzz.json", data, size)); break;
+    case 9: load_baseline(write("fuzz-baseline.json", data, size)); break;
+    case 10: {  // a routing file for 4 ranks, 4 tokens each, top-2 of 8 experts
+      MoeParams p;
+      p.ep = 4;
+      p.tokens = 4;
+      p.hidden = 128;
+      p.topk = 2;
+      p.experts = 8;
+      p.routing = "file:" + write("fuzz-routing.json", data, size);
+      make_routing(p);
       break;
     }
   }
