@@ -105,9 +105,25 @@ struct AivParams {
   Bandwidth remote_bandwidth;
 };
 
+// What HCCL's APIs allow on a product (DESIGN.md section 2, the seed pages
+// HcclThreadAcquire.md and InterHcclGroupSync.md): the thread / notify API
+// per communicator and the Ascend C Hccl kernel API. From the profile
+// (npu.hccl_api), so programs check limits by data, not by product name.
+struct HcclApiLimits {
+  int threads_per_comm = 40;
+  int notifies_per_comm = 64;
+  int messages_per_domain = 63;     // Prepare calls, and InterHcclGroupSync where it exists
+  bool inter_group_sync = false;    // InterHcclGroupSync (it then takes a message slot too)
+  bool iterate = false;             // Hccl::Iterate
+  bool alltoallv = false;           // Hccl::AlltoAllV in kernels
+  int alltoall_max_ranks = 0;       // AlltoAll / AlltoAllV domain size limit; 0: none
+  std::string expanding_engine = "HOST";  // who expands a Prepare by default: HOST or AICPU
+};
+
 struct NpuParams {
   std::string model;                // "910B", "910C"
   Product product = Product::A2;
+  HcclApiLimits hccl_api;
   CoreParams cores;
   SdmaParams sdma;
   NotifyParams notify;

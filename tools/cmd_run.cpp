@@ -34,12 +34,6 @@ std::string line(const char* format, ...) {
   return buf;
 }
 
-Arch arch_of(const NpuParams& npu, const std::string& topology_file) {
-  if (npu.model == "910B") return Arch::A2;
-  if (npu.model == "910C") return Arch::A3;
-  throw InputError(topology_file, "NPU model '" + npu.model + "' is neither 910B (A2) nor 910C (A3)");
-}
-
 std::string task_line(const TaskGraph& g, const RunResult& r, TaskId id, Platform& platform) {
   const Task& t = g.task(id);
   std::string line = format_us(r.timings[id].start) + " -> " + format_us(r.timings[id].end) + "  rank " +
@@ -113,7 +107,7 @@ int RunCommand::run(CommandContext& ctx) {
       footprint_problem(Footprint{0, static_cast<std::uint64_t>(spec.npus) * kPlatformBytesPerNpu},
                         "a platform of " + std::to_string(spec.npus) + " NPUs", memory_limit_.bytes());
   if (!too_large.empty()) throw InputError(topology_file, too_large);
-  Program program(arch_of(spec.npu, topology_file), spec.npus, spec.npu);
+  Program program(spec.npus, spec.npu);
   program.set_npus_per_server(spec.npus_per_server);
   program.set_sdma_domains(spec.sdma_domain_of);
   const LoadedProgram loaded = load_program(program_file, program);

@@ -227,6 +227,29 @@ HardwareProfile read_profile(const nlohmann::json& doc, const std::string& file)
     p.model = npu.required_choice("model", {"910B", "910C"});
     p.product = p.model == "910B" ? Product::A2 : Product::A3;
     {
+      // HCCL's API limits: the product's documented ones (DESIGN.md section 2)
+      // unless the profile states them (npu.hccl_api).
+      HcclApiLimits& api = p.hccl_api;
+      if (p.product == Product::A3) {
+        api.inter_group_sync = api.iterate = api.alltoallv = true;
+        api.alltoall_max_ranks = 128;
+        api.expanding_engine = "AICPU";
+      }
+      if (npu.has("hccl_api")) {
+        ObjectReader h = npu.required_object("hccl_api");
+        h.optional_string("source");
+        api.threads_per_comm = static_cast<int>(h.int_in_or("threads_per_comm", 1, 1024, api.threads_per_comm));
+        api.notifies_per_comm = static_cast<int>(h.int_in_or("notifies_per_comm", 1, 4096, api.notifies_per_comm));
+        api.messages_per_domain = static_cast<int>(h.int_in_or("messages_per_domain", 1, 4096, api.messages_per_domain));
+        api.inter_group_sync = h.bool_or("inter_group_sync", api.inter_group_sync);
+        api.iterate = h.bool_or("iterate", api.iterate);
+        api.alltoallv = h.bool_or("alltoallv", api.alltoallv);
+        api.alltoall_max_ranks = static_cast<int>(h.int_in_or("alltoall_max_ranks", 0, 1 << 20, api.alltoall_max_ranks));
+        if (h.has("expanding_engine")) api.expanding_engine = h.required_choice("expanding_engine", {"HOST", "AICPU"});
+        h.finish();
+      }
+    }
+    {
       ObjectReader cores = npu.required_object("cores");
       p.cores.aic = static_cast<int>(cores.required_int_in("aic", 0, 1024));
       p.cores.aiv = static_cast<int>(cores.required_int_in("aiv", 0, 1024));

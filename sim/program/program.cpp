@@ -64,7 +64,7 @@ Program::KernelStep Program::make_step(StepKind kind, int context, int domain, H
   return step;
 }
 
-Program::Program(Arch arch, int ranks, const NpuParams& npu) : arch_(arch), ranks_(ranks), npu_(npu) {}
+Program::Program(int ranks, const NpuParams& npu) : ranks_(ranks), npu_(npu) {}
 
 HcclResult Program::fail(HcclResult code, const std::string& message) {
   last_error_ = std::string(hccl_result_name(code)) + ": " + message;
@@ -124,12 +124,15 @@ HcclResult Program::thread_acquire(HcclComm comm, CommEngine engine, std::uint32
   const auto key = std::pair{comm->domain, comm->rank};
   std::size_t& used_threads = threads_per_comm_[key];
   std::size_t& used_notifies = notifies_per_comm_[key];
-  if (used_threads + thread_num > HcclLimits::kThreadsPerComm) {
-    return fail(HCCL_E_UNAVAIL, "a communicator holds at most 40 threads; " + std::to_string(used_threads) +
+  if (used_threads + thread_num > static_cast<std::size_t>(npu_.hccl_api.threads_per_comm)) {
+    return fail(HCCL_E_UNAVAIL, "a communicator holds at most " + std::to_string(npu_.hccl_api.threads_per_comm) +
+                                    " threads; " + std::to_string(used_threads) +
                                     " acquired, " + std::to_string(thread_num) + " more asked");
   }
-  if (used_notifies + std::size_t{thread_num} * notify_num_per_thread > HcclLimits::kNotifiesPerComm) {
-    return fail(HCCL_E_UNAVAIL, "a communicator holds at most 64 notifies; " + std::to_string(used_notifies) +
+  const auto notify_limit = static_cast<std::size_t>(npu_.hccl_api.notifies_per_comm);
+  if (used_notifies + std::size_t{thread_num} * notify_num_per_thread > notify_limit) {
+    return fail(HCCL_E_UNAVAIL, "a communicator holds at most " + std::to_string(notify_limit) + " notifies; " +
+                                    std::to_string(used_notifies) +
                                     " acquired, " + std::to_string(thread_num * notify_num_per_thread) + " more asked");
   }
   for (std::uint32_t i = 0; i < thread_num; ++i) {
@@ -157,8 +160,9 @@ HcclResult Program::thread_export(HcclComm comm, std::uint32_t thread_num, const
                                   CommEngine dst_engine, ThreadHandle* exported) {
   if (comm == nullptr || comm->program != this) return fail(HCCL_E_PTR, "the communicator is not valid");
   if (threads == nullptr || exported == nullptr) return fail(HCCL_E_PTR, "threads or the output is null");
-  if (thread_num < 1 || thread_num > HcclLimits::kThreadsPerComm) {
-    return fail(HCCL_E_PARA, "a thread export takes 1 to 40 threads, not " + std::to_string(thread_num));
+  if (thread_num < 1 || thread_num > static_cast<std::uint32_t>(npu_.hccl_api.threads_per_comm)) {
+    return fail(HCCL_E_PARA, "a thread export takes 1 to " + std::to_string(npu_.hccl_api.threads_per_comm) +
+                                 " threads, not " + std::to_string(thread_num));
   }
   if (!parse_comm_engine(comm_engine_name(dst_engine))) return fail(HCCL_E_PARA, "unknown CommEngine");
   for (std::uint32_t i = 0; i < thread_num; ++i) {
@@ -375,17 +379,20 @@ HcclHandle Program::hccl_prepare(int rank, CoreKind core, int ctx, const Prepare
   if (!c->tiling) return done(fail(HCCL_E_PARA, "Prepare before SetCcTilingV2 on context " + std::to_string(ctx)));
   if (c->finalized) return done(fail(HCCL_E_PARA, "Prepare after Finalize on context " + std::to_string(ctx)));
   const int domain_size = static_cast<int>(domains_.at(c->domain).size());
-  if (args.alltoallv && arch_ == Arch::A2) {
+  if (args.alltoallv && !npu_.hccl_api.alltoallv) {
     return done(fail(HCCL_E_NOT_SUPPORT, "AlltoAllV is supported on Atlas A3 only"));
   }
-  if (arch_ == Arch::A3 && args.op == CollOp::AlltoAll && domain_size > HcclLimits::kAlltoAllMaxRanksA3) {
-    return done(fail(HCCL_E_PARA, "AlltoAll/AlltoAllV take at most 128 ranks on A3; domain " +
+  const int alltoall_max = npu_.hccl_api.alltoall_max_ranks;
+  if (alltoall_max > 0 && args.op == CollOp::AlltoAll && domain_size > alltoall_max) {
+    return done(fail(HCCL_E_PARA, "AlltoAll/AlltoAllV take at most " + std::to_string(alltoall_max) +
+                                      " ranks on " + product_name(npu_.product) + "; domain " +
                                       std::to_string(c->domain) + " has " + std::to_string(domain_size)));
   }
-  if (c->messages >= HcclLimits::kMessagesPerDomain) {
-    return done(fail(HCCL_E_PARA, std::string(arch_ == Arch::A3 ? "Prepare and InterHcclGroupSync calls together"
-                                                                 : "Prepare calls") +
-                                      " are limited to 63 per domain; this is call " + std::to_string(c->messages + 1)));
+  if (c->messages >= npu_.hccl_api.messages_per_domain) {
+    return done(fail(HCCL_E_PARA, std::string(npu_.hccl_api.inter_group_sync ? "Prepare and InterHcclGroupSync calls together"
+                                                                             : "Prepare calls") +
+                                      " are limited to " + std::to_string(npu_.hccl_api.messages_per_domain) +
+                                      " per domain; this is call " + std::to_string(c->messages + 1)));
   }
   if (args.repeat < 1) return done(fail(HCCL_E_PARA, "repeat must be at least 1"));
   if (args.alltoallv && args.send_counts.size() != static_cast<std::size_t>(domain_size)) {
@@ -478,7 +485,7 @@ HcclResult Program::hccl_query(int rank, CoreKind core, int ctx, HcclHandle hand
 }
 
 HcclResult Program::hccl_inter_group_sync(int rank, CoreKind core, int ctx, int src_ctx, HcclHandle src_handle) {
-  if (arch_ == Arch::A2) return fail(HCCL_E_NOT_SUPPORT, "InterHcclGroupSync is supported on Atlas A3 only");
+  if (!npu_.hccl_api.inter_group_sync) return fail(HCCL_E_NOT_SUPPORT, "InterHcclGroupSync is supported on Atlas A3 only");
   HcclResult r;
   ContextState* c = context(rank, core, ctx, &r);
   if (c == nullptr) return r;
@@ -491,8 +498,9 @@ HcclResult Program::hccl_inter_group_sync(int rank, CoreKind core, int ctx, int 
   if (src->prepared[static_cast<std::size_t>(src_handle)].core != core) {
     return fail(HCCL_E_PARA, "InterHcclGroupSync must run on the core type of the Prepare");
   }
-  if (c->messages >= HcclLimits::kMessagesPerDomain) {
-    return fail(HCCL_E_PARA, "Prepare and InterHcclGroupSync calls together are limited to 63 per domain; this is call " +
+  if (c->messages >= npu_.hccl_api.messages_per_domain) {
+    return fail(HCCL_E_PARA, "Prepare and InterHcclGroupSync calls together are limited to " +
+                                 std::to_string(npu_.hccl_api.messages_per_domain) + " per domain; this is call " +
                                  std::to_string(c->messages + 1));
   }
   ++c->messages;
@@ -504,7 +512,7 @@ HcclResult Program::hccl_inter_group_sync(int rank, CoreKind core, int ctx, int 
 }
 
 HcclResult Program::hccl_iterate(int rank, CoreKind core, int ctx) {
-  if (arch_ == Arch::A2) return fail(HCCL_E_NOT_SUPPORT, "Iterate is supported on Atlas A3 only");
+  if (!npu_.hccl_api.iterate) return fail(HCCL_E_NOT_SUPPORT, "Iterate is supported on Atlas A3 only");
   HcclResult r;
   if (context(rank, core, ctx, &r) == nullptr) return r;
   return fail(HCCL_E_NOT_SUPPORT, "Iterate is not modelled by hcclsim");

@@ -57,15 +57,10 @@ std::optional<CommEngine> parse_comm_engine(const std::string& name);  // "AICPU
 
 using ThreadHandle = std::uint64_t;
 using HcclHandle = std::int8_t;
-enum class Arch : std::uint8_t { A2, A3 };
-
-// HCCL's limits, from the seed pages and DESIGN.md §2.
+// The Hccl kernel API's contexts, GetHcclContext<0> and <1> (the same on every
+// product); the per-product limits are the profile's npu.hccl_api.
 struct HcclLimits {
-  static constexpr int kThreadsPerComm = 40;
-  static constexpr int kNotifiesPerComm = 64;
-  static constexpr int kMessagesPerDomain = 63;  // Prepare (+ InterHcclGroupSync on A3)
-  static constexpr int kAlltoAllMaxRanksA3 = 128;
-  static constexpr int kContexts = 2;            // GetHcclContext<0> and <1>
+  static constexpr int kContexts = 2;
 };
 
 class Program;
@@ -81,9 +76,9 @@ using HcclComm = Communicator*;
 class Program {
  public:
   // `ranks`: NPUs of the platform; `arch` decides which calls exist.
-  Program(Arch arch, int ranks, const NpuParams& npu);
+  // The product's API limits come from npu.hccl_api (its profile).
+  Program(int ranks, const NpuParams& npu);
 
-  Arch arch() const { return arch_; }
   int ranks() const { return ranks_; }
   // NPUs per server of the topology (default: all in one). A domain across
   // servers then runs its collectives hierarchically and must consist of
@@ -215,7 +210,6 @@ class Program {
   struct ContextState;
   ContextState* context(int rank, CoreKind core, int ctx, HcclResult* result);
 
-  Arch arch_;
   int ranks_;
   int npus_per_server_ = 0;  // 0: one server
   std::vector<int> sdma_domains_;  // per NPU; empty: one domain

@@ -32,10 +32,9 @@ using hcclsim::testing::source_file;
 std::string a2_server() { return source_file("configs/topologies/a2-server.json"); }
 std::string a3_server() { return source_file("configs/topologies/a3-server.json"); }
 
-Arch arch_of(const Platform& platform) { return platform.spec().npu.model == "910C" ? Arch::A3 : Arch::A2; }
 
 Program program_for(const Platform& platform) {
-  return Program(arch_of(platform), platform.npus(), platform.spec().npu);
+  return Program(platform.npus(), platform.spec().npu);
 }
 
 // Earliest start and latest end of `ids` restricted to tasks on `rank`.
@@ -385,7 +384,7 @@ std::vector<SeedSpans> seed_spans(const Program::Built& built, const RunResult& 
 TEST_CASE("program: the seed AlltoAll then AllGather from JSON - InterHcclGroupSync orders them on every rank",
           "[program][inter_group_sync][seed]") {
   Platform platform(load_topology(a3_server()));
-  REQUIRE(arch_of(platform) == Arch::A3);
+  REQUIRE(platform.spec().npu.product == Product::A3);
   Scheduler scheduler(platform);
   // The seed itself (10 elements) and the same program with 1M fp16 elements.
   for (const std::string file : {"configs/programs/seed-alltoall-allgather.json",
@@ -567,7 +566,7 @@ TEST_CASE("program: a host wait that nothing records is refused before the run",
 
 TEST_CASE("program: a Wait on a handle that is never committed makes build throw ProgramError", "[program][build]") {
   const TopologySpec spec = load_topology(a2_server());
-  Program p(Arch::A2, spec.npus, spec.npu);
+  Program p(spec.npus, spec.npu);
   REQUIRE(p.add_domain(3, {0, 1}) == HCCL_SUCCESS);
   for (int r : {0, 1}) {
     init_aiv(p, r, 3);

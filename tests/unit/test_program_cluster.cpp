@@ -29,7 +29,7 @@ void all_reduce_kernel(Program& program, const std::vector<int>& ranks) {
 TEST_CASE("a program domain over two whole A2 servers runs its AllReduce across them", "[program][cluster]") {
   const TopologySpec spec =
       load_topology(std::string(HCCLSIM_SOURCE_DIR) + "/configs/topologies/a2-cluster.json", {}, 2);
-  Program program(Arch::A2, spec.npus, spec.npu);
+  Program program(spec.npus, spec.npu);
   program.set_npus_per_server(spec.npus_per_server);
   std::vector<int> all(16);
   for (int r = 0; r < 16; ++r) all[static_cast<std::size_t>(r)] = r;
@@ -48,7 +48,7 @@ TEST_CASE("a program domain over two whole A2 servers runs its AllReduce across 
 TEST_CASE("a program domain across servers that is not whole servers is refused", "[program][cluster]") {
   const TopologySpec spec =
       load_topology(std::string(HCCLSIM_SOURCE_DIR) + "/configs/topologies/a2-cluster.json", {}, 2);
-  Program program(Arch::A2, spec.npus, spec.npu);
+  Program program(spec.npus, spec.npu);
   program.set_npus_per_server(spec.npus_per_server);
   all_reduce_kernel(program, {6, 7, 8, 9});  // two NPUs of each server
   CHECK_THROWS_WITH(program.build(), Catch::Contains("whole servers"));

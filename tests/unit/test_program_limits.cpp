@@ -18,8 +18,8 @@ namespace {
 NpuParams npu_of(const char* topology) {
   return load_topology(std::string(HCCLSIM_SOURCE_DIR) + "/configs/topologies/" + topology).npu;
 }
-Program a2() { return Program(Arch::A2, 8, npu_of("a2-server.json")); }
-Program a3() { return Program(Arch::A3, 16, npu_of("a3-server.json")); }
+Program a2() { return Program(8, npu_of("a2-server.json")); }
+Program a3() { return Program(16, npu_of("a3-server.json")); }
 
 Program::PrepareArgs all_reduce(std::uint64_t count = 1024) {
   Program::PrepareArgs a;
@@ -57,12 +57,12 @@ TEST_CASE("limits: 63 Prepare calls on one domain pass and the 64th fails with H
   REQUIRE(p.add_domain(0, {0, 1}) == HCCL_SUCCESS);
   kernel_on(p, {0});
   HcclResult r;
-  for (int i = 0; i < HcclLimits::kMessagesPerDomain; ++i) {
+  for (int i = 0; i < 63; ++i) {
     INFO("Prepare #" << i + 1);
     REQUIRE(prepare(p, 0, &r) == i);
     REQUIRE(r == HCCL_SUCCESS);
   }
-  CHECK(HcclLimits::kMessagesPerDomain == 63);
+  CHECK(npu_of("a2-server.json").hccl_api.messages_per_domain == 63);
   CHECK(prepare(p, 0, &r) == -1);
   CHECK(r == HCCL_E_PARA);
   CHECK_THAT(p.last_error(), Contains("HCCL_E_PARA"));
@@ -149,7 +149,7 @@ TEST_CASE("limits: InterHcclGroupSync AlltoAllV and Iterate return HCCL_E_NOT_SU
 }
 
 TEST_CASE("limits: AlltoAll on a 128-rank domain passes and on 129 ranks fails on A3", "[limits][a3]") {
-  Program p(Arch::A3, 256, npu_of("a3-server.json"));
+  Program p(256, npu_of("a3-server.json"));
   std::vector<int> ranks128, ranks129;
   for (int r = 0; r < 128; ++r) ranks128.push_back(r);
   for (int r = 0; r < 129; ++r) ranks129.push_back(r);
@@ -310,4 +310,20 @@ TEST_CASE("limits: a notify index equal to the thread's notify count fails with 
   CHECK(p.channel_notify_record(t[0], 1, remote, 1) == HCCL_E_PARA);
   CHECK(p.write_with_notify(t[0], 1, 4096, remote, 1) == HCCL_E_PARA);
   CHECK(p.write_with_notify(t[0], 1, 4096, remote, 0) == HCCL_SUCCESS);
+}
+
+// The limits are the profile's (npu.hccl_api), not the product's name.
+TEST_CASE("limits: a profile's hccl_api sets the thread limit and what the kernel API allows", "[program][limits]") {
+  NpuParams npu = npu_of("a2-server.json");
+  npu.hccl_api.threads_per_comm = 2;
+  Program p(8, npu);
+  REQUIRE(p.add_domain(0, {0, 1}) == HCCL_SUCCESS);
+  std::vector<ThreadHandle> threads(3);
+  CHECK(p.thread_acquire(p.comm(0, 0), COMM_ENGINE_AICPU_TS, 3, 1, threads.data()) == HCCL_E_UNAVAIL);
+  CHECK(p.thread_acquire(p.comm(0, 0), COMM_ENGINE_AICPU_TS, 2, 1, threads.data()) == HCCL_SUCCESS);
+  // An A2 NPU whose profile allows InterHcclGroupSync gets past the product check.
+  NpuParams open_api = npu_of("a2-server.json");
+  CHECK(Program(8, open_api).hccl_inter_group_sync(0, CoreKind::Aiv, 0, 1, 0) == HCCL_E_NOT_SUPPORT);
+  open_api.hccl_api.inter_group_sync = true;
+  CHECK(Program(8, open_api).hccl_inter_group_sync(0, CoreKind::Aiv, 0, 1, 0) != HCCL_E_NOT_SUPPORT);
 }
