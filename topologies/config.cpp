@@ -212,6 +212,8 @@ ProfileCalibration read_calibration(const nlohmann::json& doc, ObjectReader c) {
 
 const std::vector<std::string> kAssumedWhenPlain{"npu.sdma.engines", "npu.local_memory.latency"};
 
+std::string cluster_kind(const NpuParams& npu) { return npu.product == Product::A3 ? "a3" : "a2"; }
+
 HardwareProfile load_profile(const std::string& file) { return read_profile(load_json_file(file), file); }
 
 HardwareProfile read_profile(const nlohmann::json& doc, const std::string& file) {

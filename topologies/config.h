@@ -51,6 +51,10 @@ struct HardwareProfile {
 // sizes (a simulation granularity, not a cost).
 extern const std::vector<std::string> kAssumedWhenPlain;
 
+// The rank-table and cluster kind of a profile's NPU: "a2" (910B) or "a3"
+// (910C); the one place outside the reader that maps a product to it.
+std::string cluster_kind(const NpuParams& npu);
+
 HardwareProfile load_profile(const std::string& file);
 // The same from a document already parsed (`file` names it in messages):
 // `hcclsim calibrate` edits a copy of a profile and reads it again.

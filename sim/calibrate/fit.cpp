@@ -384,7 +384,9 @@ class Calibration {
   // the constants to fit.
   void read_profile_and_constants() {
     base_doc_ = load_json_file(request_.profile_file);
-    base_model_ = read_profile(base_doc_, request_.profile_file).npu.model;
+    const NpuParams base_npu = read_profile(base_doc_, request_.profile_file).npu;
+    base_model_ = base_npu.model;
+    base_product_ = base_npu.product;
     report_.profile = nlohmann::ordered_json::parse(read_text(request_.profile_file));
     if (request_.fit.empty()) throw InputError("option --fit", "no constant to fit");
     for (const std::string& path : request_.fit) {
@@ -417,7 +419,7 @@ class Calibration {
       if (report_.points[i].known_gap.empty()) fitted_.push_back(i);
     }
     if (fitted_.empty()) {
-      const std::string product = base_model_ == "910C" ? "A3" : "A2";
+      const std::string product = product_name(base_product_);
       throw InputError("option --profile",
                        "no row of " + joined(request_.measurement_files) + " without a known gap" +
                            (request_.only.empty() ? "" : " and with an id starting " + joined(request_.only, " or ")) +
@@ -656,6 +658,7 @@ class Calibration {
   CalibrationReport report_;
   nlohmann::json base_doc_;
   std::string base_model_;
+  Product base_product_ = Product::A2;
   std::vector<FitParam> constants_;
   std::vector<std::uint64_t> x0_;
   std::vector<std::size_t> fitted_;

@@ -439,20 +439,21 @@ struct PointRunner::Site {
 PointRunner::PointRunner(const std::vector<MeasuredPoint>& points, const std::optional<std::string>& profile_file) {
   std::optional<HardwareProfile> profile;
   if (profile_file) profile = load_profile(*profile_file);
-  std::map<std::string, std::string> own_model;  // topology file -> its own profile's NPU model
+  std::map<std::string, NpuParams> own_npu;  // topology file -> its own profile's NPU
   // Every platform first: SystemC elaborates before the first run.
   for (const MeasuredPoint& p : points) {
     const PlatformKey key = platform_key(p);
     if (index_.count(key) != 0) continue;
     if (profile) {
-      auto [it, added] = own_model.emplace(p.topology_file, "");
-      if (added) it->second = load_profile(topology_profile_file(p.topology_file)).npu.model;
-      if (it->second != profile->npu.model) {
-        const auto product = [](const std::string& model) { return std::string(model == "910C" ? "A3" : "A2"); };
+      auto [it, added] = own_npu.emplace(p.topology_file, NpuParams{});
+      if (added) it->second = load_profile(topology_profile_file(p.topology_file)).npu;
+      if (it->second.model != profile->npu.model) {
+        const NpuParams& own = it->second;
         throw InputError("option --profile",
                          "point " + p.id + ": profile " + *profile_file + " describes a " + profile->npu.model + " (" +
-                             product(profile->npu.model) + ") NPU, but its topology " + p.topology + " is built of " +
-                             it->second + " (" + product(it->second) + ") NPUs; give a " + it->second + " profile");
+                             product_name(profile->npu.product) + ") NPU, but its topology " + p.topology +
+                             " is built of " + own.model + " (" + product_name(own.product) + ") NPUs; give a " +
+                             own.model + " profile");
       }
     }
     const int servers = point_servers(p.topology_file, p.servers);
