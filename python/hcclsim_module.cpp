@@ -14,21 +14,16 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <iostream>
-#include <new>
 #include <stdexcept>
 #include <string>
-#include <systemc>
 #include <tuple>
 #include <vector>
 
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include "sim/report/row_transport.h"
 #include "tools/dispatch.h"
 
 // libsystemc's own main() refers to sc_main; a Python module has no main, so
@@ -36,42 +31,6 @@
 extern "C" __attribute__((visibility("default"))) int sc_main(int, char*[]) { return 2; }
 
 namespace {
-
-void report_handler(const sc_core::sc_report& report, const sc_core::sc_actions& actions) {
-  using namespace sc_core;
-  if (report.get_severity() >= SC_ERROR || (actions & (SC_THROW | SC_ABORT))) throw report;
-  if (actions & SC_DISPLAY) std::cerr << "hcclsim: SystemC: " << report.what() << "\n";
-}
-
-// In the child: the command, with standard output and error already on the
-// pipes. Mirrors tools/hcclsim_main.cpp without MPI (a call is one process).
-[[noreturn]] void run_child(const std::vector<std::string>& words) {
-  sc_core::sc_report_handler::set_handler(report_handler);
-  std::signal(SIGPIPE, SIG_IGN);
-  int code = 2;
-  try {
-    hcclsim::SingleProcess group;
-    hcclsim::CommandContext ctx;
-    ctx.out = &std::cout;
-    ctx.group = &group;
-    ctx.words = words;
-    code = hcclsim::dispatch(ctx.words, ctx);
-  } catch (const std::bad_alloc&) {
-    std::cerr << "hcclsim: error: out of memory\n";
-  } catch (const std::exception& e) {
-    std::cerr << "hcclsim: error: " << e.what() << "\n";
-  } catch (...) {
-    std::cerr << "hcclsim: error: an unknown exception\n";
-  }
-  std::cout.flush();
-  if (!std::cout || std::fflush(stdout) != 0) {
-    std::cerr << "hcclsim: error: writing the results failed\n";
-    if (code == 0) code = 2;
-  }
-  std::cerr.flush();
-  std::fflush(nullptr);
-  std::_Exit(code);
-}
 
 // Reads both pipes to their ends at once (either may fill while the child
 // writes the other).
@@ -119,7 +78,8 @@ std::tuple<int, std::string, std::string> run(const std::vector<std::string>& wo
     ::dup2(out_pipe[1], STDOUT_FILENO);
     ::dup2(err_pipe[1], STDERR_FILENO);
     for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) ::close(fd);
-    run_child(words);
+    // The command as `hcclsim` runs it (one process: no MPI in a call).
+    std::_Exit(hcclsim::run_program(words, /*mpi=*/false));
   }
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);

@@ -1,7 +1,12 @@
 #include "tools/dispatch.h"
 
+#include <poll.h>
+
 #include <algorithm>
+#include <csignal>
+#include <cstdio>
 #include <iostream>
+#include <memory>
 #include <new>
 #include <regex>
 #include <systemc>
@@ -9,6 +14,7 @@
 #include "base/error.h"
 #include "base/json_reader.h"
 #include "tools/cli_common.h"
+#include "tools/process_group.h"
 
 namespace hcclsim {
 
@@ -246,6 +252,58 @@ int dispatch(const std::vector<std::string>& words, CommandContext& ctx) {
   } catch (const std::exception& e) {
     return report(ctx, 2, e.what());
   }
+}
+
+namespace {
+
+// SystemC's reports: warnings and infos to stderr (stdout holds results);
+// errors and fatals thrown as sc_report, which the dispatcher turns into exit 2.
+void report_handler(const sc_core::sc_report& report, const sc_core::sc_actions& actions) {
+  using namespace sc_core;
+  if (report.get_severity() >= SC_ERROR || (actions & (SC_THROW | SC_ABORT))) throw report;
+  if (actions & SC_DISPLAY) std::cerr << "hcclsim: SystemC: " << report.what() << "\n";
+}
+
+// Standard output is a pipe whose reader has gone (its writes fail with EPIPE).
+bool stdout_reader_gone() {
+  pollfd p{1, 0, 0};
+  return ::poll(&p, 1, 0) == 1 && (p.revents & POLLERR) != 0;
+}
+
+}  // namespace
+
+int run_program(const std::vector<std::string>& words, bool mpi) {
+  sc_core::sc_report_handler::set_handler(report_handler);
+  // A reader that closes standard output early (`| head`) makes writes fail
+  // with EPIPE, handled below, instead of killing the process by SIGPIPE.
+  std::signal(SIGPIPE, SIG_IGN);
+  int code = 2;
+  try {
+    std::unique_ptr<ProcessGroup> group = mpi ? make_process_group() : std::make_unique<SingleProcess>();
+    CommandContext ctx;
+    ctx.out = &std::cout;
+    ctx.group = group.get();
+    ctx.words = words;
+    code = dispatch(ctx.words, ctx);
+    group.reset();  // MPI_Finalize, before the caller's fast exit
+  } catch (const std::bad_alloc&) {
+    std::cerr << "hcclsim: error: out of memory\n";
+  } catch (const std::exception& e) {
+    std::cerr << "hcclsim: error: " << e.what() << "\n";
+  } catch (...) {
+    std::cerr << "hcclsim: error: an unknown exception\n";
+  }
+  // Every output is flushed here; a failed write of the results (a full disk,
+  // a closed pipe) is an error like any other.
+  std::cout.flush();
+  if (!std::cout || std::fflush(stdout) != 0) {
+    // (its reader gone: nothing to tell it; the exit code still says so)
+    if (!stdout_reader_gone()) std::cerr << "hcclsim: error: writing the results to standard output failed\n";
+    if (code == 0) code = 2;
+  }
+  std::cerr.flush();
+  std::fflush(nullptr);
+  return code;
 }
 
 }  // namespace hcclsim
