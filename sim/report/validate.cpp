@@ -532,17 +532,28 @@ std::vector<ValidationResult> run_validation(const std::vector<MeasuredPoint>& p
 std::vector<GroupSummary> summarize(const std::vector<ValidationResult>& results) {
   std::vector<GroupSummary> groups;
   std::map<std::string, std::size_t> index;
-  std::vector<double> sums;
+  std::vector<double> sums, sums_without_gaps;
   for (const ValidationResult& r : results) {
     auto [it, added] = index.emplace(r.point->group, groups.size());
     if (added) {
-      groups.push_back(GroupSummary{r.point->group, 0, 0});
+      groups.push_back(GroupSummary{r.point->group, 0, 0, 0, std::nullopt});
       sums.push_back(0);
+      sums_without_gaps.push_back(0);
     }
-    ++groups[it->second].points;
+    GroupSummary& g = groups[it->second];
+    ++g.points;
     sums[it->second] += std::fabs(r.error_pct);
+    if (r.point->known_gap.empty()) {
+      sums_without_gaps[it->second] += std::fabs(r.error_pct);
+    } else {
+      ++g.known_gaps;
+    }
   }
-  for (std::size_t i = 0; i < groups.size(); ++i) groups[i].mean_abs_error_pct = sums[i] / groups[i].points;
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    GroupSummary& g = groups[i];
+    g.mean_abs_error_pct = sums[i] / g.points;
+    if (g.points > g.known_gaps) g.mean_abs_error_without_gaps_pct = sums_without_gaps[i] / (g.points - g.known_gaps);
+  }
   return groups;
 }
 
@@ -558,10 +569,14 @@ std::string validation_table(const std::vector<ValidationResult>& results, const
     os << line;
   }
   os << "\n";
-  std::snprintf(line, sizeof line, "%-44s %7s %22s\n", "group", "points", "mean |error| %");
+  std::snprintf(line, sizeof line, "%-44s %7s %5s %15s %14s\n", "group", "points", "gaps", "mean |error| %",
+                "without gaps");
   os << line;
   for (const GroupSummary& g : groups) {
-    std::snprintf(line, sizeof line, "%-44s %7d %22s\n", g.group.c_str(), g.points, format_fixed(g.mean_abs_error_pct, 1).c_str());
+    const std::string without =
+        g.mean_abs_error_without_gaps_pct ? format_fixed(*g.mean_abs_error_without_gaps_pct, 1) : std::string("-");
+    std::snprintf(line, sizeof line, "%-44s %7d %5d %15s %14s\n", g.group.c_str(), g.points, g.known_gaps,
+                  format_fixed(g.mean_abs_error_pct, 1).c_str(), without.c_str());
     os << line;
   }
   return os.str();
@@ -592,7 +607,15 @@ std::string validation_json(const std::vector<ValidationResult>& results, const 
     out["points"].push_back(item);
   }
   for (const GroupSummary& g : groups) {
-    out["groups"].push_back({{"group", g.group}, {"points", g.points}, {"mean_abs_error_pct", std::stod(format_fixed(g.mean_abs_error_pct, 3))}});
+    nlohmann::json item{{"group", g.group},
+                        {"points", g.points},
+                        {"mean_abs_error_pct", std::stod(format_fixed(g.mean_abs_error_pct, 3))},
+                        {"known_gaps", g.known_gaps},
+                        {"mean_abs_error_without_gaps_pct", nullptr}};
+    if (g.mean_abs_error_without_gaps_pct) {
+      item["mean_abs_error_without_gaps_pct"] = std::stod(format_fixed(*g.mean_abs_error_without_gaps_pct, 3));
+    }
+    out["groups"].push_back(item);
   }
   return out.dump(2) + "\n";
 }

@@ -60,6 +60,11 @@ struct GroupSummary {
   std::string group;
   int points = 0;
   double mean_abs_error_pct = 0;
+  // Rows marked known_gap (each with the mechanism it lacks, pinned by a
+  // test) and the mean over the other rows: what the model claims to
+  // reproduce. Without rows left, the mean is not defined (nullopt).
+  int known_gaps = 0;
+  std::optional<double> mean_abs_error_without_gaps_pct;
 };
 
 // The collectives a point may name: the perf ops and alltoallv.

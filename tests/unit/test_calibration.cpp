@@ -67,3 +67,27 @@ TEST_CASE("the point-to-point rows hold their stated tolerance on the profiles",
   }
   CHECK(checked >= 40);
 }
+
+TEST_CASE("a group's mean without known gaps leaves out exactly the gap rows", "[calibration]") {
+  std::vector<MeasuredPoint> points(4);
+  for (std::size_t i = 0; i < points.size(); ++i) points[i].group = i < 3 ? "g" : "only gaps";
+  points[1].known_gap = "a mechanism not modelled";
+  points[3].known_gap = "another";
+  std::vector<ValidationResult> results(4);
+  const double errors[] = {-2.0, 60.0, 4.0, 10.0};
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    results[i].point = &points[i];
+    results[i].error_pct = errors[i];
+  }
+  const std::vector<GroupSummary> groups = summarize(results);
+  REQUIRE(groups.size() == 2);
+  CHECK(groups[0].points == 3);
+  CHECK(groups[0].known_gaps == 1);
+  CHECK(groups[0].mean_abs_error_pct == Approx(22.0));
+  REQUIRE(groups[0].mean_abs_error_without_gaps_pct);
+  CHECK(*groups[0].mean_abs_error_without_gaps_pct == Approx(3.0));
+  CHECK(groups[1].known_gaps == 1);
+  CHECK_FALSE(groups[1].mean_abs_error_without_gaps_pct);   // no row left to average
+  const std::string table = validation_table(results, groups);
+  CHECK(table.find("without gaps") != std::string::npos);
+}
