@@ -31,7 +31,7 @@ std::string join(const std::vector<std::string>& items) {
 
 std::string data_dir() {
   // HCCLSIM_DATA names it; an installed binary finds it beside itself
-  // (PREFIX/bin/hcclsim-core -> PREFIX/share/hcclsim); a build tree's binary
+  // (PREFIX/bin/hcclsim -> PREFIX/share/hcclsim); a build tree's binary
   // falls back on the source it was built from.
   if (const char* env = std::getenv("HCCLSIM_DATA"); env != nullptr && *env != '\0') return env;
   std::error_code ec;

@@ -2,6 +2,9 @@
 // go to stderr on each run, so it is turned off before SystemC starts; then
 // SystemC calls the program's sc_main as usual.
 //
+// With HCCLSIM_HEAP_SETTINGS (the simulator built with the CMake option
+// HCCLSIM_SPEED_TRICKS; never the tests) the heap is tuned first:
+//
 // Large runs hold millions of tasks (hundreds of MiB touched once each), and
 // on 4 KiB pages a third of their time went to page faults and TLB misses.
 // glibc's tunables, read only when a process starts, fix that: the heap on
@@ -32,6 +35,10 @@
 // 32 MiB (the runs whose zeroing costs). At most the 16 MiB ahead are
 // faulted in without being used. Without the call (kernels before 5.14)
 // the thread ends at once.
+#include <cstdlib>
+#include <systemc>
+
+#ifdef HCCLSIM_HEAP_SETTINGS
 #include <link.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -40,18 +47,36 @@
 #include <chrono>
 #include <cerrno>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
-#include <systemc>
+#include <string>
 #include <thread>
-
-#include "tools/heap_settings.h"
 
 namespace {
 
+constexpr const char* kHeapTunables =
+    "glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967295:"
+    "glibc.malloc.mmap_max=0:glibc.malloc.top_pad=16777216";
+
+// HCCLSIM_HUGE_PAGES=0 turns the settings off.
+bool heap_settings_off() {
+  const char* off = std::getenv("HCCLSIM_HUGE_PAGES");
+  return off != nullptr && std::strcmp(off, "0") == 0;
+}
+
+// Adds the settings to GLIBC_TUNABLES; false when they are off, already
+// there (or the user set hugetlb otherwise), or the environment is full.
+bool add_heap_settings() {
+  if (heap_settings_off()) return false;
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  if (tunables != nullptr && std::strstr(tunables, "glibc.malloc.hugetlb") != nullptr) return false;
+  std::string wanted = tunables == nullptr ? "" : std::string(tunables) + ":";
+  wanted += kHeapTunables;
+  return setenv("GLIBC_TUNABLES", wanted.c_str(), 1) == 0;
+}
+
 void reexec_with_huge_pages(char* argv[]) {
-  // (Started by the `hcclsim` launcher, the settings are there already.)
-  if (!hcclsim::add_heap_settings()) return;
+  // (Once executed with them, the settings are there already.)
+  if (!add_heap_settings()) return;
   execv("/proc/self/exe", argv);
   // exec failed (no /proc): carry on with ordinary pages; the tunable left in
   // the environment only reaches child processes, which is harmless.
@@ -109,10 +134,15 @@ void fault_in_heap_ahead() {
 }
 
 }  // namespace
+#endif  // HCCLSIM_HEAP_SETTINGS
 
 int main(int argc, char* argv[]) {
+#ifdef HCCLSIM_HEAP_SETTINGS
   reexec_with_huge_pages(argv);
-  if (!hcclsim::heap_settings_off()) fault_in_heap_ahead();
+  if (!heap_settings_off()) fault_in_heap_ahead();
+#else
+  (void)argv;
+#endif
   setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
   return sc_core::sc_elab_and_sim(argc, argv);
 }

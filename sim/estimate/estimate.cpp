@@ -1510,7 +1510,7 @@ namespace {
 
 // How much of its heap a solve thread faults in as it starts (and frees
 // for its solves to reuse: the heap settings keep freed memory, see
-// tools/heap_settings.h). A thread's allocations come from an arena of its
+// tools/systemc_main.cpp). A thread's allocations come from an arena of its
 // own, which nothing faults in ahead. On 99,840 dies a first AlltoAll
 // point allocates 6-9 MiB (mallinfo2 around it) and up to 7 of its pages
 // were new, once 22 ms of kernel time (getrusage); with 4 MiB faulted in
@@ -1523,6 +1523,15 @@ constexpr std::size_t kWarmHeapBytes = std::size_t{4} << 20;
 // this VM (the first job of a point waited that long for its solver),
 // and a sweep's next point or a form's next batch posts within it.
 constexpr auto kSpinBeforeSleep = std::chrono::milliseconds(5);
+constexpr auto kNoSpin = std::chrono::milliseconds(0);
+
+// The heap warming and the spin are speed tricks (CMake HCCLSIM_SPEED_TRICKS,
+// docs/performance.md); without them a thread sleeps as soon as it is idle.
+#ifdef HCCLSIM_SPEED_TRICKS
+constexpr bool kSpeedTricks = true;
+#else
+constexpr bool kSpeedTricks = false;
+#endif
 
 // On a solve thread as it starts: faults in its heap's first pages and
 // frees them for its solves.
@@ -1568,7 +1577,7 @@ EstimateFabric::SolveThreads& EstimateFabric::solve_pool() const {
         try {
           slot_map(helpers_[t]);
           if (t == 0) places();
-          warm_heap();
+          if (kSpeedTricks) warm_heap();
         } catch (...) {
         }
         {
@@ -1580,7 +1589,7 @@ EstimateFabric::SolveThreads& EstimateFabric::solve_pool() const {
         for (;;) {
           std::function<void(std::size_t)>* task = nullptr;
           {
-            const auto spin_until = std::chrono::steady_clock::now() + kSpinBeforeSleep;
+            const auto spin_until = std::chrono::steady_clock::now() + (kSpeedTricks ? kSpinBeforeSleep : kNoSpin);
             while (pool.posts == seen && !pool.stopping &&
                    std::chrono::steady_clock::now() < spin_until) {
               pause_a_moment();

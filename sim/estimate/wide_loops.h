@@ -6,9 +6,10 @@
 // (four doubles or eight ints a vector) and for the baseline x86-64 (two
 // or four), the machine's picked when the program loads. AVX2 without FMA
 // rounds every operation as the baseline does, so the results are the same
-// to the bit. Elsewhere, under clang and in the sanitized fuzzing build,
-// one plain version.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+// to the bit. Only with the speed tricks (CMake HCCLSIM_SPEED_TRICKS);
+// elsewhere, under clang and in the sanitized fuzzing build, one plain
+// version.
+#if defined(HCCLSIM_SPEED_TRICKS) && defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
 #define WIDE_LOOPS __attribute__((target_clones("avx2", "default")))
 #else
 #define WIDE_LOOPS

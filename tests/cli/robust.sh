@@ -20,7 +20,7 @@ CASES=(duplicate_key_topology duplicate_key_nested_profile program_int_not_trunc
        a2_profile_on_a3_server a2_profile_on_a3_rank_table oversubscription_absurd npus_per_server_above_npus
        vcounts_nan vcounts_inf algo_empty repeated_topology control_chars_in_name control_chars_in_key
        stdout_write_fails run_trace_bad_path links_bad_path links_csv links_json_summary links_stats
-       trace_link_counters run_links piped_output_complete row_times_stats launcher_without_core
+       trace_link_counters run_links piped_output_complete row_times_stats
        failed_run_keeps_outputs closed_pipe_quiet topology_is_dev_zero program_is_fifo
        two_outputs_one_path buffsize_zero seed_beyond_64_bits sweep_buffsize_zero
        measured_p2p_to_itself measured_ranks_beyond_topology measured_size_not_whole_elements measured_moe_ep_not_ranks
@@ -164,13 +164,6 @@ case "$name" in
     args=(perf all_reduce -b 1M -e 1M --stats)
     expect_rc=0
     post=links_stats ;;
-  launcher_without_core)
-    # The hcclsim launcher alone: it says which program it cannot run, exit 127.
-    cp "$hcclsim" "$tmp/hcclsim"
-    hcclsim="$tmp/hcclsim"
-    args=(--version)
-    expect_rc=127
-    expect=("cannot run $tmp/hcclsim-core" "No such file") ;;
   row_times_stats)
     args=(perf all_reduce -b 1M -e 64M -f 4 --model estimate --topology "$cluster" --servers 4 --stats --format csv)
     expect_rc=0
