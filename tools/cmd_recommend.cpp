@@ -164,7 +164,7 @@ int RecommendCommand::run(CommandContext& ctx) {
   if (!out_file_.empty()) out_file.emplace("--out", out_file_);
   std::ostream& out = out_file ? out_file->stream() : *ctx.out;
 
-  const std::vector<RecommendCandidate> candidates = recommend_candidates(hierarchy, spec.npu.product);
+  const std::vector<RecommendCandidate> candidates = recommend_candidates(hierarchy, spec.npu.hccl_api);
   Platform* platform = nullptr;  // built when an op first needs the detailed model
   const RecommendRunner runner = [&](const PerfRequest& req, bool estimate) {
     if (estimate) return estimate_perf(spec, req);
@@ -195,7 +195,7 @@ int RecommendCommand::run(CommandContext& ctx) {
   } else if (format_ == "json") {
     out << recommend_json(results).dump(2) << "\n";
   } else {
-    write_recommend_env(out, heading, results, candidates, spec.npu.product);
+    write_recommend_env(out, heading, results, candidates, spec.npu.hccl_api);
   }
   out.flush();
   if (out_file) out_file->close();

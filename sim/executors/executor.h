@@ -35,8 +35,9 @@ std::string workflow_mode_name(WorkflowMode mode);            // "opbase", "grap
 std::optional<WorkflowMode> parse_workflow_mode(const std::string& name);
 std::string expansion_name(Expansion expansion);             // "host", "aicpu", "aiv"
 std::optional<Expansion> parse_expansion(const std::string& name);
-// HCCL's default: HOST on A2, AI_CPU on A3 (HCCL_OP_EXPANSION_MODE.md).
-Expansion default_expansion(Product product);
+// HCCL's default (HCCL_OP_EXPANSION_MODE.md: HOST on A2, AI_CPU on A3), as
+// the profile states it (npu.hccl_api.expanding_engine).
+Expansion default_expansion(const HcclApiLimits& api);
 
 // What HCCL's selection looks at besides the collective itself.
 struct ExecContext {

@@ -29,7 +29,9 @@ std::optional<Expansion> parse_expansion(const std::string& name) {
   return std::nullopt;
 }
 
-Expansion default_expansion(Product product) { return product == Product::A2 ? Expansion::Host : Expansion::AiCpu; }
+Expansion default_expansion(const HcclApiLimits& api) {
+  return api.expanding_engine == "AICPU" ? Expansion::AiCpu : Expansion::Host;
+}
 
 std::string ExecutorChoice::describe(const ExecContext& ctx, CollOp op) const { return plan.describe(ctx.hierarchy, op); }
 
@@ -69,15 +71,40 @@ TaskGraph build_executor(const CollectiveSpec& spec, const ExecContext& ctx, con
 
 ExecutorChoice select_executor_a2(const CollectiveSpec& spec, const ExecContext& ctx);
 AlgoPlan a2_plan(const CollectiveSpec& spec, const ExecContext& ctx);
+ExecutorChoice select_executor_a3(const CollectiveSpec& spec, const ExecContext& ctx);
 AlgoPlan a3_plan(CollOp op, const ExecContext& ctx);
 
-AlgoPlan default_levels(const CollectiveSpec& spec, const ExecContext& ctx) {
-  return ctx.product == Product::A2 ? a2_plan(spec, ctx) : a3_plan(spec.op, ctx);
+namespace {
+
+// HCCL's selection rules, one record per product (HCCL's own code branches
+// on the device type: 910B in select_a2.cpp, 910_93 in select_a3.cpp). A
+// new product adds its record here, beside its executors.
+struct SelectionRules {
+  Product product;
+  ExecutorChoice (*select)(const CollectiveSpec&, const ExecContext&);
+  AlgoPlan (*levels)(const CollectiveSpec&, const ExecContext&);
+};
+
+const SelectionRules kSelectionRules[] = {
+    {Product::A2, select_executor_a2, a2_plan},
+    {Product::A3, select_executor_a3, [](const CollectiveSpec& spec, const ExecContext& ctx) { return a3_plan(spec.op, ctx); }},
+};
+
+const SelectionRules& selection_rules(Product product) {
+  for (const SelectionRules& rules : kSelectionRules) {
+    if (rules.product == product) return rules;
+  }
+  throw std::logic_error("no HCCL selection rules for product " + std::string(product_name(product)));
 }
-ExecutorChoice select_executor_a3(const CollectiveSpec& spec, const ExecContext& ctx);
+
+}  // namespace
+
+AlgoPlan default_levels(const CollectiveSpec& spec, const ExecContext& ctx) {
+  return selection_rules(ctx.product).levels(spec, ctx);
+}
 
 ExecutorChoice select_executor(const CollectiveSpec& spec, const ExecContext& ctx) {
-  return ctx.product == Product::A2 ? select_executor_a2(spec, ctx) : select_executor_a3(spec, ctx);
+  return selection_rules(ctx.product).select(spec, ctx);
 }
 
 }  // namespace hcclsim

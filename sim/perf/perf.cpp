@@ -212,7 +212,7 @@ ExecContext exec_context(const TopologySpec& topo, const PerfRequest& request) {
   ExecContext ctx;
   ctx.product = topo.npu.product;
   ctx.mode = request.mode;
-  ctx.expansion = request.expansion.value_or(default_expansion(ctx.product));
+  ctx.expansion = request.expansion.value_or(default_expansion(topo.npu.hccl_api));
   ctx.deterministic = request.deterministic;
   ctx.hierarchy = hierarchy_of(topo, request.ranks);
   ctx.inter_server_bandwidth = inter_server_bandwidth(topo);

@@ -11,11 +11,10 @@
 
 namespace hcclsim {
 
-std::vector<Expansion> supported_expansions(Product product) {
-  // HCCL_OP_EXPANSION_MODE (CANN environment variable reference): A2 takes
-  // HOST (its default) and AIV; A3 AI_CPU (its default) and AIV.
-  if (product == Product::A2) return {Expansion::Host, Expansion::Aiv};
-  return {Expansion::AiCpu, Expansion::Aiv};
+std::vector<Expansion> supported_expansions(const HcclApiLimits& api) {
+  // HCCL_OP_EXPANSION_MODE (CANN environment variable reference): the
+  // product's default (A2 HOST, A3 AI_CPU) and AIV.
+  return {default_expansion(api), Expansion::Aiv};
 }
 
 std::string expansion_env_value(Expansion expansion) {
@@ -27,7 +26,7 @@ std::string expansion_env_value(Expansion expansion) {
   return "HOST";
 }
 
-std::vector<RecommendCandidate> recommend_candidates(const Hierarchy& h, Product product) {
+std::vector<RecommendCandidate> recommend_candidates(const Hierarchy& h, const HcclApiLimits& api) {
   std::vector<std::pair<std::string, std::vector<std::string>>> levels{{"level0", {"NA", "fullmesh", "ring"}}};
   if (h.servers() > 1) levels.push_back({"level1", {"NA", "ring", "H-D_R", "NHR", "NB", "pairwise", "pipeline"}});
   if (h.pods > 1) levels.push_back({"level2", {"NA", "ring", "H-D_R", "NHR", "NB", "pairwise"}});
@@ -39,10 +38,10 @@ std::vector<RecommendCandidate> recommend_candidates(const Hierarchy& h, Product
     }
     algos = std::move(longer);
   }
-  const Expansion by_default = default_expansion(product);
+  const Expansion by_default = default_expansion(api);
   std::vector<RecommendCandidate> out;
   for (std::size_t a = 0; a < algos.size(); ++a) {
-    for (const Expansion e : supported_expansions(product)) {
+    for (const Expansion e : supported_expansions(api)) {
       RecommendCandidate c;
       c.algo = algos[a];
       c.request = parse_hccl_algo(algos[a], CollOp::AllReduce);
@@ -234,7 +233,7 @@ RecommendOp recommend_op(const TopologySpec& topology, const PerfRequest& base,
 }
 
 ProcessSetting choose_process_setting(const std::vector<RecommendOp>& ops,
-                                      const std::vector<RecommendCandidate>& candidates, Product product) {
+                                      const std::vector<RecommendCandidate>& candidates, const HcclApiLimits& api) {
   std::size_t def = 0;
   while (def < candidates.size() && !candidates[def].is_default) ++def;
   // A candidate's time summed over an op's sizes; nullopt when it is refused at one.
@@ -248,10 +247,10 @@ ProcessSetting choose_process_setting(const std::vector<RecommendOp>& ops,
   };
   std::optional<ProcessSetting> best;
   std::vector<std::pair<Expansion, std::string>> unusable;
-  for (const Expansion e : supported_expansions(product)) {
+  for (const Expansion e : supported_expansions(api)) {
     ProcessSetting setting;
     setting.expansion = e;
-    setting.expansion_is_default = e == default_expansion(product);
+    setting.expansion_is_default = e == default_expansion(api);
     bool feasible = true;
     for (const RecommendOp& op : ops) {
       ProcessSetting::PerOp per;
@@ -397,8 +396,8 @@ nlohmann::json recommend_json(const std::vector<RecommendOp>& ops) {
 }
 
 void write_recommend_env(std::ostream& out, const std::string& heading, const std::vector<RecommendOp>& ops,
-                         const std::vector<RecommendCandidate>& candidates, Product product) {
-  const ProcessSetting setting = choose_process_setting(ops, candidates, product);
+                         const std::vector<RecommendCandidate>& candidates, const HcclApiLimits& api) {
+  const ProcessSetting setting = choose_process_setting(ops, candidates, api);
   out << "# hcclsim recommend: " << heading << "\n"
       << "# HCCL_ALGO and HCCL_OP_EXPANSION_MODE hold one setting per process: one expansion mode serves every op\n"
       << "# (the one with the least time summed over the ops and sizes), and each op takes the HCCL_ALGO with the\n"

@@ -25,7 +25,7 @@ namespace hcclsim {
 
 // The expansion modes HCCL_OP_EXPANSION_MODE offers on the product (CANN
 // envvar reference): A2 HOST (default) and AIV; A3 AI_CPU (default) and AIV.
-std::vector<Expansion> supported_expansions(Product product);
+std::vector<Expansion> supported_expansions(const HcclApiLimits& api);
 // HCCL_OP_EXPANSION_MODE's spelling: HOST, AI_CPU, AIV.
 std::string expansion_env_value(Expansion expansion);
 
@@ -42,7 +42,7 @@ struct RecommendCandidate {
 // than one supernode) {NA, ring, H-D_R, NHR, NB, pairwise}, each with every
 // supported expansion mode. Some are refused for some ops and sizes; those
 // are skipped.
-std::vector<RecommendCandidate> recommend_candidates(const Hierarchy& h, Product product);
+std::vector<RecommendCandidate> recommend_candidates(const Hierarchy& h, const HcclApiLimits& api);
 
 // (default / best - 1) x 100: how much faster the best setting is, in %.
 double gain_pct(Time default_time, Time best_time);
@@ -121,13 +121,13 @@ struct ProcessSetting {
   std::vector<std::pair<Expansion, std::string>> unusable;   // mode, the first such op
 };
 ProcessSetting choose_process_setting(const std::vector<RecommendOp>& ops,
-                                      const std::vector<RecommendCandidate>& candidates, Product product);
+                                      const std::vector<RecommendCandidate>& candidates, const HcclApiLimits& api);
 
 // Outputs. `heading` names the ranks, topology, dtype.
 void write_recommend_table(std::ostream& out, const std::string& heading, const std::vector<RecommendOp>& ops,
                            std::size_t candidates);
 nlohmann::json recommend_json(const std::vector<RecommendOp>& ops);
 void write_recommend_env(std::ostream& out, const std::string& heading, const std::vector<RecommendOp>& ops,
-                         const std::vector<RecommendCandidate>& candidates, Product product);
+                         const std::vector<RecommendCandidate>& candidates, const HcclApiLimits& api);
 
 }  // namespace hcclsim

@@ -13,6 +13,16 @@
 #include "fixtures.h"
 
 using namespace hcclsim;
+
+namespace {
+// The API records of the two shipped profiles as far as recommend reads them.
+const HcclApiLimits kA2Api{};   // expanding_engine HOST
+HcclApiLimits a3_api() {
+  HcclApiLimits api;
+  api.expanding_engine = "AICPU";
+  return api;
+}
+}  // namespace
 using namespace hcclsim::testing;
 
 namespace {
@@ -55,7 +65,7 @@ TEST_CASE("recommend: the gain is default over best minus one in percent", "[rec
 
 TEST_CASE("recommend: the candidates follow the levels and the product", "[recommend]") {
   const Hierarchy server{8, 1, 1};
-  const std::vector<RecommendCandidate> a2 = recommend_candidates(server, Product::A2);
+  const std::vector<RecommendCandidate> a2 = recommend_candidates(server, kA2Api);
   REQUIRE(a2.size() == 3 * 2);  // level0 NA | fullmesh | ring x host | aiv
   CHECK(a2[0].is_default);
   CHECK(a2[0].algo == "level0:NA");
@@ -65,7 +75,7 @@ TEST_CASE("recommend: the candidates follow the levels and the product", "[recom
   for (const RecommendCandidate& c : a2) CHECK(c.algo.find("level1") == std::string::npos);
 
   const Hierarchy cluster{8, 4, 1};
-  const std::vector<RecommendCandidate> a2c = recommend_candidates(cluster, Product::A2);
+  const std::vector<RecommendCandidate> a2c = recommend_candidates(cluster, kA2Api);
   CHECK(a2c.size() == 3 * 7 * 2);
   CHECK(a2c[0].algo == "level0:NA;level1:NA");
   bool pipeline = false;
@@ -73,7 +83,7 @@ TEST_CASE("recommend: the candidates follow the levels and the product", "[recom
   CHECK(pipeline);
 
   const Hierarchy supernodes{16, 2, 2};
-  const std::vector<RecommendCandidate> a3 = recommend_candidates(supernodes, Product::A3);
+  const std::vector<RecommendCandidate> a3 = recommend_candidates(supernodes, a3_api());
   CHECK(a3.size() == 3 * 7 * 6 * 2);
   CHECK(a3[0].is_default);
   CHECK(a3[0].expansion == Expansion::AiCpu);
@@ -83,7 +93,7 @@ TEST_CASE("recommend: the candidates follow the levels and the product", "[recom
 
 TEST_CASE("recommend: on the A2 server the best is never slower than the default", "[recommend]") {
   const TopologySpec spec = load_topology(source_file("configs/topologies/a2-server.json"));
-  const std::vector<RecommendCandidate> candidates = recommend_candidates(hierarchy_of(spec, spec.npus), spec.npu.product);
+  const std::vector<RecommendCandidate> candidates = recommend_candidates(hierarchy_of(spec, spec.npus), spec.npu.hccl_api);
   const std::vector<std::uint64_t> sizes = perf_sizes(1 * MiB, 64 * MiB, 4);
   for (const CollOp op : {CollOp::AllReduce, CollOp::AllGather, CollOp::ReduceScatter, CollOp::AlltoAll,
                           CollOp::Broadcast, CollOp::Reduce}) {
@@ -118,7 +128,7 @@ TEST_CASE("recommend: on the A2 server the best is never slower than the default
 
 TEST_CASE("recommend: a tie keeps HCCL's default", "[recommend]") {
   const TopologySpec spec = load_topology(source_file("configs/topologies/a2-server.json"));
-  const std::vector<RecommendCandidate> candidates = recommend_candidates(hierarchy_of(spec, spec.npus), spec.npu.product);
+  const std::vector<RecommendCandidate> candidates = recommend_candidates(hierarchy_of(spec, spec.npus), spec.npu.hccl_api);
   // Every executor takes the same time: nothing is strictly faster.
   const RecommendRunner same = [](const PerfRequest& req, bool) {
     std::vector<PerfRow> rows(req.sizes.size());
@@ -136,7 +146,7 @@ TEST_CASE("recommend: a tie keeps HCCL's default", "[recommend]") {
 }
 
 TEST_CASE("recommend: the per-process setting minimises the time summed over the sizes", "[recommend]") {
-  const std::vector<RecommendCandidate> candidates = recommend_candidates(Hierarchy{8, 1, 1}, Product::A2);
+  const std::vector<RecommendCandidate> candidates = recommend_candidates(Hierarchy{8, 1, 1}, kA2Api);
   // 0 default (NA, host), 1 NA aiv, 2 fullmesh host, 3 fullmesh aiv, 4 ring host, 5 ring aiv
   REQUIRE(candidates[4].algo == "level0:ring");
   REQUIRE(candidates[4].expansion == Expansion::Host);
@@ -147,41 +157,41 @@ TEST_CASE("recommend: the per-process setting minimises the time summed over the
   std::vector<RecommendOp> ops{synthetic_op(CollOp::AllReduce, {MiB, 2 * MiB},
                                             {{t(10), t(10)}, {t(30), t(30)}, {t(10), t(10)}, {none, none},
                                              {t(5), t(20)}, {none, none}})};
-  ProcessSetting s = choose_process_setting(ops, candidates, Product::A2);
+  ProcessSetting s = choose_process_setting(ops, candidates, kA2Api);
   CHECK(s.expansion == Expansion::Host);
   CHECK(s.expansion_is_default);
   CHECK(s.ops.at(0).candidate == 0);
   CHECK(s.ops.at(0).total == Time::from_us(20));
   std::ostringstream env;
-  write_recommend_env(env, "8 ranks", ops, candidates, Product::A2);
+  write_recommend_env(env, "8 ranks", ops, candidates, kA2Api);
   CHECK(env.str().find("\nexport ") == std::string::npos);
   CHECK(env.str().find("already best") != std::string::npos);
 
   // Ring ahead in the sum: exported in HCCL_ALGO's per-op form.
   ops[0].times[4] = {t(5), t(14)};
-  s = choose_process_setting(ops, candidates, Product::A2);
+  s = choose_process_setting(ops, candidates, kA2Api);
   CHECK(s.ops.at(0).candidate == 4);
   CHECK(s.ops.at(0).total == Time::from_us(19));
   env.str("");
-  write_recommend_env(env, "8 ranks", ops, candidates, Product::A2);
+  write_recommend_env(env, "8 ranks", ops, candidates, kA2Api);
   CHECK(env.str().find("export HCCL_ALGO=\"allreduce=level0:ring\"") != std::string::npos);
   CHECK(env.str().find("export HCCL_OP_EXPANSION_MODE") == std::string::npos);
 
   // A candidate refused at one size cannot be the setting of the whole range.
   ops[0].times[4] = {t(1), none};
-  s = choose_process_setting(ops, candidates, Product::A2);
+  s = choose_process_setting(ops, candidates, kA2Api);
   CHECK(s.ops.at(0).candidate == 0);
 
   // AIV ahead over the sum of both ops: one mode for the process.
   ops.push_back(synthetic_op(CollOp::AllGather, {MiB, 2 * MiB},
                              {{t(10), t(10)}, {t(2), t(2)}, {none, none}, {none, none}, {none, none}, {none, none}}));
   ops[0].times[1] = {t(11), t(11)};  // AllReduce loses 2 us with AIV, AllGather gains 16
-  s = choose_process_setting(ops, candidates, Product::A2);
+  s = choose_process_setting(ops, candidates, kA2Api);
   CHECK(s.expansion == Expansion::Aiv);
   CHECK(s.expansion_total == Time::from_us(26));
   CHECK(s.default_total == Time::from_us(40));
   env.str("");
-  write_recommend_env(env, "8 ranks", ops, candidates, Product::A2);
+  write_recommend_env(env, "8 ranks", ops, candidates, kA2Api);
   CHECK(env.str().find("export HCCL_OP_EXPANSION_MODE=AIV") != std::string::npos);
   CHECK(env.str().find("export HCCL_ALGO") == std::string::npos);
 }
