@@ -227,6 +227,14 @@ constexpr std::size_t count_of(const UnitDef (&)[N]) {
 
 }  // namespace
 
+std::string time_limit_problem(double ps) {
+  if (ps < static_cast<double>(kTimeLimit.ps)) return {};
+  return "the simulated time reaches hcclsim's limit of 2^62 ps (about 53 days): the sizes are too large for the "
+         "profile's rates; use smaller sizes or check the profile's bandwidths";
+}
+
+std::string time_limit_problem(Time t) { return time_limit_problem(static_cast<double>(t.ps)); }
+
 Time Bandwidth::transfer_time(std::uint64_t bytes) const {
   if (bytes_per_s == 0) {
     throw UnitError("cannot compute a transfer time at a bandwidth of zero");

@@ -37,6 +37,15 @@ struct Time {
   friend constexpr bool operator>=(Time a, Time b) { return a.ps >= b.ps; }
 };
 
+// The longest simulated time hcclsim reports: 2^62 ps, about 53 days. A
+// run or a closed form that reaches it is refused (time_limit_problem),
+// never printed as a result: beyond it the sums of 64-bit picoseconds
+// would wrap. Drains of the flow model saturate here so that they cannot.
+inline constexpr Time kTimeLimit = Time::from_ps(std::uint64_t{1} << 62);
+// Empty when `t` lies below kTimeLimit; otherwise why the result is refused.
+std::string time_limit_problem(Time t);
+std::string time_limit_problem(double ps);
+
 // Bytes per second (decimal: 1 GB/s = 1e9 B/s).
 struct Bandwidth {
   std::uint64_t bytes_per_s = 0;

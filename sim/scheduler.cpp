@@ -229,6 +229,7 @@ void Scheduler::execute(const TaskGraph& graph) {
     throw;
   }
 
+  if (const std::string why = time_limit_problem(result_.end); !why.empty()) throw InputError("the run", why);
   result_.activations = platform_.activations() - activations_before;
   in_flight_ = {};  // what landed no longer needs its place
   free_slots_ = {};

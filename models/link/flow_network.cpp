@@ -14,6 +14,8 @@ constexpr double kPsPerS = 1e12;
 // Picoseconds to drain `bytes` at `rate` bytes/s, rounded up. Exact in
 // integers when both are whole numbers (a flow that never shared its
 // channels ends exactly where Bandwidth::transfer_time says).
+// Saturates at kTimeLimit (a run that reaches it is refused) rather than
+// wrapping around 64 bits.
 std::uint64_t drain_ps(double bytes, double rate) {
   if (bytes <= 0) return 0;
   constexpr double kExact = 9007199254740992.0;  // 2^53
@@ -22,9 +24,10 @@ std::uint64_t drain_ps(double bytes, double rate) {
     const auto b = static_cast<std::uint64_t>(bytes);
     const auto r = static_cast<std::uint64_t>(rate);
     const u128 num = static_cast<u128>(b) * 1000000000000ULL;
-    return static_cast<std::uint64_t>((num + r - 1) / r);
+    return static_cast<std::uint64_t>(std::min<u128>((num + r - 1) / r, kTimeLimit.ps));
   }
-  return static_cast<std::uint64_t>(std::ceil(bytes * kPsPerS / rate));
+  const double ps = std::ceil(bytes * kPsPerS / rate);
+  return ps < static_cast<double>(kTimeLimit.ps) ? static_cast<std::uint64_t>(ps) : kTimeLimit.ps;
 }
 }  // namespace
 

@@ -340,6 +340,9 @@ std::vector<PerfRow> estimate_perf(const TopologySpec& topology, const PerfReque
                                   " bytes on " + std::to_string(spec.ranks) + " ranks); use --model detailed");
     }
     const double ps = (*estimate)(spec, ctx, choice.plan, fabric);
+    if (const std::string why = time_limit_problem(ps); !why.empty()) {
+      throw InputError("size " + std::to_string(size), why);
+    }
     PerfRow row = row_of(request, spec, ctx, choice, Time{static_cast<std::uint64_t>(std::llround(ps))});
     row.model = "estimate";
     row.check = "skipped";

@@ -25,7 +25,7 @@ CASES=(duplicate_key_topology duplicate_key_nested_profile program_int_not_trunc
        two_outputs_one_path buffsize_zero seed_beyond_64_bits sweep_buffsize_zero
        measured_p2p_to_itself measured_ranks_beyond_topology measured_size_not_whole_elements measured_moe_ep_not_ranks
        baseline_time_zero algo_level_twice flow_quantum_unbounded program_copy_near_2_64
-       estimate_uneven_vcounts)
+       estimate_uneven_vcounts time_limit_detailed time_limit_estimate)
 start_cases
 
 # copy_with OUT IN SED_EXPR: IN changed by sed; fails the case if nothing changed.
@@ -220,6 +220,18 @@ for op in d["host"][0]["ops"]:
 json.dump(d, open(sys.argv[2], "w"))' "$program" "$tmp/big.json"
     args=(run --program "$tmp/big.json")
     expect=("$tmp/big.json" '$.host[0].ops[2].bytes' "at most 32 TiB") ;;
+  time_limit_detailed|time_limit_estimate)
+    # An HCCS link of 1 B/s: a 1 GiB AllGather would take about 4 years;
+    # the time reaches the limit and is refused, never printed (a drain
+    # once wrapped around 64 bits, the estimate saturated at 2^63 ps).
+    python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+d.pop("calibration")
+for k in ("bandwidth", "write_bandwidth"):
+    d["links"]["hccs"][k] = {"value": "1Bps", "source": "assumed: a link far too slow"}
+json.dump(d, open(sys.argv[2], "w"))' "$a2_profile" "$tmp/slow.json"
+    args=(perf all_gather -b 1G -e 1G --no-check --profile "$tmp/slow.json" --model "${name#time_limit_}")
+    expect=("limit of 2^62 ps") ;;
   estimate_uneven_vcounts)
     # The estimate's AlltoAllV follows even counts: an uneven request is refused, not answered as even.
     args=(perf alltoallv -b 4M -e 4M --model estimate --vcounts zipf:1)
