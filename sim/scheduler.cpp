@@ -1,6 +1,7 @@
 #include "sim/scheduler.h"
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 #include <stdexcept>
 #include <systemc>
@@ -38,6 +39,7 @@ void Scheduler::compile(const TaskGraph& graph, TaskGraph* release) {
   if (release != nullptr) release->release_dependencies();
 
   const auto npus = static_cast<std::size_t>(platform_.npus());
+  const TaskJitter& jitter = platform_.spec().jitter;
   registers_used_.assign(npus, 0);
   flags_used_.assign(npus, 0);
   exec_ = ExecProgram{};
@@ -165,6 +167,15 @@ void Scheduler::compile(const TaskGraph& graph, TaskGraph* release) {
         e.started_while_blocked = t.started_while_blocked;
         break;
     }
+    // A scenario's what-ifs on durations (topologies/scenario.h): a slow
+    // rank's compute factor, then every task's jitter on its own span (a
+    // transfer's set-up, not its bytes' time on the links; a wait's span is
+    // its timeout and stays).
+    if (e.kind == ExecKind::Compute) {
+      const double factor = platform_.engine(rank).params().cores.compute_factor;
+      if (factor != 1.0) e.span = Time{static_cast<std::uint64_t>(std::floor(static_cast<double>(e.span.ps) * factor + 0.5))};
+    }
+    if (e.kind != ExecKind::NotifyWait) e.span = jittered_span(jitter, id, e.span);
     exec_.push_back(e);
   }
   if (release != nullptr) release->release_tasks_before(tasks.size());
