@@ -244,10 +244,14 @@ std::vector<int> Platform::path_around_down(int src, int dst, const std::vector<
     }
   }
   const LinkSpec& broken = link_of(path[static_cast<std::size_t>(first_down)]);
+  const bool nic = broken.kind == "roce" && (broken.a < spec_.npus || broken.b < spec_.npus);
   throw OperationFailed("npu" + std::to_string(src) + " cannot reach npu" + std::to_string(dst) + ": " + broken.kind +
                         " link " + node_name(broken.a, spec_.npus) + "<->" + node_name(broken.b, spec_.npus) +
                         " is down and no other path joins them (HCCL does not relay through another NPU, and no "
-                        "spine of a fabric is left around it), so HCCL fails the operation");
+                        "spine of a fabric is left around it), so HCCL fails the operation" +
+                        (nic ? std::string(" (a NIC down: HCCL's failover to the other die's NIC, A3 between "
+                                           "supernodes with HCCL_OP_RETRY_ENABLE L2:1, is not modelled)")
+                             : std::string()));
 }
 
 std::uint64_t Platform::activations() const {
