@@ -21,12 +21,6 @@ ChannelParams aiv_port_params(const NpuParams& npu) {
 std::string node_name(int node, int npus) {
   return node < npus ? "npu" + std::to_string(node) : "switch" + std::to_string(node - npus);
 }
-std::uint64_t mix(std::uint64_t x) {  // splitmix64's finalizer
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 bool any_link_down(const TopologySpec& spec) {
   return std::any_of(spec.links.begin(), spec.links.end(), [](const LinkSpec& l) { return l.down; });
 }
@@ -237,9 +231,7 @@ std::vector<int> Platform::path_around_down(int src, int dst, const std::vector<
         if (up >= 0 && across >= 0 && !down(up) && !down(across)) left.emplace_back(up, across);
       }
       if (left.empty()) break;
-      const std::uint64_t key = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(src)) << 32) |
-                                static_cast<std::uint32_t>(dst);
-      const auto& [up, across] = left[static_cast<std::size_t>(mix(key) % left.size())];
+      const auto& [up, across] = left[RouteFinder::spine_pick(src, dst, left.size())];
       return {path[0], up, across, path[3]};
     }
   }

@@ -190,7 +190,13 @@ std::vector<std::size_t> select_links(const Scenario& s, const TopologySpec& spe
     if (sel.plane && in_plane.count(i) == 0) continue;
     out.push_back(i);
   }
-  if (out.empty()) fail_at(s, c.path, "matches no link of topology '" + spec.name + "'");
+  if (out.empty()) {
+    fail_at(s, c.path, "matches no link of topology '" + spec.name + "'" +
+                           (sel.between ? std::string(" (\"between\" names a link joining the two ranks directly; "
+                                                      "dies of different A3 chips meet at their server switch: "
+                                                      "select a die's port with \"rank\")")
+                                        : std::string()));
+  }
   return out;
 }
 

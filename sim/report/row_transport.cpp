@@ -1,42 +1,13 @@
 #include "sim/report/row_transport.h"
 
 #include "sim/report/link_stats.h"
+#include "sim/report/row_writer.h"
 
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
 namespace hcclsim {
 
-namespace {
-// A row's scenario, exactly (times in ps), and back.
-nlohmann::json scenario_to_json(const ScenarioOutcome& s) {
-  std::vector<std::uint64_t> times;
-  for (const Time t : s.times) times.push_back(t.ps);
-  return {{"file", s.file}, {"changes", s.changes}, {"samples", s.samples}, {"seed", s.seed}, {"random", s.random},
-          {"healthy", s.healthy.ps}, {"times", times}, {"p50", s.p50.ps}, {"p90", s.p90.ps}, {"p99", s.p99.ps},
-          {"max", s.max.ps}, {"slowdown", s.slowdown}, {"healthy_bottleneck", s.healthy_bottleneck},
-          {"bottleneck", s.bottleneck}, {"p50_draw", s.p50_draw}};
-}
-ScenarioOutcome scenario_from_json(const nlohmann::json& j) {
-  ScenarioOutcome s;
-  s.file = j.at("file").get<std::string>();
-  s.changes = j.at("changes").get<std::vector<std::string>>();
-  s.samples = j.at("samples").get<int>();
-  s.seed = j.at("seed").get<std::uint64_t>();
-  s.random = j.at("random").get<bool>();
-  s.healthy = Time{j.at("healthy").get<std::uint64_t>()};
-  for (const std::uint64_t t : j.at("times").get<std::vector<std::uint64_t>>()) s.times.push_back(Time{t});
-  s.p50 = Time{j.at("p50").get<std::uint64_t>()};
-  s.p90 = Time{j.at("p90").get<std::uint64_t>()};
-  s.p99 = Time{j.at("p99").get<std::uint64_t>()};
-  s.max = Time{j.at("max").get<std::uint64_t>()};
-  s.slowdown = j.at("slowdown").get<double>();
-  s.healthy_bottleneck = j.at("healthy_bottleneck").get<std::string>();
-  s.bottleneck = j.at("bottleneck").get<std::string>();
-  s.p50_draw = j.at("p50_draw").get<int>();
-  return s;
-}
-}  // namespace
 
 std::string serialize_perf_row(const PerfRow& r) {
   nlohmann::json j{{"op_name", r.op_name},
@@ -61,7 +32,7 @@ std::string serialize_perf_row(const PerfRow& r) {
                          {"link_summary", link_summary_json(r.link_summary)},
                          {"links", link_usages_json(r.links)},
                          {"assumed", r.assumed}};
-  if (r.scenario) j["scenario"] = scenario_to_json(*r.scenario);
+  if (r.scenario) j["scenario"] = scenario_json(*r.scenario);  // its times in us to the ps: exact
   return j.dump();  // nlohmann writes doubles with 17 significant digits: they read back exactly
 }
 

@@ -2,6 +2,7 @@
 
 #include "sim/report/link_stats.h"
 
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 
@@ -105,6 +106,28 @@ nlohmann::json scenario_json(const ScenarioOutcome& s) {
           {"bottleneck", s.bottleneck}};
 }
 
+ScenarioOutcome scenario_from_json(const nlohmann::json& j) {
+  const auto time = [&](const char* key) { return Time{static_cast<std::uint64_t>(std::llround(j.at(key).get<double>() * 1e6))}; };
+  ScenarioOutcome s;
+  s.file = j.at("file").get<std::string>();
+  s.changes = j.at("changes").get<std::vector<std::string>>();
+  s.samples = j.at("samples").get<int>();
+  s.seed = j.at("seed").get<std::uint64_t>();
+  s.random = j.at("random").get<bool>();
+  s.healthy = time("healthy_time_us");
+  for (const double us : j.at("times_us").get<std::vector<double>>()) {
+    s.times.push_back(Time{static_cast<std::uint64_t>(std::llround(us * 1e6))});
+  }
+  s.p50 = time("p50_us");
+  s.p90 = time("p90_us");
+  s.p99 = time("p99_us");
+  s.max = time("max_us");
+  s.slowdown = j.at("slowdown").get<double>();
+  s.healthy_bottleneck = j.at("healthy_bottleneck").get<std::string>();
+  s.bottleneck = j.at("bottleneck").get<std::string>();
+  return s;
+}
+
 std::string scenario_footnote(const std::vector<const ScenarioOutcome*>& rows, const std::vector<std::string>& labels,
                               const std::string& label_heading, const std::string& time_column) {
   if (rows.empty()) return "";
@@ -131,11 +154,18 @@ std::string scenario_footnote(const std::vector<const ScenarioOutcome*>& rows, c
   return out;
 }
 
-std::vector<std::string> perf_csv_fields(const PerfRow& r) {
-  std::string check = r.check;
-  for (char& c : check) {
+namespace {
+// CSV-safe: commas and newlines become ';'.
+std::string csv_safe(std::string text) {
+  for (char& c : text) {
     if (c == ',' || c == '\n') c = ';';
   }
+  return text;
+}
+}  // namespace
+
+std::vector<std::string> perf_csv_fields(const PerfRow& r) {
+  const std::string check = csv_safe(r.check);
   std::vector<std::string> fields{r.op_name,
           std::to_string(r.ranks),
           data_type_name(r.dtype),
@@ -155,11 +185,7 @@ std::vector<std::string> perf_csv_fields(const PerfRow& r) {
     const ScenarioOutcome& sc = *r.scenario;
     for (const Time t : {sc.healthy, sc.p50, sc.p90, sc.p99, sc.max}) fields.push_back(format_us(t, 6));
     fields.push_back(format_fixed(sc.slowdown, 6));
-    std::string bottleneck = sc.bottleneck;
-    for (char& c : bottleneck) {
-      if (c == ',' || c == '\n') c = ';';
-    }
-    fields.push_back(bottleneck);
+    fields.push_back(csv_safe(sc.bottleneck));
   }
   return fields;
 }

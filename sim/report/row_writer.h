@@ -32,6 +32,9 @@ nlohmann::json perf_row_json(const PerfRow& row);
 // under --scenario: what changed, then per row the healthy time, the
 // draws' p50 / p90 / p99 / max, the slowdown and the busiest links.
 nlohmann::json scenario_json(const ScenarioOutcome& scenario);
+// Back from scenario_json (its times in us with 6 decimals are exact to the
+// ps; p50_draw is not carried). Throws nlohmann::json::exception.
+ScenarioOutcome scenario_from_json(const nlohmann::json& j);
 // `labels` name the rows (under `label_heading`); `time_column` is the
 // column of the table above that shows each row's p50.
 std::string scenario_footnote(const std::vector<const ScenarioOutcome*>& rows, const std::vector<std::string>& labels,

@@ -17,19 +17,18 @@ CASES=(hccs_link_down_fails hccs_link_degraded_json plane_lost_cloudmatrix plane
 start_cases
 
 fail=0
-check() {  # check DESCRIPTION COMMAND...: fails the case unless COMMAND succeeds
-  local what=$1
-  shift
-  if ! "$@"; then
-    echo "FAIL: $what" >&2
-    fail=1
-  fi
+# refused_scenario JSON TEXT: perf with the scenario JSON exits 2 naming the
+# file, the JSON path $.links[0] and TEXT.
+refused_scenario() {
+  echo "$1" >"$tmp/bad.json"
+  args=(perf all_reduce -b 1M -e 1M --scenario "$tmp/bad.json")
+  expect_rc=2
+  expect=("$tmp/bad.json at \$.links[0]" "$2")
+  run_case
 }
-contains() { grep -qF -- "$2" "$1"; }
-differ() { ! cmp -s "$1" "$2"; }
 expect_rc=0
 expect=()
-# field JSON_FILE PYTHON_EXPR: the expression over `rows` (the JSON) must hold.
+# holds JSON_FILE PYTHON_EXPR: the expression over `rows` (the JSON) must hold.
 holds() {
   python3 - "$1" "$2" <<'PY' || fail=1
 import json, sys
@@ -99,7 +98,7 @@ case "$name" in
     check "the same seed gives the same bytes" cmp -s "$tmp/first.json" "$tmp/out.txt"
     args=(perf all_reduce -b 1M -e 4M -f 4 --scenario "$scen/jitter-lognormal.json" --samples 20 --seed 8 --format json)
     run_case
-    check "another seed gives other draws" differ "$tmp/first.json" "$tmp/out.txt"
+    check "another seed gives other draws" differs "$tmp/first.json" "$tmp/out.txt"
     holds "$tmp/first.json" 'all(len(r["scenario"]["times_us"]) == 20 and r["scenario"]["samples"] == 20 and r["scenario"]["seed"] == 7 for r in rows)'
     holds "$tmp/first.json" 'all(r["scenario"]["p50_us"] <= r["scenario"]["p90_us"] <= r["scenario"]["p99_us"] <= r["scenario"]["max_us"] == max(r["scenario"]["times_us"]) for r in rows)'
     holds "$tmp/first.json" 'all(sorted(r["scenario"]["times_us"])[9] == r["scenario"]["p50_us"] == r["time_us"] for r in rows)'
@@ -138,17 +137,9 @@ case "$name" in
     expect=("option --samples" "needs --scenario")
     run_case ;;
   bad_scenario_path)
-    echo '{"links": [{"kind": "hccs", "down": true, "bandwidth_factor": 0.5}]}' >"$tmp/bad.json"
-    args=(perf all_reduce -b 1M -e 1M --scenario "$tmp/bad.json")
-    expect_rc=2
-    expect=("$tmp/bad.json at \$.links[0]" "down")
-    run_case ;;
+    refused_scenario '{"links": [{"kind": "hccs", "down": true, "bandwidth_factor": 0.5}]}' "down" ;;
   unmatched_selector)
-    echo '{"links": [{"kind": "sio", "down": true}]}' >"$tmp/sio.json"
-    args=(perf all_reduce -b 1M -e 1M --scenario "$tmp/sio.json")
-    expect_rc=2
-    expect=("$tmp/sio.json at \$.links[0]" "matches no link of topology 'a2-server'")
-    run_case ;;
+    refused_scenario '{"links": [{"kind": "sio", "down": true}]}' "matches no link of topology 'a2-server'" ;;
   trace_refused)
     args=(perf all_reduce -b 1M -e 1M --scenario "$scen/slow-rank.json" --trace "$tmp/t.json")
     expect_rc=2
@@ -169,14 +160,6 @@ case "$name" in
     done
     "$hcclsim" perf --help >"$tmp/out.txt" 2>&1
     check "perf --help says the estimate refuses scenarios" contains "$tmp/out.txt" "--scenario (refused, exit 2)" ;;
-  *)
-    echo "unknown case '$name'; known: ${CASES[*]}" >&2
-    exit 2 ;;
+  *) unknown_case ;;
 esac
-
-if [ $fail -ne 0 ]; then
-  echo "--- stdout"; head -c 3000 "$tmp/out.txt" 2>/dev/null
-  echo "--- stderr"; head -c 3000 "$tmp/err.txt" 2>/dev/null
-  exit 1
-fi
-echo "ok: $name"
+finish_case

@@ -70,6 +70,18 @@ ScenarioOutcome run_graph(Platform& platform, const ScenarioSetup& setup, const 
   });
 }
 
+// testing::two_npus elaborated, with a graph whose rank 0 runs `delays`
+// delays of 1 us on its thread `main`.
+struct TwoNpus {
+  TopologySpec healthy = testing::two_npus(testing::small_npu(1));
+  Platform platform{healthy};
+  TaskGraph graph;
+  ThreadId main = graph.add_thread(0, "main");
+  explicit TwoNpus(int delays) {
+    for (int i = 0; i < delays; ++i) timed_task(graph, main, TaskKind::Delay, Time::from_us(1));
+  }
+};
+
 // Two NPUs, each under a leaf of its own (nodes 2, 3), both leaves linked
 // to two spines (4, 5): a "ub" fabric of two planes.
 TopologySpec two_planes() {
@@ -154,14 +166,11 @@ TEST_CASE("a degraded link scales every rate of the link and adds its latency", 
 }
 
 TEST_CASE("a link at half its bandwidth doubles the bytes' time of a transfer alone on it", "[scenario]") {
-  const TopologySpec healthy = testing::two_npus(testing::small_npu(1));
-  Platform platform(healthy);
-  TaskGraph g;
-  const ThreadId th = g.add_thread(0, "main");
+  TwoNpus two(0);
   const std::uint64_t bytes = 1'000'000;  // 1 ms at kLink's 1 GB/s
-  memcpy_task(g, th, 0, 1, bytes);
-  const ScenarioOutcome o =
-      run_graph(platform, setup_of(healthy, R"({"links": [{"kind": "hccs", "bandwidth_factor": 0.5}]})"), g);
+  memcpy_task(two.graph, two.main, 0, 1, bytes);
+  const ScenarioOutcome o = run_graph(
+      two.platform, setup_of(two.healthy, R"({"links": [{"kind": "hccs", "bandwidth_factor": 0.5}]})"), two.graph);
   const Time bytes_time = testing::kLink.bandwidth.transfer_time(bytes);
   REQUIRE(bytes_time == Time::from_us(1000));
   const Time fixed = o.healthy - bytes_time;  // launch, SDMA set-up, latency: unchanged
@@ -172,11 +181,11 @@ TEST_CASE("a link at half its bandwidth doubles the bytes' time of a transfer al
 }
 
 TEST_CASE("a link down inside a mesh fails the operation and names the link", "[scenario]") {
-  const TopologySpec healthy = testing::two_npus(testing::small_npu(1));
-  Platform platform(healthy);
-  TaskGraph g;
-  memcpy_task(g, g.add_thread(0, "main"), 0, 1, 4096);
-  const ScenarioSetup setup = setup_of(healthy, R"({"links": [{"between": [0, 1], "down": true}]})");
+  TwoNpus two(0);
+  memcpy_task(two.graph, two.main, 0, 1, 4096);
+  Platform& platform = two.platform;
+  const TaskGraph& g = two.graph;
+  const ScenarioSetup setup = setup_of(two.healthy, R"({"links": [{"between": [0, 1], "down": true}]})");
   CHECK(setup.applied.changes == std::vector<std::string>{"hccs npu0<->npu1 down ($.links[0])"});
   CHECK_THROWS_MATCHES(run_graph(platform, setup, g), OperationFailed,
                        Catch::Matchers::Message(
@@ -210,15 +219,12 @@ TEST_CASE("a lost plane moves a transfer to the other spine at the same time and
 }
 
 TEST_CASE("a slow rank's extra delay and compute factor add exactly to its tasks", "[scenario]") {
-  const TopologySpec healthy = testing::two_npus(testing::small_npu(1));
-  Platform platform(healthy);
-  TaskGraph g;
-  const ThreadId th = g.add_thread(0, "main");
-  for (int i = 0; i < 3; ++i) timed_task(g, th, TaskKind::Delay, Time::from_us(1));
-  timed_task(g, th, TaskKind::Compute, Time::from_us(10));
-  timed_task(g, g.add_thread(1, "other"), TaskKind::Delay, Time::from_us(1));  // rank 1 is not slow
+  TwoNpus two(3);
+  timed_task(two.graph, two.main, TaskKind::Compute, Time::from_us(10));
+  timed_task(two.graph, two.graph.add_thread(1, "other"), TaskKind::Delay, Time::from_us(1));  // rank 1 is not slow
   const ScenarioOutcome o = run_graph(
-      platform, setup_of(healthy, R"({"slow_ranks": [{"rank": 0, "compute_factor": 1.5, "extra_delay": "2us"}]})"), g);
+      two.platform, setup_of(two.healthy, R"({"slow_ranks": [{"rank": 0, "compute_factor": 1.5, "extra_delay": "2us"}]})"),
+      two.graph);
   // 4 tasks x 2 us, and half of the 10 us compute.
   CHECK(o.p50 == o.healthy + Time::from_us(8) + Time::from_us(5));
 }
@@ -260,15 +266,11 @@ TEST_CASE("jitter draws repeat for a seed and differ between draws and seeds", "
 }
 
 TEST_CASE("jittered runs give the same percentiles for a seed on one platform", "[scenario][jitter]") {
-  const TopologySpec healthy = testing::two_npus(testing::small_npu(1));
-  Platform platform(healthy);
-  TaskGraph g;
-  const ThreadId th = g.add_thread(0, "main");
-  for (int i = 0; i < 20; ++i) timed_task(g, th, TaskKind::Delay, Time::from_us(1));
+  TwoNpus two(20);
   const std::string jitter = R"({"jitter": {"distribution": "uniform", "low": 1.0, "high": 2.0}})";
-  const ScenarioOutcome a = run_graph(platform, setup_of(healthy, jitter, 9, 5), g);
-  const ScenarioOutcome b = run_graph(platform, setup_of(healthy, jitter, 9, 5), g);
-  const ScenarioOutcome c = run_graph(platform, setup_of(healthy, jitter, 9, 6), g);
+  const ScenarioOutcome a = run_graph(two.platform, setup_of(two.healthy, jitter, 9, 5), two.graph);
+  const ScenarioOutcome b = run_graph(two.platform, setup_of(two.healthy, jitter, 9, 5), two.graph);
+  const ScenarioOutcome c = run_graph(two.platform, setup_of(two.healthy, jitter, 9, 6), two.graph);
   REQUIRE(a.times.size() == 9);
   CHECK(a.times == b.times);
   CHECK(a.times != c.times);
