@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/json_reader.h"
 #include "sim/scenario/scenario_run.h"
 #include "sim/scheduler.h"
 #include "sim/task_graph.h"
@@ -292,4 +293,14 @@ TEST_CASE("nearest-rank percentiles take the ceil(q n)-th smallest", "[scenario]
   CHECK(nearest_rank(t, 0.99) == Time::from_us(10));
   CHECK(nearest_rank(t, 1.0) == Time::from_us(10));
   CHECK(nearest_rank({Time::from_us(4)}, 0.5) == Time::from_us(4));
+}
+
+TEST_CASE("a compute factor that makes a task longer than an input may give is refused", "[scenario]") {
+  TwoNpus two(0);
+  timed_task(two.graph, two.main, TaskKind::Compute, kMaxInputTime);  // the longest a program may give
+  CHECK_THROWS_MATCHES(
+      run_graph(two.platform, setup_of(two.healthy, R"({"slow_ranks": [{"rank": 0, "compute_factor": 2}]})"), two.graph),
+      InputError, Catch::Matchers::Message(
+                      "option --scenario: rank 0 thread 'main' task #0 (Compute) would take longer than 10^6 s, the limit "
+                      "of one task's time, under the scenario's compute factor or jitter"));
 }
