@@ -29,4 +29,12 @@ class GraphError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// An operation HCCL itself would fail on this hardware (a scenario's link
+// down with no other path, every plane lost): a failed run, exit code 1,
+// with the reason.
+class OperationFailed : public GraphError {
+ public:
+  using GraphError::GraphError;
+};
+
 }  // namespace hcclsim

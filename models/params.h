@@ -87,6 +87,10 @@ struct CoreParams {
   int aiv = 0;                      // vector cores
   std::uint64_t aic_flops_per_s = 0;  // one AIC, fp16 multiply-add counted as 2 flops
   Bandwidth aiv_bandwidth;          // one AIV, bytes processed per second
+  // Not hardware: a what-if (a scenario's slow rank, docs/user-guide.md
+  // "Scenarios"): Compute tasks on this NPU take this many times the
+  // duration their builder gave them. 1: as given.
+  double compute_factor = 1.0;
 };
 
 // AI Vector cores moving data with their own loads and stores (HCCL's AIV

@@ -1,11 +1,13 @@
 #include "sim/scheduler.h"
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 #include <stdexcept>
 #include <systemc>
 
 #include "base/error.h"
+#include "base/json_reader.h"
 
 namespace hcclsim {
 
@@ -38,6 +40,7 @@ void Scheduler::compile(const TaskGraph& graph, TaskGraph* release) {
   if (release != nullptr) release->release_dependencies();
 
   const auto npus = static_cast<std::size_t>(platform_.npus());
+  const TaskJitter& jitter = platform_.spec().jitter;
   registers_used_.assign(npus, 0);
   flags_used_.assign(npus, 0);
   exec_ = ExecProgram{};
@@ -164,6 +167,25 @@ void Scheduler::compile(const TaskGraph& graph, TaskGraph* release) {
         e.span = t.duration;
         e.started_while_blocked = t.started_while_blocked;
         break;
+    }
+    // A scenario's what-ifs on durations (topologies/scenario.h): a slow
+    // rank's compute factor, then every task's jitter on its own span (a
+    // transfer's set-up, not its bytes' time on the links; a wait's span is
+    // its timeout and stays).
+    // A span they make longer than an input may give is refused, never
+    // saturated (sums of simulated time must stay far below 2^64 ps).
+    const Time given = e.span;
+    if (e.kind == ExecKind::Compute) {
+      const double factor = platform_.engine(rank).params().cores.compute_factor;
+      if (factor != 1.0) {
+        const double ps = std::floor(static_cast<double>(e.span.ps) * factor + 0.5);
+        e.span = Time{ps < static_cast<double>(kMaxInputTime.ps) ? static_cast<std::uint64_t>(ps) : ~0ULL};
+      }
+    }
+    if (e.kind != ExecKind::NotifyWait) e.span = jittered_span(jitter, id, e.span);
+    if (e.span > kMaxInputTime && e.span != given) {
+      throw InputError("option --scenario", graph.describe(id) + " would take longer than 10^6 s, the limit of one "
+                                            "task's time, under the scenario's compute factor or jitter");
     }
     exec_.push_back(e);
   }

@@ -306,6 +306,47 @@ void write_file_atomically(const std::string& option, const std::string& path, c
   }
 }
 
+const char* const kScenarioHelp =
+    "what-if scenario JSON (docs/user-guide.md, Scenarios; configs/scenarios/): links down or degraded (by kind, "
+    "ranks, server, A3 UB plane), NICs down, A3 planes lost, slow ranks, per-task jitter. Runs healthy, then under "
+    "the scenario, and reports both, the slowdown and the busiest links. Simplified: a link down is down from the "
+    "start (no detection, no HCCL operator retry); through a leaf/spine fabric (A3 UB planes, RoCE spines) traffic "
+    "takes the remaining spines; elsewhere (an A2 HCCS mesh link, a NIC) HCCL fails the operation: exit 1 with the "
+    "reason. Jitter scales each task's own duration (a transfer's set-up, compute, delays), not the links' time";
+
+void ScenarioOptions::declare(CLI::App& app, bool with_seed) {
+  app.add_option("--scenario", file, kScenarioHelp)->type_name("FILE");
+  samples_option = app.add_option("--samples", samples,
+                                  "with --scenario: draws of its random parts (jitter), reported as p50 / p90 / p99 / "
+                                  "max beside the healthy time (default 1; at most 10000)")
+                       ->type_name("N");
+  if (with_seed) {
+    seed_option = app.add_option("--seed", seed, "with --scenario: seed of its draws (default 1); same seed, same output")
+                      ->type_name("S");
+  }
+}
+
+std::optional<ScenarioSetup> ScenarioOptions::load(const TopologySpec& healthy, std::optional<std::uint64_t> seed_override) const {
+  if (!given()) {
+    for (const CLI::Option* o : {samples_option, seed_option}) {
+      if (o != nullptr && o->count() > 0) throw InputError("option " + o->get_name(), "needs --scenario FILE");
+    }
+    return std::nullopt;
+  }
+  if (samples < 1 || samples > 10000) {
+    throw InputError("option --samples", "expected a number of draws in [1, 10000], got " + std::to_string(samples));
+  }
+  ScenarioSetup setup;
+  setup.file = file;
+  setup.healthy = healthy;
+  const Scenario scenario = load_scenario(file);
+  setup.applied = apply_scenario(scenario, healthy);
+  setup.random = scenario.random();
+  setup.samples = samples;
+  setup.seed = seed_override ? *seed_override : parse_seed(seed);
+  return setup;
+}
+
 std::uint64_t parse_seed(const std::string& text) {
   const bool digits = !text.empty() && text.size() <= 20 &&
                       std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });

@@ -15,6 +15,7 @@
 #include <CLI/CLI.hpp>
 
 #include "sim/collectives/hierarchy.h"
+#include "sim/scenario/scenario_run.h"
 #include "base/error.h"
 #include "sim/trace.h"
 #include "topologies/platform.h"
@@ -48,6 +49,27 @@ struct TopologyOptions {
  private:
   TopologySpec load_spec(std::string* described) const;
 };
+
+// --scenario FILE with --samples N and --seed S (perf, moe, run; a `step`
+// command declares and loads it the same way and runs its workload through
+// run_scenario): what-if studies (topologies/scenario.h, docs/user-guide.md
+// "Scenarios"). moe has a --seed of its own (routing), which then seeds the
+// draws too: declare(app, false).
+struct ScenarioOptions {
+  std::string file;
+  int samples = 1;
+  std::string seed = "1";
+  CLI::Option* samples_option = nullptr;
+  CLI::Option* seed_option = nullptr;
+  void declare(CLI::App& app, bool with_seed = true);
+  bool given() const { return !file.empty(); }
+  // The setup on `healthy` (the scenario read and applied), or none without
+  // --scenario; `seed` replaces --seed when the command has its own. Errors
+  // name the scenario file and JSON path, or the option (InputError).
+  std::optional<ScenarioSetup> load(const TopologySpec& healthy, std::optional<std::uint64_t> seed = {}) const;
+};
+// The words a --help gives about scenarios (what is modelled, what is not).
+extern const char* const kScenarioHelp;
 
 // hccl_test's sweep options -b/--minbytes, -e/--maxbytes, -f/--stepfactor
 // (perf, recommend): sizes() is the sweep, its errors naming the option.

@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 
+#include "sim/link_usage.h"
 #include "sim/moe/moe.h"
 #include "sim/report/row_writer.h"
 #include "tools/cli_common.h"
@@ -32,8 +33,9 @@ class MoeCommand : public Command {
     app.add_option("--dtype", dtype_, "dispatch payload: int8 (default, per-token scale) | bf16")->type_name("D");
     app.add_option("--routing", p_.routing, "uniform (default) | balanced | zipf:S | file:F (expert ids per token)")
         ->type_name("R");
-    app.add_option("--seed", seed_, "seed of the uniform and zipf routings (default 1)")->type_name("S");
+    app.add_option("--seed", seed_, "seed of the uniform and zipf routings, and of --scenario's draws (default 1)")->type_name("S");
     topology_.declare(app);
+    scenario_.declare(app, false);  // --seed above seeds the draws too
     app.add_option("--format", format_,
                    "table | json | csv (default table); a json row's \"assumed\" lists the profile's assumed "
                    "constants its tasks used, a table ends with them")
@@ -66,10 +68,36 @@ class MoeCommand : public Command {
     std::vector<MoePhase> phases;
     if (phase_ != "combine") phases.push_back(MoePhase::Dispatch);
     if (phase_ != "dispatch") phases.push_back(MoePhase::Combine);
+    const std::optional<ScenarioSetup> scenario = scenario_.load(spec, p_.seed);
+    if (scenario && format_ == "csv") {
+      throw InputError("option --format", "--scenario's figures are in the table's footnote and json's \"scenario\"; "
+                                          "csv has no place for them: give --format table or json");
+    }
+    if (scenario && trace_out) {
+      throw InputError("option --trace", "--scenario runs each phase several times (healthy, then each draw); a "
+                                         "trace of one of them is not written: leave --trace out");
+    }
     WallClock clock;
     Platform platform(spec);
     TraceWriter trace;
-    const std::vector<MoeRun> runs = run_moe(platform, p_, phases, trace_out ? &trace : nullptr);
+    std::vector<MoeRun> runs;
+    std::vector<ScenarioOutcome> outcomes;  // per phase, under --scenario
+    if (!scenario) {
+      runs = run_moe(platform, p_, phases, trace_out ? &trace : nullptr);
+    } else {
+      LinkMeter meter(platform);
+      for (const MoePhase phase : phases) {
+        std::vector<MoeRun> draws;  // the healthy run, then each draw
+        outcomes.push_back(run_scenario(platform, *scenario, [&] {
+          meter.start();
+          draws.push_back(run_moe(platform, p_, {phase}, nullptr).front());
+          const Time time{static_cast<std::uint64_t>(std::llround(draws.back().time_us * 1e6))};
+          const LinkSummary busiest = meter.summary(time);
+          return ScenarioPoint{time, bottleneck_label(busiest.busiest, busiest.busiest_utilization)};
+        }));
+        runs.push_back(draws.at(1 + static_cast<std::size_t>(outcomes.back().p50_draw)));
+      }
+    }
     std::ostream& out = *ctx.out;
     auto phase_name = [](MoePhase ph) { return ph == MoePhase::Dispatch ? "dispatch" : "combine"; };
     if (format_ == "json") {
@@ -86,6 +114,7 @@ class MoeCommand : public Command {
                         {"routing", p_.routing}, {"topology", spec.name}, {"assumed", r.assumed}});
         // A normal-mode dispatch: its data kernel alone (a profiler's kernel time), mean over ranks.
         if (r.kernel_time_us > 0) rows.back()["kernel_time_us"] = round3(r.kernel_time_us);
+        if (!outcomes.empty()) rows.back()["scenario"] = scenario_json(outcomes[rows.size() - 1]);
       }
       out << rows.dump(2) << "\n";
     } else if (format_ == "csv") {
@@ -117,6 +146,13 @@ class MoeCommand : public Command {
       std::set<std::string> assumed;
       for (const MoeRun& r : runs) assumed.insert(r.assumed.begin(), r.assumed.end());
       out << assumed_footnote({assumed.begin(), assumed.end()}, spec.profile_file);
+      std::vector<const ScenarioOutcome*> rows;
+      std::vector<std::string> labels;
+      for (std::size_t i = 0; i < outcomes.size(); ++i) {
+        rows.push_back(&outcomes[i]);
+        labels.push_back(phase_name(runs[i].phase));
+      }
+      out << scenario_footnote(rows, labels, "phase", "time_us");
     }
     if (trace_out) {
       trace.write(trace_out->stream());
@@ -147,6 +183,7 @@ class MoeCommand : public Command {
   std::string dtype_ = "int8";
   std::string seed_ = "1";
   TopologyOptions topology_;
+  ScenarioOptions scenario_;
   std::string format_ = "table";
   std::string trace_file_;
   bool stats_ = false;

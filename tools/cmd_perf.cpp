@@ -80,11 +80,12 @@ class PerfCommand : public Command {
                    "record the command, version, input files and times for 'hcclsim check'")
         ->type_name("FILE");
     memory_limit_.declare(app);
+    scenario_.declare(app);
     app.add_option("--model", model_,
                    "detailed (default): the executor's task graph on the SystemC model; estimate: the same "
                    "executor's task order in closed form (ranks of one server each followed, else one "
-                   "representative rank; each step's flows at max-min shares), no SystemC, no data check, trace or "
-                   "link usage, milliseconds a point at 100,000 NPUs (an AlltoAll's first point up to about 25 ms on 2 cores: "
+                   "representative rank; each step's flows at max-min shares), no SystemC, no data check, trace, "
+                   "link usage or --scenario (refused, exit 2), milliseconds a point at 100,000 NPUs (an AlltoAll's first point up to about 25 ms on 2 cores: "
                    "it solves each step pattern's shares once for the sweep, on the machine's cores). Leaves out "
                    "flows of different steps "
                    "overlapping in time (AlltoAll counts neighbouring steps' flows as a share instead; beyond 64 "
@@ -108,6 +109,7 @@ class PerfCommand : public Command {
   std::string op_;
   TopologyOptions topology_;
   MemoryLimit memory_limit_;
+  ScenarioOptions scenario_;
   int ranks_ = 0;
   SizeSweepOptions sweep_;
   std::string dtype_ = "fp16";
@@ -226,6 +228,18 @@ int PerfCommand::run(CommandContext& ctx) {
     }
     req.check = false;
   }
+  const std::optional<ScenarioSetup> scenario = scenario_.load(spec);
+  if (scenario) {
+    if (estimate) {
+      throw InputError("option --scenario", "--model estimate has no scenarios (its closed forms take the healthy "
+                                            "links only); use --model detailed");
+    }
+    if (!trace_file_.empty()) {
+      throw InputError("option --trace", "--scenario runs each size several times (healthy, then each draw); a trace "
+                                         "of one of them is not written: leave --trace out");
+    }
+    if (ctx.group->size() > 1) throw InputError("option --scenario", "a scenario runs in one process; run without mpirun");
+  }
   // Refused before anything is allocated (docs/user-guide.md: limits); the estimate
   // allocates little but walks every HCCL-buffer loop.
   const std::string too_large =
@@ -316,6 +330,8 @@ int PerfCommand::run(CommandContext& ctx) {
       } catch (const std::invalid_argument& e) {
         throw InputError("option --model", e.what());
       }
+    } else if (scenario) {
+      run_perf_scenario(platform_kept_until_exit(spec), req, *scenario, on_row);
     } else {
       run_perf(platform_kept_until_exit(spec), req, trace_out ? &trace : nullptr, on_row);
     }

@@ -79,6 +79,7 @@ class RunCommand : public Command {
                    "(row,data_size,link,kind,bytes,busy_us,utilization,peak_flows)")
         ->type_name("FILE");
     memory_limit_.declare(app);
+    scenario_.declare(app);
     app.add_flag("--stats", stats_, "print wall time, tasks, events/s, peak memory and the 10 busiest links to stderr");
   }
   int run(CommandContext& ctx) override;
@@ -87,6 +88,7 @@ class RunCommand : public Command {
   std::string program_file_;
   TopologyOptions topology_;
   MemoryLimit memory_limit_;
+  ScenarioOptions scenario_;
   std::string format_ = "table";
   std::string trace_file_;
   std::string baseline_file_;
@@ -103,6 +105,7 @@ int RunCommand::run(CommandContext& ctx) {
     throw InputError("option --format", "unknown format '" + format + "'; expected table or json");
   }
 
+  const std::optional<ScenarioSetup> scenario = scenario_.load(spec);
   const std::string too_large =
       footprint_problem(Footprint{0, static_cast<std::uint64_t>(spec.npus) * kPlatformBytesPerNpu},
                         "a platform of " + std::to_string(spec.npus) + " NPUs", memory_limit_.bytes());
@@ -133,8 +136,30 @@ int RunCommand::run(CommandContext& ctx) {
   Platform& platform = platform_kept_until_exit(spec);
   Scheduler scheduler(platform);
   LinkMeter meter(platform);
+  // Under a scenario: healthy, then each draw; what follows (handles,
+  // critical path, trace, links) is the p50 draw, run once more.
+  std::optional<ScenarioOutcome> outcome;
+  if (scenario) {
+    outcome = run_scenario(platform, *scenario, [&] {
+      meter.start();
+      const RunResult r = scheduler.run(built.graph);
+      const LinkSummary busiest = meter.summary(r.elapsed());
+      return ScenarioPoint{r.elapsed(), bottleneck_label(busiest.busiest, busiest.busiest_utilization)};
+    });
+    set_scenario_draw(platform, *scenario, outcome->p50_draw);
+  }
   meter.start();
-  const RunResult result = scheduler.run(built.graph);
+  RunResult result = scheduler.run(built.graph);
+  if (outcome) {
+    // Run after the others, later in simulated time: its times from its own start, as a run alone.
+    const Time begin = result.begin;
+    for (TaskTiming& t : result.timings) {
+      if (t.started) t.start = t.start - begin;
+      if (t.finished) t.end = t.end - begin;
+    }
+    result.end = result.end - begin;
+    result.begin = Time{};
+  }
   const std::vector<LinkUsage> links = meter.stop(result.elapsed());
   if (links_out) {
     write_links_csv_header(links_out->stream());
@@ -221,6 +246,7 @@ int RunCommand::run(CommandContext& ctx) {
                        {"total_us", std::stod(format_us(result.elapsed(), 6))},
                        {"links", link_summary_json(meter.summary(result.elapsed()))},
                        {"assumed", assumed_constants_used(result.constants, spec)}};
+    if (outcome) doc["scenario"] = scenario_json(*outcome);
     doc["handles"] = nlohmann::json::array();
     for (const Program::HandleInfo& h : built.handles) {
       const Span s = span_of(h.tasks);
@@ -300,6 +326,7 @@ int RunCommand::run(CommandContext& ctx) {
                   c.kernel.c_str(), c.params.ep);
     }
     out << assumed_footnote(assumed_constants_used(result.constants, spec), spec.profile_file);
+    if (outcome) out << scenario_footnote({&*outcome}, {loaded.name}, "program", "total_time_us");
     for (const auto& q : built.queries) {
       out << "query: rank " << q.rank << " domain " << q.domain << " handle " << handle_name(q.domain, q.handle)
                 << " at " << format_us(result.timings[q.task].start) << " us: " << completed_at(q)

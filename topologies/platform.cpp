@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <stdexcept>
 
+#include "base/error.h"
+
 namespace hcclsim {
 
 namespace {
@@ -18,6 +20,9 @@ ChannelParams aiv_port_params(const NpuParams& npu) {
 }
 std::string node_name(int node, int npus) {
   return node < npus ? "npu" + std::to_string(node) : "switch" + std::to_string(node - npus);
+}
+bool any_link_down(const TopologySpec& spec) {
+  return std::any_of(spec.links.begin(), spec.links.end(), [](const LinkSpec& l) { return l.down; });
 }
 }  // namespace
 
@@ -60,7 +65,8 @@ Platform::Platform(const TopologySpec& spec) : spec_(spec), clock_(std::make_uni
   }
   for (int n = 0; n < spec.npus; ++n) {
     const std::string name = "npu" + std::to_string(n);
-    engines_.push_back(std::make_unique<TaskEngine>((name + "_engine").c_str(), n, spec.npu, *network_, *clock_));
+    engines_.push_back(
+        std::make_unique<TaskEngine>((name + "_engine").c_str(), n, npu_params_of(spec, n), *network_, *clock_));
     local_memory_.push_back(
         std::make_unique<Channel>((name + "_memory").c_str(), spec.npu.local_memory, name + " local memory", *clock_));
   }
@@ -85,6 +91,9 @@ Platform::Platform(const TopologySpec& spec) : spec_(spec), clock_(std::make_uni
       }
     }
   }
+  any_down_ = any_link_down(spec_);
+  down_.assign(spec_.links.size(), 0);
+  for (std::size_t i = 0; i < spec_.links.size(); ++i) down_[i] = spec_.links[i].down ? 1 : 0;
   if (flows != nullptr) {
     for (const auto& c : local_memory_) flows->add_channel(*c);
     for (const auto& c : channels_) flows->add_channel(*c);
@@ -114,7 +123,7 @@ void Platform::set_parameters(const TopologySpec& spec) {
       throw std::invalid_argument(where + "fabric '" + a.kind + "' differs");
     }
   }
-  for (const auto& engine : engines_) engine->set_params(spec.npu);
+  for (int n = 0; n < spec.npus; ++n) engines_[static_cast<std::size_t>(n)]->set_params(npu_params_of(spec, n));
   for (const auto& memory : local_memory_) memory->set_params(spec.npu.local_memory);
   if ((spec.npu.aiv.remote_bandwidth.bytes_per_s != 0) != !aiv_ports_.empty()) {
     throw std::invalid_argument(where + "npu.aiv.remote_bandwidth is given in one profile and not in the other");
@@ -125,7 +134,23 @@ void Platform::set_parameters(const TopologySpec& spec) {
     channels_[2 * i + 1]->set_params(spec.links[i].params);
     spec_.links[i].params = spec.links[i].params;
   }
+  // Links down or up again: routes are found anew, in a cache of their own
+  // per set of links down (a route handed out stays valid for the platform's life).
+  std::vector<char> down(spec.links.size(), 0);
+  for (std::size_t i = 0; i < spec.links.size(); ++i) down[i] = spec.links[i].down ? 1 : 0;
+  if (down != down_) {
+    route_caches_[down_] = RouteCaches{std::move(routes_), std::move(aiv_routes_)};
+    RouteCaches& next = route_caches_[down];
+    routes_ = std::move(next.routes);
+    aiv_routes_ = std::move(next.aiv_routes);
+    next = RouteCaches{};
+    for (std::size_t i = 0; i < spec.links.size(); ++i) spec_.links[i].down = spec.links[i].down;
+    down_ = std::move(down);
+    any_down_ = any_link_down(spec_);
+  }
   spec_.npu = spec.npu;
+  spec_.npu_overrides = spec.npu_overrides;
+  spec_.jitter = spec.jitter;
   if (flows_ != nullptr) flows_->reread_channels();
 }
 
@@ -152,7 +177,9 @@ const std::vector<Channel*>& Platform::route(int src, int dst) {
   if (src == dst) {
     path.push_back(local_memory_.at(static_cast<std::size_t>(src)).get());
   } else {
-    for (const int index : finder_.path(src, dst)) path.push_back(channels_[static_cast<std::size_t>(index)].get());
+    std::vector<int> indices = finder_.path(src, dst);
+    if (any_down_) indices = path_around_down(src, dst, indices);
+    for (const int index : indices) path.push_back(channels_[static_cast<std::size_t>(index)].get());
     if (path.empty()) {
       throw std::invalid_argument("no link path from npu" + std::to_string(src) + " to npu" + std::to_string(dst) +
                                   " in topology '" + spec_.name + "'");
@@ -171,6 +198,52 @@ const std::vector<Channel*>& Platform::aiv_route(int src, int dst) {
   path.insert(path.end(), links.begin(), links.end());
   path.push_back(aiv_ports_[2 * static_cast<std::size_t>(dst) + 1].get());
   return aiv_routes_.emplace(key, std::move(path)).first->second;
+}
+
+std::vector<int> Platform::path_around_down(int src, int dst, const std::vector<int>& path) const {
+  const auto link_of = [this](int channel) -> const LinkSpec& { return spec_.links[static_cast<std::size_t>(channel / 2)]; };
+  const auto from_of = [&](int channel) { return channel % 2 == 0 ? link_of(channel).a : link_of(channel).b; };
+  const auto to_of = [&](int channel) { return channel % 2 == 0 ? link_of(channel).b : link_of(channel).a; };
+  const auto down = [&](int channel) { return channel >= 0 && link_of(channel).down; };
+  int first_down = -1;
+  for (std::size_t i = 0; i < path.size() && first_down < 0; ++i) {
+    if (down(path[i])) first_down = static_cast<int>(i);
+  }
+  if (first_down < 0) return path;
+  // Through a leaf/spine fabric (NPU -> leaf -> spine -> leaf -> NPU) with
+  // only the spine's links down: another spine both leaves reach, picked
+  // by a hash of (src, dst) among those left (ECMP over the remaining planes).
+  if (path.size() == 4 && !down(path[0]) && !down(path[3])) {
+    const int leaf_src = from_of(path[1]);
+    const int leaf_dst = to_of(path[2]);
+    for (const FabricSpec& fabric : spec_.fabrics) {
+      const auto n = static_cast<std::size_t>(leaf_src);
+      const auto m = static_cast<std::size_t>(leaf_dst);
+      if (n >= fabric.spines_of.size() || m >= fabric.spines_of.size()) continue;
+      const std::vector<int>& spines = fabric.spines_of[n];
+      if (std::find(spines.begin(), spines.end(), to_of(path[1])) == spines.end()) continue;
+      std::vector<std::pair<int, int>> left;  // (up, down) through each spine still reachable
+      for (const int spine : spines) {
+        const std::vector<int>& other = fabric.spines_of[m];
+        if (std::find(other.begin(), other.end(), spine) == other.end()) continue;
+        const int up = finder_.channel(leaf_src, spine);
+        const int across = finder_.channel(spine, leaf_dst);
+        if (up >= 0 && across >= 0 && !down(up) && !down(across)) left.emplace_back(up, across);
+      }
+      if (left.empty()) break;
+      const auto& [up, across] = left[RouteFinder::spine_pick(src, dst, left.size())];
+      return {path[0], up, across, path[3]};
+    }
+  }
+  const LinkSpec& broken = link_of(path[static_cast<std::size_t>(first_down)]);
+  const bool nic = broken.kind == "roce" && (broken.a < spec_.npus || broken.b < spec_.npus);
+  throw OperationFailed("npu" + std::to_string(src) + " cannot reach npu" + std::to_string(dst) + ": " + broken.kind +
+                        " link " + node_name(broken.a, spec_.npus) + "<->" + node_name(broken.b, spec_.npus) +
+                        " is down and no other path joins them (HCCL does not relay through another NPU, and no "
+                        "spine of a fabric is left around it), so HCCL fails the operation" +
+                        (nic ? std::string(" (a NIC down: HCCL's failover to the other die's NIC, A3 between "
+                                           "supernodes with HCCL_OP_RETRY_ENABLE L2:1, is not modelled)")
+                             : std::string()));
 }
 
 std::uint64_t Platform::activations() const {

@@ -30,6 +30,8 @@ class Platform {
   // counts of SDMA engines and cores) with other constants, e.g. read from
   // an edited profile (`hcclsim calibrate`). Between runs only. Throws
   // std::invalid_argument naming what differs.
+  // A scenario's link states (LinkSpec::down), NPU overrides and jitter
+  // change with it (the routes are then found again).
   void set_parameters(const TopologySpec& spec);
   const TopologySpec& spec() const { return spec_; }
   TaskEngine& engine(int npu) { return *engines_.at(static_cast<std::size_t>(npu)); }
@@ -46,7 +48,10 @@ class Platform {
   // leaf) -> NPU; else the fewest-hop path over links (ties broken by lowest
   // node id). Cached: each pair is resolved once, and the returned reference
   // stays valid for the platform's life. Throws std::invalid_argument when no
-  // path exists.
+  // path exists. A path crossing a link that is down (a scenario's) is
+  // routed around it through the other spines of its fabric, as ECMP over
+  // the remaining planes does; where no such spine is left, or the link is
+  // not a fabric's, throws OperationFailed (HCCL fails the operation).
   const std::vector<Channel*>& route(int src, int dst);
   // The channels an AIV move from `src`'s memory to `dst`'s crosses: with a
   // profile's npu.aiv.remote_bandwidth, between two NPUs, src's AIV out
@@ -75,6 +80,15 @@ class Platform {
   RouteFinder finder_;  // over spec_: channel index 2i / 2i + 1 is link i's direction
   std::unordered_map<std::uint64_t, std::vector<Channel*>> routes_;  // key: src << 32 | dst
   std::unordered_map<std::uint64_t, std::vector<Channel*>> aiv_routes_;
+  bool any_down_ = false;  // some link is down: routes are checked against it
+  std::vector<char> down_;  // per link, as last set (empty: as elaborated, none down)
+  struct RouteCaches {
+    std::unordered_map<std::uint64_t, std::vector<Channel*>> routes;
+    std::unordered_map<std::uint64_t, std::vector<Channel*>> aiv_routes;
+  };
+  std::map<std::vector<char>, RouteCaches> route_caches_;  // of the other sets of links down
+  // finder_'s path from src to dst around the links that are down, or why not.
+  std::vector<int> path_around_down(int src, int dst, const std::vector<int>& path) const;
 };
 
 }  // namespace hcclsim

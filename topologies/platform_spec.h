@@ -5,10 +5,12 @@
 #pragma once
 
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "models/link/network.h"
+#include "models/npu/task_timing.h"
 #include "models/params.h"
 
 namespace hcclsim {
@@ -20,6 +22,11 @@ struct LinkSpec {
   int b = 0;
   std::string kind;          // "hccs", "sio", "ub", "roce"
   ChannelParams params;
+  // A scenario's link down (topologies/scenario.h): no route may cross it.
+  // Through a leaf/spine fabric traffic takes another spine both leaves
+  // reach (an A3 UB plane lost); elsewhere the operation fails as HCCL's
+  // would (Platform::route throws OperationFailed).
+  bool down = false;
 };
 
 // A leaf/spine fabric (RoCE between servers, or the UB switches of an A3
@@ -53,7 +60,18 @@ struct TopologySpec {
   // flow model by default, or segments stepping every channel.
   NetworkModel network = NetworkModel::Flow;
   FlowBatching flow_batching;               // the flow model's one approximation (network.h)
+  // A scenario's what-ifs on the NPUs (topologies/scenario.h): the
+  // parameters of the NPUs that differ from `npu` (slow ranks), and the
+  // jitter of every task's duration. Empty / inactive without a scenario.
+  std::map<int, NpuParams> npu_overrides;
+  TaskJitter jitter;
 };
+
+// The parameters of NPU `npu`: its override, else spec.npu.
+inline const NpuParams& npu_params_of(const TopologySpec& spec, int npu) {
+  const auto found = spec.npu_overrides.find(npu);
+  return found == spec.npu_overrides.end() ? spec.npu : found->second;
+}
 
 // The segment model's granularity on every channel, links and on-chip
 // memory alike (a flow uses the smallest along its path). Below this a run

@@ -137,6 +137,21 @@ class RouteFinder {
   // Made on the first call (not for concurrent first calls).
   const LeafSpineRoutes& leaf_spine_routes() const;
   const TopologySpec& spec() const { return *spec_; }
+  // ECMP's pick among `count` spines for (src, dst): a fixed mix of the
+  // pair (splitmix64's finalizer), so that a pair always takes the same
+  // spine and different pairs spread over the spines, modulo count
+  // (inline: a pairwise step routes thousands of pairs). Also the pick
+  // among the spines left when some are down (Platform::route).
+  static std::size_t spine_pick(int src, int dst, std::size_t count) {
+    std::uint64_t x = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(src)) << 32) |
+                      static_cast<std::uint32_t>(dst);
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    const std::uint64_t hash = x ^ (x >> 31);
+    // (A power of two, as most spine counts are, without the division.)
+    return static_cast<std::size_t>((count & (count - 1)) == 0 ? hash & (count - 1) : hash % count);
+  }
 
  private:
   // Through spine k of the spines both leaves reach: the channels leaf -> spine k and spine k -> other leaf.
@@ -252,20 +267,6 @@ class RouteFinder {
     if (f < 0) return false;
     const std::vector<int>& leaf_of = spec_->fabrics[static_cast<std::size_t>(f)].leaf_of;
     return s < leaf_of.size() && d < leaf_of.size() && fabric_path(static_cast<std::size_t>(f), src, dst, out);
-  }
-  // ECMP's pick among `count` spines for (src, dst): a fixed mix of the
-  // pair (splitmix64's finalizer), so that a pair always takes the same
-  // spine and different pairs spread over the spines, modulo count
-  // (inline: a pairwise step routes thousands of pairs).
-  static std::size_t spine_pick(int src, int dst, std::size_t count) {
-    std::uint64_t x = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(src)) << 32) |
-                      static_cast<std::uint32_t>(dst);
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    const std::uint64_t hash = x ^ (x >> 31);
-    // (A power of two, as most spine counts are, without the division.)
-    return static_cast<std::size_t>((count & (count - 1)) == 0 ? hash & (count - 1) : hash % count);
   }
   // A leaf's channels to and from each of its spines, in spines_of order:
   // leaf_spine_hops_[first .. first + count), each (leaf -> spine, spine -> leaf).

@@ -419,4 +419,29 @@ std::vector<PerfRow> run_perf(Platform& platform, const PerfRequest& request, Tr
   return rows;
 }
 
+std::vector<PerfRow> run_perf_scenario(Platform& platform, const PerfRequest& request, const ScenarioSetup& setup,
+                                       const PerfRowCallback& on_row) {
+  std::vector<PerfRow> rows;
+  for (const std::uint64_t size : request.sizes) {
+    PerfRequest one = request;
+    one.sizes = {size};
+    std::vector<PerfRow> runs;  // the healthy run, then each draw
+    const ScenarioOutcome outcome = run_scenario(platform, setup, [&] {
+      runs.push_back(run_perf(platform, one).front());
+      const LinkSummary& links = runs.back().link_summary;
+      return ScenarioPoint{runs.back().time, bottleneck_label(links.busiest, links.busiest_utilization)};
+    });
+    double seconds = 0;
+    for (const PerfRow& r : runs) seconds += r.seconds;
+    std::size_t p50 = 1;
+    while (p50 + 1 < runs.size() && runs[p50].time != outcome.p50) ++p50;
+    PerfRow row = std::move(runs[p50]);
+    row.scenario = outcome;
+    row.seconds = seconds;
+    rows.push_back(std::move(row));
+    if (on_row) on_row(rows.size() - 1, rows.back());
+  }
+  return rows;
+}
+
 }  // namespace hcclsim

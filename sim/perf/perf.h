@@ -14,6 +14,7 @@
 #include "sim/collectives/hierarchy.h"
 #include "sim/executors/executor.h"
 #include "sim/link_usage.h"
+#include "sim/scenario/scenario_run.h"
 #include "sim/task_graph.h"
 #include "sim/trace.h"
 #include "topologies/platform.h"
@@ -71,6 +72,9 @@ struct PerfRow {
   // The profile's assumed constants the row's tasks paid, as dotted paths,
   // sorted (sim/used_constants.h; README "Assumed constants").
   std::vector<std::string> assumed;
+  // With --scenario: the healthy time beside the scenario's draws (`time`
+  // is then their p50), what changed and the busiest links.
+  std::optional<ScenarioOutcome> scenario;
 };
 
 // Elements per rank (hccl_test's count) for a requested data_size, rounded
@@ -139,6 +143,13 @@ using PerfRowCallback = std::function<void(std::size_t index, const PerfRow& row
 // algorithm, never the user's input).
 std::vector<PerfRow> run_perf(Platform& platform, const PerfRequest& request, TraceWriter* trace = nullptr,
                               const PerfRowCallback& on_row = {});
+
+// run_perf under a scenario (sim/scenario/scenario_run.h): each size on
+// the healthy parameters, then the scenario's draws; each row is the p50
+// draw's, with PerfRow::scenario filled. OperationFailed when HCCL would
+// fail the operation under the scenario.
+std::vector<PerfRow> run_perf_scenario(Platform& platform, const PerfRequest& request, const ScenarioSetup& setup,
+                                       const PerfRowCallback& on_row = {});
 
 // `--model estimate`: the same rows from the executors' closed forms
 // (sim/estimate), without SystemC and without a data check ("skipped").

@@ -1,14 +1,16 @@
 #include "sim/report/row_transport.h"
 
 #include "sim/report/link_stats.h"
+#include "sim/report/row_writer.h"
 
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
 namespace hcclsim {
 
+
 std::string serialize_perf_row(const PerfRow& r) {
-  const nlohmann::json j{{"op_name", r.op_name},
+  nlohmann::json j{{"op_name", r.op_name},
                          {"op", coll_op_name(r.op)},
                          {"ranks", r.ranks},
                          {"dtype", data_type_name(r.dtype)},
@@ -30,6 +32,7 @@ std::string serialize_perf_row(const PerfRow& r) {
                          {"link_summary", link_summary_json(r.link_summary)},
                          {"links", link_usages_json(r.links)},
                          {"assumed", r.assumed}};
+  if (r.scenario) j["scenario"] = scenario_json(*r.scenario);  // its times in us to the ps: exact
   return j.dump();  // nlohmann writes doubles with 17 significant digits: they read back exactly
 }
 
@@ -63,6 +66,7 @@ PerfRow deserialize_perf_row(const std::string& text) {
     r.link_summary = link_summary_from_json(j.at("link_summary"));
     r.links = link_usages_from_json(j.at("links"));
     r.assumed = j.at("assumed").get<std::vector<std::string>>();
+    if (j.contains("scenario")) r.scenario = scenario_from_json(j.at("scenario"));
     return r;
   } catch (const nlohmann::json::exception& e) {
     throw std::invalid_argument(std::string("malformed row from a worker: ") + e.what());

@@ -2,6 +2,7 @@
 
 #include "sim/report/link_stats.h"
 
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 
@@ -76,17 +77,96 @@ std::optional<RowFormat> parse_row_format(const std::string& name) {
   return std::nullopt;
 }
 
-std::vector<std::string> perf_csv_columns() {
-  return {"op",         "ranks",   "dtype",     "reduce_op",  "algo",       "count",       "input_bytes",
+std::vector<std::string> perf_csv_columns(bool scenario) {
+  std::vector<std::string> columns{"op",         "ranks",   "dtype",     "reduce_op",  "algo",       "count",       "input_bytes",
           "output_bytes", "data_size", "time_us", "algbw_GBps", "busbw_GBps", "check_result", "executor", "model"};
+  if (scenario) {
+    for (const char* c : {"healthy_us", "p50_us", "p90_us", "p99_us", "max_us", "slowdown", "bottleneck"}) columns.push_back(c);
+  }
+  return columns;
 }
 
-std::vector<std::string> perf_csv_fields(const PerfRow& r) {
-  std::string check = r.check;
-  for (char& c : check) {
+nlohmann::json scenario_json(const ScenarioOutcome& s) {
+  const auto us = [](Time t) { return std::stod(format_us(t, 6)); };
+  nlohmann::json times = nlohmann::json::array();
+  for (const Time t : s.times) times.push_back(us(t));
+  return {{"file", s.file},
+          {"changes", s.changes},
+          {"samples", s.samples},
+          {"seed", s.seed},
+          {"random", s.random},
+          {"healthy_time_us", us(s.healthy)},
+          {"p50_us", us(s.p50)},
+          {"p90_us", us(s.p90)},
+          {"p99_us", us(s.p99)},
+          {"max_us", us(s.max)},
+          {"times_us", times},
+          {"slowdown", std::stod(format_fixed(s.slowdown, 6))},
+          {"healthy_bottleneck", s.healthy_bottleneck},
+          {"bottleneck", s.bottleneck}};
+}
+
+ScenarioOutcome scenario_from_json(const nlohmann::json& j) {
+  const auto time = [&](const char* key) { return Time{static_cast<std::uint64_t>(std::llround(j.at(key).get<double>() * 1e6))}; };
+  ScenarioOutcome s;
+  s.file = j.at("file").get<std::string>();
+  s.changes = j.at("changes").get<std::vector<std::string>>();
+  s.samples = j.at("samples").get<int>();
+  s.seed = j.at("seed").get<std::uint64_t>();
+  s.random = j.at("random").get<bool>();
+  s.healthy = time("healthy_time_us");
+  for (const double us : j.at("times_us").get<std::vector<double>>()) {
+    s.times.push_back(Time{static_cast<std::uint64_t>(std::llround(us * 1e6))});
+  }
+  s.p50 = time("p50_us");
+  s.p90 = time("p90_us");
+  s.p99 = time("p99_us");
+  s.max = time("max_us");
+  s.slowdown = j.at("slowdown").get<double>();
+  s.healthy_bottleneck = j.at("healthy_bottleneck").get<std::string>();
+  s.bottleneck = j.at("bottleneck").get<std::string>();
+  return s;
+}
+
+std::string scenario_footnote(const std::vector<const ScenarioOutcome*>& rows, const std::vector<std::string>& labels,
+                              const std::string& label_heading, const std::string& time_column) {
+  if (rows.empty()) return "";
+  const ScenarioOutcome& first = *rows.front();
+  std::string out = "# scenario " + first.file + ": ";
+  for (std::size_t i = 0; i < first.changes.size(); ++i) out += (i ? "; " : "") + first.changes[i];
+  out += "\n# " + (first.random ? std::to_string(first.samples) + " draws, seed " + std::to_string(first.seed) +
+                                      "; " + time_column + " above is their p50 (nearest rank)"
+                                : "no random part: one run; " + time_column + " above is its time");
+  out += "\n";
+  char line[512];
+  std::snprintf(line, sizeof line, "# %14s %12s %12s %12s %12s %12s %9s  %s\n", label_heading.c_str(), "healthy_us", "p50_us",
+                "p90_us", "p99_us", "max_us", "slowdown", "bottleneck (healthy -> scenario)");
+  out += line;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const ScenarioOutcome& s = *rows[i];
+    std::snprintf(line, sizeof line, "# %14s %12s %12s %12s %12s %12s %9.4f  %s -> %s\n",
+                  labels[i].c_str(), format_us(s.healthy).c_str(), format_us(s.p50).c_str(),
+                  format_us(s.p90).c_str(), format_us(s.p99).c_str(), format_us(s.max).c_str(), s.slowdown,
+                  s.healthy_bottleneck.empty() ? "none" : s.healthy_bottleneck.c_str(),
+                  s.bottleneck.empty() ? "none" : s.bottleneck.c_str());
+    out += line;
+  }
+  return out;
+}
+
+namespace {
+// CSV-safe: commas and newlines become ';'.
+std::string csv_safe(std::string text) {
+  for (char& c : text) {
     if (c == ',' || c == '\n') c = ';';
   }
-  return {r.op_name,
+  return text;
+}
+}  // namespace
+
+std::vector<std::string> perf_csv_fields(const PerfRow& r) {
+  const std::string check = csv_safe(r.check);
+  std::vector<std::string> fields{r.op_name,
           std::to_string(r.ranks),
           data_type_name(r.dtype),
           reduce_op_name(r.reduce_op),
@@ -101,10 +181,17 @@ std::vector<std::string> perf_csv_fields(const PerfRow& r) {
           check,
           r.executor,
           r.model};
+  if (r.scenario) {
+    const ScenarioOutcome& sc = *r.scenario;
+    for (const Time t : {sc.healthy, sc.p50, sc.p90, sc.p99, sc.max}) fields.push_back(format_us(t, 6));
+    fields.push_back(format_fixed(sc.slowdown, 6));
+    fields.push_back(csv_safe(sc.bottleneck));
+  }
+  return fields;
 }
 
 nlohmann::json perf_row_json(const PerfRow& r) {
-  return {{"op", r.op_name},
+  nlohmann::json j{{"op", r.op_name},
           {"ranks", r.ranks},
           {"dtype", data_type_name(r.dtype)},
           {"reduce_op", reduce_op_name(r.reduce_op)},
@@ -122,6 +209,8 @@ nlohmann::json perf_row_json(const PerfRow& r) {
           {"tasks", r.tasks},
           {"links", link_summary_json(r.link_summary)},
           {"assumed", r.assumed}};
+  if (r.scenario) j["scenario"] = scenario_json(*r.scenario);
+  return j;
 }
 
 void JsonArrayStream::add(const nlohmann::json& element) {
@@ -165,7 +254,7 @@ void RowWriter::header(const PerfRow* first) {
     case RowFormat::Table:
       out_ << "# " << table_heading_ << ", " << (first ? first->algo : "") << "\n" << table_header();
       break;
-    case RowFormat::Csv: out_ << join_csv(perf_csv_columns()) << "\n"; break;
+    case RowFormat::Csv: out_ << join_csv(perf_csv_columns(first != nullptr && first->scenario)) << "\n"; break;
     case RowFormat::HcclTest: out_ << hccl_test_preamble(preamble_) << hccl_test_header(); break;
     case RowFormat::Json:
     case RowFormat::JsonLines: break;
@@ -178,6 +267,10 @@ void RowWriter::row(const PerfRow& r) {
     case RowFormat::Table:
       out_ << table_row(r);
       assumed_.insert(r.assumed.begin(), r.assumed.end());
+      if (r.scenario) {
+        scenarios_.push_back(*r.scenario);
+        scenario_labels_.push_back(std::to_string(r.data_size));
+      }
       break;
     case RowFormat::Csv: out_ << join_csv(perf_csv_fields(r)) << "\n"; break;
     case RowFormat::HcclTest: out_ << hccl_test_row(r); break;
@@ -195,6 +288,9 @@ void RowWriter::finish() {
   if (format_ == RowFormat::Json) json_.finish();
   if (format_ == RowFormat::Table && rows_ > 0) {
     out_ << assumed_footnote(std::vector<std::string>(assumed_.begin(), assumed_.end()), profile_file_);
+    std::vector<const ScenarioOutcome*> scenarios;
+    for (const ScenarioOutcome& s : scenarios_) scenarios.push_back(&s);
+    out_ << scenario_footnote(scenarios, scenario_labels_, "data_size", "aveg_time");
   }
   out_.flush();
 }

@@ -23,10 +23,22 @@ std::optional<RowFormat> parse_row_format(const std::string& name);
 
 // The columns of the CSV format and one row's fields (CSV-safe: commas and
 // newlines in check_result become ';').
-std::vector<std::string> perf_csv_columns();
+// With `scenario`, the columns of PerfRow::scenario follow.
+std::vector<std::string> perf_csv_columns(bool scenario = false);
 std::vector<std::string> perf_csv_fields(const PerfRow& row);
 // One row as the JSON format writes it.
 nlohmann::json perf_row_json(const PerfRow& row);
+// A row's scenario (its "scenario" field), and the lines a table ends with
+// under --scenario: what changed, then per row the healthy time, the
+// draws' p50 / p90 / p99 / max, the slowdown and the busiest links.
+nlohmann::json scenario_json(const ScenarioOutcome& scenario);
+// Back from scenario_json (its times in us with 6 decimals are exact to the
+// ps; p50_draw is not carried). Throws nlohmann::json::exception.
+ScenarioOutcome scenario_from_json(const nlohmann::json& j);
+// `labels` name the rows (under `label_heading`); `time_column` is the
+// column of the table above that shows each row's p50.
+std::string scenario_footnote(const std::vector<const ScenarioOutcome*>& rows, const std::vector<std::string>& labels,
+                              const std::string& label_heading, const std::string& time_column);
 
 // hccl_test prints "the minbytes is B, maxbytes is E, iters is N, warmup_iters
 // is W" before its table; the HcclTest format repeats it.
@@ -71,6 +83,8 @@ class RowWriter {
   HcclTestPreamble preamble_;
   std::string profile_file_;
   std::set<std::string> assumed_;   // every row's, for the table's footnote
+  std::vector<ScenarioOutcome> scenarios_;        // every row's under --scenario, for the footnote
+  std::vector<std::string> scenario_labels_;
   JsonArrayStream json_;
   std::size_t rows_ = 0;
   bool finished_ = false;

@@ -13,15 +13,6 @@ CASES=(table_a2_server json_best_reproduced_by_perf json_best_reproduced_cloudma
 start_cases
 
 fail=0
-check() {  # check DESCRIPTION COMMAND...: fails the case unless COMMAND succeeds
-  local what=$1
-  shift
-  if ! "$@"; then
-    echo "FAIL: $what" >&2
-    fail=1
-  fi
-}
-contains() { grep -qF -- "$2" "$1"; }
 expect_rc=0
 expect=()
 # best_reproduced JSON TOPOLOGY ROWS: every row has the fields, a best no
@@ -132,14 +123,6 @@ case "$name" in
       check "recommend --help lists $opt" contains "$tmp/out.txt" "$opt"
     done
     check "--help says which model is the default" contains "$tmp/out.txt" "else detailed" ;;
-  *)
-    echo "unknown case '$name'; known: ${CASES[*]}" >&2
-    exit 2 ;;
+  *) unknown_case ;;
 esac
-
-if [ $fail -ne 0 ]; then
-  echo "--- stdout"; head -c 3000 "$tmp/out.txt" 2>/dev/null
-  echo "--- stderr"; head -c 3000 "$tmp/err.txt" 2>/dev/null
-  exit 1
-fi
-echo "ok: $name"
+finish_case

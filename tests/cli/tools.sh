@@ -18,16 +18,6 @@ CASES=(hccl_test_command_line hccl_test_layout hccl_test_no_check hccl_test_p_on
 start_cases
 
 fail=0
-check() {  # check DESCRIPTION COMMAND...: fails the case unless COMMAND succeeds
-  local what=$1
-  shift
-  if ! "$@"; then
-    echo "FAIL: $what" >&2
-    fail=1
-  fi
-}
-contains() { grep -qF -- "$2" "$1"; }
-differs() { ! cmp -s "$1" "$2"; }
 # run_case (tests/lib/run_case.sh) resets `fail`; keep the failures found before it.
 run_case_too() {
   local before=$fail
@@ -377,14 +367,6 @@ JSON
     check "a run the command refuses exits 2 (got $rc)" [ $rc -eq 2 ]
     check "with the command's message" contains "$tmp/err2.txt" "--ranks"
     check "and no picture" [ ! -e "$tmp/x.png" ] ;;
-  *)
-    echo "unknown case '$name'; known: ${CASES[*]}" >&2
-    exit 2 ;;
+  *) unknown_case ;;
 esac
-
-if [ $fail -ne 0 ]; then
-  echo "--- stdout"; head -c 3000 "$tmp/out.txt" 2>/dev/null
-  echo "--- stderr"; head -c 3000 "$tmp/err.txt" 2>/dev/null
-  exit 1
-fi
-echo "ok: $name"
+finish_case

@@ -1,8 +1,9 @@
 // Fuzzing target over hcclsim's input readers: hardware profiles, topologies,
 // program files, HCCL rank tables, sweep grids, the command-line parser,
 // hcclsim import's hccl_test logs and torch_npu communication.json files,
-// measurement files (validate, calibrate), baselines (check) and MoE routing
-// files (moe --routing file:F).
+// measurement files (validate, calibrate), baselines (check), MoE routing
+// files (moe --routing file:F) and scenarios (--scenario, read and applied
+// to an A2 cluster or a CloudMatrix384 of two servers).
 // The first byte of an input picks the reader, the rest is the file (or, for
 // the command line, the words separated by newlines). A reader may refuse an
 // input only with the exceptions that hcclsim reports as bad input
@@ -45,6 +46,7 @@
 #include "topologies/cluster.h"
 #include "topologies/config.h"
 #include "topologies/rank_table.h"
+#include "topologies/scenario.h"
 
 namespace fs = std::filesystem;
 using namespace hcclsim;
@@ -92,7 +94,18 @@ const HardwareProfile& a3_profile() {
   return p;
 }
 
-constexpr int kReaders = 11;
+// Scenarios are applied to these: an A2 cluster of 2 servers (HCCS, RoCE)
+// and a CloudMatrix384 of 2 servers (SIO, HCCS, UB planes).
+const TopologySpec& a2_cluster() {
+  static const TopologySpec t = load_topology((scratch().root / "topologies" / "a2-cluster.json").string(), std::nullopt, 2);
+  return t;
+}
+const TopologySpec& cloudmatrix() {
+  static const TopologySpec t = load_topology((scratch().root / "topologies" / "cloudmatrix384.json").string(), std::nullopt, 2);
+  return t;
+}
+
+constexpr int kReaders = 12;
 
 void run_one(std::uint8_t which, const std::uint8_t* data, std::size_t size) {
   switch (which % kReaders) {
@@ -150,6 +163,11 @@ void run_one(std::uint8_t which, const std::uint8_t* data, std::size_t size) {
       p.experts = 8;
       p.routing = "file:" + write("fuzz-routing.json", data, size);
       make_routing(p);
+      break;
+    }
+    case 11: {
+      const Scenario scenario = load_scenario(write("fuzz-scenario.json", data, size));
+      apply_scenario(scenario, size % 2 == 0 ? a2_cluster() : cloudmatrix());
       break;
     }
   }

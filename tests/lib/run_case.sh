@@ -35,3 +35,32 @@ run_case() {
     fail=1
   fi
 }
+
+# check DESCRIPTION COMMAND...: fails the case (fail=1) unless COMMAND succeeds.
+check() {
+  local what=$1
+  shift
+  if ! "$@"; then
+    echo "FAIL: $what" >&2
+    fail=1
+  fi
+}
+# contains FILE TEXT: FILE holds TEXT (fixed string).
+contains() { grep -qF -- "$2" "$1"; }
+# differs A B: the two files differ.
+differs() { ! cmp -s "$1" "$2"; }
+
+# The end of a case script: an unknown CASE exits 2 with the known ones;
+# finish_case prints the outputs of a failed case and exits 1, or "ok: CASE".
+unknown_case() {
+  echo "unknown case '$name'; known: ${CASES[*]}" >&2
+  exit 2
+}
+finish_case() {
+  if [ "$fail" -ne 0 ]; then
+    echo "--- stdout"; head -c 3000 "$tmp/out.txt" 2>/dev/null
+    echo "--- stderr"; head -c 3000 "$tmp/err.txt" 2>/dev/null
+    exit 1
+  fi
+  echo "ok: $name"
+}

@@ -83,3 +83,20 @@ def test_recommend_rows():
         assert r["op"] == "all_gather"
         assert r["best"]["time_us"] <= r["default"]["time_us"]
         assert r["gain_pct"] >= 0
+
+
+def test_scenario_rows_and_failure():
+    scenarios = os.path.join(SOURCE, "configs/scenarios")
+    rows = hcclsim.perf("all_reduce", topology=A2_SERVER, minbytes="1M", maxbytes="1M",
+                        scenario=os.path.join(scenarios, "jitter-lognormal.json"), samples=5, seed=3)
+    s = rows[0]["scenario"]
+    assert s["samples"] == 5 and s["seed"] == 3 and len(s["times_us"]) == 5
+    assert rows[0]["time_us"] == s["p50_us"] == sorted(s["times_us"])[2]
+    assert rows == command_json("perf", "all_reduce", "--topology", A2_SERVER, "-b", "1M", "-e", "1M",
+                                "--scenario", os.path.join(scenarios, "jitter-lognormal.json"),
+                                "--samples", "5", "--seed", "3")
+    with pytest.raises(hcclsim.Error) as failure:
+        hcclsim.perf("all_reduce", topology=A2_SERVER, minbytes="1M", maxbytes="1M",
+                     scenario=os.path.join(scenarios, "a2-hccs-link-down.json"))
+    assert failure.value.code == 1
+    assert "hccs link npu0<->npu1 is down" in failure.value.message
