@@ -265,7 +265,22 @@ PerfRow row_of(const PerfRequest& request, const CollectiveSpec& spec, const Exe
   row.time = time;
   const double seconds = static_cast<double>(row.time.ps) / 1e12;
   row.algbw_gbps = seconds > 0 ? static_cast<double>(row.data_size) / seconds / 1e9 : 0.0;
-  row.busbw_gbps = row.algbw_gbps * bus_factor(spec.op, spec.ranks);
+  if (spec.alltoallv_counts.empty()) {
+    row.busbw_gbps = row.algbw_gbps * bus_factor(spec.op, spec.ranks);
+  } else {
+    // Only bytes that cross links: the most any rank sends to the others
+    // (its block to itself stays on the chip). With even counts this is
+    // the (n-1)/n of AlltoAll.
+    std::uint64_t crossing = 0;
+    for (int r = 0; r < spec.ranks; ++r) {
+      std::uint64_t sent = 0;
+      for (int j = 0; j < spec.ranks; ++j) {
+        if (j != r) sent += spec.pair_count(r, j);
+      }
+      crossing = std::max(crossing, sent * data_type_size(spec.dtype));
+    }
+    row.busbw_gbps = seconds > 0 ? static_cast<double>(crossing) / seconds / 1e9 : 0.0;
+  }
   return row;
 }
 

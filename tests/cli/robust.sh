@@ -25,7 +25,7 @@ CASES=(duplicate_key_topology duplicate_key_nested_profile program_int_not_trunc
        two_outputs_one_path buffsize_zero seed_beyond_64_bits sweep_buffsize_zero
        measured_p2p_to_itself measured_ranks_beyond_topology measured_size_not_whole_elements measured_moe_ep_not_ranks
        baseline_time_zero algo_level_twice flow_quantum_unbounded program_copy_near_2_64
-       estimate_uneven_vcounts time_limit_detailed time_limit_estimate)
+       estimate_uneven_vcounts time_limit_detailed time_limit_estimate alltoallv_busbw_crossing)
 start_cases
 
 # copy_with OUT IN SED_EXPR: IN changed by sed; fails the case if nothing changed.
@@ -232,6 +232,13 @@ for k in ("bandwidth", "write_bandwidth"):
 json.dump(d, open(sys.argv[2], "w"))' "$a2_profile" "$tmp/slow.json"
     args=(perf all_gather -b 1G -e 1G --no-check --profile "$tmp/slow.json" --model "${name#time_limit_}")
     expect=("limit of 2^62 ps") ;;
+  alltoallv_busbw_crossing)
+    # Bus bandwidth counts only bytes that cross links: under zipf:1 on 8
+    # ranks a rank keeps 1/H_8 (37%) of its data for itself, so busbw is
+    # (1 - 1/H_8) of algbw, not AlltoAll's 7/8.
+    args=(perf alltoallv -b 4M -e 4M --vcounts zipf:1 --no-check --format json --out "$tmp/a2av.json")
+    expect_rc=0
+    post=alltoallv_busbw ;;
   estimate_uneven_vcounts)
     # The estimate's AlltoAllV follows even counts: an uneven request is refused, not answered as even.
     args=(perf alltoallv -b 4M -e 4M --model estimate --vcounts zipf:1)
@@ -346,6 +353,14 @@ else
   run_case
 fi
 case "$post" in
+  alltoallv_busbw)
+    python_check '
+import json, sys
+row = json.load(open(sys.argv[1]))[0]
+h8 = sum(1.0 / k for k in range(1, 9))
+ratio = row["busbw_GBps"] / row["algbw_GBps"]
+assert abs(ratio - (1 - 1 / h8)) < 2e-3, (ratio, 1 - 1 / h8)
+' "$tmp/a2av.json" ;;
   control_chars)
     if grep -q $'\x1b' "$tmp/out.txt" || ! grep -qF 'evil\x1b[31m\nname' "$tmp/out.txt"; then
       echo "FAIL: the control characters of the name are not escaped in the heading" >&2
