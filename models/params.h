@@ -89,6 +89,13 @@ struct CoreParams {
   Bandwidth aiv_bandwidth;          // one AIV, bytes processed per second
 };
 
+// The NPU's own memory (HBM) as hcclsim step's compute roofline and memory
+// check use it (npu.memory; 0: the profile does not say).
+struct MemoryParams {
+  Bandwidth hbm_bandwidth;          // HBM read + write bandwidth of one rank
+  std::uint64_t hbm_capacity = 0;   // bytes of HBM of one rank
+};
+
 // AI Vector cores moving data with their own loads and stores (HCCL's AIV
 // expansion mode, MoE dispatch/combine kernels): each core copies tile by
 // tile (GM -> UB -> GM, local or a peer's memory over the links) and
@@ -125,6 +132,7 @@ struct NpuParams {
   Product product = Product::A2;
   HcclApiLimits hccl_api;
   CoreParams cores;
+  MemoryParams memory;
   SdmaParams sdma;
   NotifyParams notify;
   StreamParams stream;
