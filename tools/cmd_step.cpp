@@ -48,7 +48,8 @@ class StepCommand : public Command {
                    "rank layouts instead of one: \"tp=1,2,4,8;pp=1,2;ep=8,16\" (also cp, vpp, dp; dp left out fills "
                    "the topology); each layout that plans and fits the profile's HBM (bf16 parameters, fp32 "
                    "gradients, 12 bytes of optimizer state per parameter / dp, 34 x s x b x h / (tp x cp) bytes of "
-                   "activations per layer and micro-batch in flight, pp of them on the first stage) is timed by "
+                   "activations per layer and micro-batch in flight, pp - s of them on stage s; the stage that needs "
+                   "the most) is timed by "
                    "the estimate and ranked by step time")
         ->type_name("GRID");
     app.add_option("--batch", batch_,
@@ -70,7 +71,11 @@ class StepCommand : public Command {
     app.add_option("--compute", compute_file_,
                    "measured operator times instead of the roofline: CSV lines operator,shape,us (operators: embedding, "
                    "norm, qkv, attn_core, attn_out, mlp, router, experts, shared_experts, lm_head, optimizer, a _bwd "
-                   "suffix for backward (else twice the forward); shape as the step writes it, or *; '*,*,us' for all)")
+                   "suffix for backward (else twice the forward); shape as the step writes it, or *; '*,*,us' for all). "
+                   "Simplified: the default roofline max(flops / cube rate, bytes / HBM bandwidth) uses the profile's "
+                   "assumed rates, backward = 2 x forward, no recomputation; TP, EP and CP communication do not overlap "
+                   "compute; a PP send is a 2-rank HCCL Broadcast; uniform MoE routing (docs/user-guide.md, \"Training "
+                   "and inference steps\")")
         ->type_name("FILE");
     topology_.declare(app);
     app.add_option("--model", model_,

@@ -1231,31 +1231,48 @@ MemoryUse step_memory(const StepRequest& request) {
   const ModelConfig& mc = request.model;
   const Layout& l = request.layout;
   const Batch& b = request.batch;
-  // The first stage's share: layers / pp (rounded up), the embedding.
-  const std::int64_t layers = (mc.layers + l.pp - 1) / l.pp;
-  const std::int64_t moe_layers = mc.experts > 0 ? std::max<std::int64_t>(0, layers - (l.pp == 1 ? mc.first_dense : 0)) : 0;
-  const double dense = static_cast<double>(layers) * mc.attention_params() / l.tp +
-                       static_cast<double>(layers - moe_layers) * mc.dense_mlp_params() / l.tp +
-                       static_cast<double>(moe_layers) * (mc.hidden * mc.experts + mc.shared_experts * mc.expert_params()) +
-                       static_cast<double>(mc.vocab) * mc.hidden / l.tp;
-  const double expert = mc.experts > 0 ? static_cast<double>(moe_layers) * (mc.experts / l.ep) * mc.expert_params() : 0.0;
-  const double params = dense + expert;
-  MemoryUse u;
-  u.parameters = static_cast<std::uint64_t>(params * kDtype);
-  if (request.phase == StepPhase::Train) {
-    u.gradients = static_cast<std::uint64_t>(params * 4);
-    const int edp = std::max(1, l.dp / l.ep);
-    u.optimizer = static_cast<std::uint64_t>(12.0 * (dense / l.dp + expert / edp));
-    const double m = static_cast<double>(b.global / std::max<std::int64_t>(1, b.micro * l.dp));
-    const double in_flight = std::min(static_cast<double>(l.pp), std::max(1.0, m));
-    u.activations = static_cast<std::uint64_t>(static_cast<double>(kActivationBytesPerToken) * b.seq * b.micro * mc.hidden /
-                                               (l.tp * l.cp) * layers * in_flight);
-  } else {
-    const double per_token = mc.mla ? static_cast<double>(mc.kv_lora_rank + mc.qk_rope_dim) * kDtype
-                                    : 2.0 * mc.kv_heads * mc.head_dim * kDtype / l.tp;
-    u.activations = static_cast<std::uint64_t>(per_token * b.seq * b.micro * layers * std::max(1, l.pp) / l.cp);
+  const int chunks = l.pp * l.vpp;
+  const std::vector<std::int64_t> starts = chunk_starts(mc.layers, chunks);
+  const double m = static_cast<double>(b.global / std::max<std::int64_t>(1, b.micro * l.dp));
+  const int edp = std::max(1, l.dp / l.ep);
+  MemoryUse most;
+  // The stage that needs the most: its layers' parameters and, in training,
+  // min(pp - s, m) micro-batches of activations in flight (the first stage pp).
+  for (int s = 0; s < l.pp; ++s) {
+    double dense = 0, expert = 0;
+    std::int64_t layers = 0;
+    for (int c = 0; c < l.vpp; ++c) {
+      const int g = c * l.pp + s;
+      for (std::int64_t layer = starts[g]; layer < starts[g + 1]; ++layer) {
+        ++layers;
+        dense += static_cast<double>(mc.attention_params()) / l.tp;
+        if (mc.is_moe_layer(layer)) {
+          dense += static_cast<double>(mc.hidden * mc.experts + mc.shared_experts * mc.expert_params());
+          expert += static_cast<double>(mc.experts / l.ep) * mc.expert_params();
+        } else {
+          dense += static_cast<double>(mc.dense_mlp_params()) / l.tp;
+        }
+      }
+    }
+    if (s == 0) dense += static_cast<double>(mc.vocab) * mc.hidden / l.tp;
+    if (s == l.pp - 1 && !(mc.tied_embeddings && l.pp == 1)) dense += static_cast<double>(mc.vocab) * mc.hidden / l.tp;
+    const double params = dense + expert;
+    MemoryUse u;
+    u.parameters = static_cast<std::uint64_t>(params * kDtype);
+    const double in_flight = std::min(static_cast<double>(l.pp - s), std::max(1.0, m));
+    if (request.phase == StepPhase::Train) {
+      u.gradients = static_cast<std::uint64_t>(params * 4);
+      u.optimizer = static_cast<std::uint64_t>(12.0 * (dense / l.dp + expert / edp));
+      u.activations = static_cast<std::uint64_t>(static_cast<double>(kActivationBytesPerToken) * b.seq * b.micro *
+                                                 mc.hidden / (l.tp * l.cp) * layers * in_flight);
+    } else {
+      const double per_token = mc.mla ? static_cast<double>(mc.kv_lora_rank + mc.qk_rope_dim) * kDtype
+                                      : 2.0 * mc.kv_heads * mc.head_dim * kDtype / l.tp;
+      u.activations = static_cast<std::uint64_t>(per_token * b.seq * b.micro * layers * in_flight / l.cp);
+    }
+    if (u.total() > most.total()) most = u;
   }
-  return u;
+  return most;
 }
 
 std::vector<SearchRow> search_layouts(const TopologySpec& topology, const StepRequest& base, const std::string& grid) {

@@ -56,11 +56,12 @@ struct StepRequest {
   ComputeTable compute;            // --compute; empty: the roofline
 };
 
-// Bytes per rank the layout needs in HBM (train: bf16 parameters, fp32
-// gradients, the distributed optimizer's fp32 master weights and Adam
-// moments sharded over DP, activations 34 x s x b x h / (tp x cp) bytes per
-// layer and micro-batch in flight, pp micro-batches on the first stage;
-// inference: parameters and the K/V cache of the micro-batches in flight).
+// Bytes per rank the layout needs in HBM, on the stage that needs the most
+// (train: bf16 parameters, fp32 gradients, the distributed optimizer's fp32
+// master weights and Adam moments sharded over DP (expert parameters over
+// dp / ep), activations 34 x s x b x h / (tp x cp) bytes per layer and
+// micro-batch in flight, min(pp - s, m) of them on stage s; inference:
+// parameters and the K/V cache of the micro-batches in flight).
 struct MemoryUse {
   std::uint64_t parameters = 0, gradients = 0, optimizer = 0, activations = 0;
   std::uint64_t total() const { return parameters + gradients + optimizer + activations; }
