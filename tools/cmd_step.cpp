@@ -73,8 +73,9 @@ class StepCommand : public Command {
                    "norm, qkv, attn_core, attn_out, mlp, router, experts, shared_experts, lm_head, optimizer, a _bwd "
                    "suffix for backward (else twice the forward); shape as the step writes it, or *; '*,*,us' for all). "
                    "Simplified: the default roofline max(flops / cube rate, bytes / HBM bandwidth) uses the profile's "
-                   "assumed rates, backward = 2 x forward, no recomputation; TP, EP and CP communication do not overlap "
-                   "compute; a PP send is a 2-rank HCCL Broadcast; uniform MoE routing (docs/user-guide.md, \"Training "
+                   "assumed rates, backward = 2 x forward, no recomputation; TP and EP communication do not overlap "
+                   "compute (CP's ring sends do); a PP or CP send is a 2-rank HCCL Broadcast; uniform MoE routing "
+                   "(docs/user-guide.md, \"Training "
                    "and inference steps\")")
         ->type_name("FILE");
     topology_.declare(app);
@@ -86,7 +87,7 @@ class StepCommand : public Command {
     app.add_option("--format", format_, "table (default) | json | csv")->type_name("F");
     app.add_option("--out", out_file_, "write the result to FILE instead of stdout")->type_name("FILE");
     app.add_option("--trace", trace_file_,
-                   "Chrome trace (detailed): a process per rank, a track per stream (compute, tp/, ep/, dp/, pp<s>f/ "
+                   "Chrome trace (detailed): a process per rank, a track per stream (compute, tp/, cp<c>/, ep/, dp/, pp<s>f/ "
                    "...: one per group)")
         ->type_name("FILE");
     memory_limit_.declare(app);

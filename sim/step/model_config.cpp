@@ -2,7 +2,6 @@
 
 #include <fstream>
 #include <set>
-#include <sstream>
 #include <vector>
 
 #include "base/error.h"
@@ -13,21 +12,15 @@ namespace hcclsim {
 namespace {
 constexpr std::int64_t kMaxDimension = std::int64_t{1} << 24;  // far above any model's width or count
 
-std::vector<std::string> split(const std::string& text, char sep) {
-  std::vector<std::string> out;
-  std::string item;
-  std::istringstream in(text);
-  while (std::getline(in, item, sep)) out.push_back(item);
-  if (!text.empty() && text.back() == sep) out.push_back("");
-  return out;
-}
-
 // "k=v,k=v" with integer values >= 1 into `set(key, value)`; errors name the option.
 template <class Set>
 void parse_pairs(const std::string& text, const std::string& option, const std::string& expected, Set set) {
   std::set<std::string> seen;
   if (text.empty()) throw InputError("option " + option, "empty; expected " + expected);
-  for (const std::string& item : split(text, ',')) {
+  for (std::size_t from = 0; from <= text.size();) {
+    const std::size_t comma = std::min(text.find(',', from), text.size());
+    const std::string item = text.substr(from, comma - from);
+    from = comma + 1;
     const auto eq = item.find('=');
     const std::string key = item.substr(0, eq);
     const std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);

@@ -31,6 +31,9 @@ constexpr std::uint64_t kOptimizerBytesPerParam = 30;
 // layers too.
 constexpr std::uint64_t kActivationBytesPerToken = 34;
 
+// The most operations a plan holds (about 100 bytes each with their dependencies).
+constexpr double kMaxOps = 4e7;
+
 enum class Group : std::uint8_t { Tp, Cp, Ep, Dp, Edp, PpFwd, PpBwd };
 const char* group_name(Group g) {
   switch (g) {
@@ -47,6 +50,7 @@ const char* group_name(Group g) {
 std::string group_prefix(Group g, int slot) {
   switch (g) {
     case Group::Edp: return "edp/";
+    case Group::Cp: return "cp" + std::to_string(slot) + "/";
     case Group::PpFwd: return "pp" + std::to_string(slot) + "f/";
     case Group::PpBwd: return "pp" + std::to_string(slot) + "b/";
     default: return std::string(group_name(g)) + "/";
@@ -226,9 +230,19 @@ class Planner {
     std::uint64_t count = 0;
     bool moe = false;
     MoePhase phase = MoePhase::Dispatch;
+    std::uint64_t ring = 0;  // attn_core with cp > 1: the K/V block (elements) each ring step passes on
   };
 
   int rank_of(int t, int c, int d, int s) const { return t + l_.tp * (c + l_.cp * (d + l_.dp * s)); }
+  // The ranks of a stage are a run: [s x inner, (s + 1) x inner).
+  int inner() const { return l_.tp * l_.cp * l_.dp; }
+  // `rank`'s peer in stage `other` (same TP, CP and DP indices).
+  int at_stage(int rank, int other) const { return rank % inner() + other * inner(); }
+  // `rank`'s peer `ahead` places further on its CP ring.
+  int cp_ahead(int rank, int ahead) const {
+    const int c = rank / l_.tp % l_.cp;
+    return rank + ((c + ahead) % l_.cp - c) * l_.tp;
+  }
   std::vector<int> group_members(Group g, int rank, int slot) const;
   int domain(Group g, int slot, const std::vector<int>& members);
   int part(int domain, const Item& item);
@@ -241,6 +255,7 @@ class Planner {
   int add_compute(int rank, const Item& item, const std::string& label);
   int add_coll(int domain, int part, const std::string& label, const std::vector<int>& dep_ranks, bool blocking);
   int p2p(Group g, int slot, int sender, int receiver, int chunk, int mb);
+  void ring_attention(int stage, const Item& item, const std::string& what);
 
   StepPlan& p_;
   const TopologySpec& t_;
@@ -294,14 +309,7 @@ int Planner::part(int dom, const Item& item) {
                                                                     : coll_op_name(item.cop)) + "/" + std::to_string(item.count);
   const auto found = p_.part_of.find(key);
   if (found != p_.part_of.end()) return found->second;
-  Part part;
-  part.group = d.group;
-  part.view = d.view;
-  part.moe = item.moe;
-  part.op = item.cop;
-  part.count = item.count;
-  part.phase = item.phase;
-  part.members = d.members;
+  Part part{d.group, d.view, item.moe, item.cop, item.count, item.phase, MoeParams{}, d.members, "", -1};
   const TopologySpec& view = *p_.views[static_cast<std::size_t>(d.view)];
   const std::string what = "layout " + l_.describe() + ": the " + group_name(d.group) + " group " + members_text(d.members);
   if (item.moe) {
@@ -416,11 +424,6 @@ std::vector<Planner::Item> Planner::layer_items(std::int64_t layer, bool backwar
     qkv_w = h * static_cast<double>(mc_.heads + 2 * mc_.kv_heads) * mc_.head_dim / tp;
   }
   items.push_back(compute("qkv", tok, roofline(2 * T * qkv_w, qkv_w * dt + 2 * T * h * dt), backward));
-  if (l_.cp > 1) {
-    const std::uint64_t kv = mc_.mla ? static_cast<std::uint64_t>(mc_.kv_lora_rank + mc_.qk_rope_dim)
-                                     : ceil_div(2 * static_cast<std::uint64_t>(mc_.kv_heads * mc_.head_dim), l_.tp);
-    coll(Group::Cp, backward ? CollOp::ReduceScatter : CollOp::AllGather, static_cast<std::uint64_t>(tokens_) * kv);
-  }
   const double heads = static_cast<double>(mc_.heads) / tp;
   const double causal = r_.phase == StepPhase::Decode ? 1.0 : 0.5;
   const double S = static_cast<double>(context_);
@@ -433,6 +436,11 @@ std::vector<Planner::Item> Planner::layer_items(std::int64_t layer, bool backwar
                           roofline(2 * T * S * heads * static_cast<double>(mc_.qk_dim() + mc_.v_dim()) * causal,
                                    T * heads * static_cast<double>(mc_.qk_dim() + mc_.v_dim()) * dt + kv_bytes),
                           backward));
+  if (l_.cp > 1) {  // ring attention: each step passes this rank's K and V on (backward: and their gradients)
+    const std::uint64_t kv = mc_.mla ? static_cast<std::uint64_t>(mc_.kv_lora_rank + mc_.qk_rope_dim)
+                                     : ceil_div(2 * static_cast<std::uint64_t>(mc_.kv_heads * mc_.head_dim), l_.tp);
+    items.back().ring = static_cast<std::uint64_t>(tokens_) * kv * (backward ? 2 : 1);
+  }
   const double out_w = static_cast<double>(mc_.heads) * mc_.v_dim() * h / tp;
   items.push_back(compute("attn_out", tok, roofline(2 * T * out_w, out_w * dt + 2 * T * h * dt), backward));
   tp_out();
@@ -477,7 +485,7 @@ std::vector<Planner::Item> Planner::layer_items(std::int64_t layer, bool backwar
   if (backward) std::reverse(items.begin(), items.end());
   if (backward) {  // a forward AllGather's gradient is a ReduceScatter and back
     for (Item& it : items) {
-      if (!it.coll || it.moe || it.group == Group::Ep || it.group == Group::Cp) continue;
+      if (!it.coll || it.moe || it.group == Group::Ep) continue;
       if (it.cop == CollOp::AllGather) it.cop = CollOp::ReduceScatter;
       else if (it.cop == CollOp::ReduceScatter) it.cop = CollOp::AllGather;
     }
@@ -542,22 +550,55 @@ int Planner::p2p(Group g, int slot, int sender, int receiver, int chunk, int mb)
   return id;
 }
 
+// Ring attention over the CP group (Megatron's p2p context parallelism): in
+// cp steps each rank computes attention against the K/V block it holds
+// while it sends that block to the next rank of the ring on a stream of its
+// own (a 2-rank Broadcast on the pair's domain); step k + 1 waits for the
+// block of step k. The core attention's time is split evenly over the steps.
+void Planner::ring_attention(int stage, const Item& item, const std::string& what) {
+  Item chunk = item;
+  chunk.time = Time{item.time.ps / static_cast<std::uint64_t>(l_.cp)};
+  Item send;
+  send.coll = true;
+  send.group = Group::Cp;
+  send.cop = CollOp::Broadcast;
+  send.count = item.ring;
+  std::map<int, int> received;  // rank -> the send that brought its block of the previous step
+  for (int k = 0; k < l_.cp; ++k) {
+    std::map<int, int> sent;
+    for (int rank = stage * inner(); rank < (stage + 1) * inner() && k + 1 < l_.cp; ++rank) {
+      const int next = cp_ahead(rank, 1);
+      const int dom = domain(Group::Cp, rank / l_.tp % l_.cp, {rank, next});
+      const int id = add_coll(dom, part(dom, send), what + " ring " + std::to_string(k), {}, false);
+      Op& op = p_.ops[static_cast<std::size_t>(id)];
+      op.deps = {k == 0 ? last_compute_[static_cast<std::size_t>(rank)] : received.at(rank)};
+      if (k == 0) op.deps.insert(op.deps.end(), pending_[static_cast<std::size_t>(rank)].begin(),
+                                 pending_[static_cast<std::size_t>(rank)].end());
+      sent[next] = id;
+    }
+    for (int rank = stage * inner(); rank < (stage + 1) * inner(); ++rank) {
+      if (k > 0) pending_[static_cast<std::size_t>(rank)].push_back(received.at(rank));
+      add_compute(rank, chunk, what);
+    }
+    received = std::move(sent);
+  }
+}
+
 void Planner::emit(int stage, const std::vector<Item>& items, const std::string& what) {
   for (const Item& it : items) {
-    for (int t = 0; t < l_.tp; ++t) {
-      for (int c = 0; c < l_.cp; ++c) {
-        for (int d = 0; d < l_.dp; ++d) {
-          const int rank = rank_of(t, c, d, stage);
-          if (!it.coll) {
-            add_compute(rank, it, what);
-            continue;
-          }
-          const std::vector<int> members = group_members(it.group, rank, 0);
-          if (members.front() != rank) continue;  // one collective per group instance
-          const int dom = domain(it.group, 0, members);
-          add_coll(dom, part(dom, it), what, members, true);
-        }
+    if (it.ring > 0) {
+      ring_attention(stage, it, what);
+      continue;
+    }
+    for (int rank = stage * inner(); rank < (stage + 1) * inner(); ++rank) {
+      if (!it.coll) {
+        add_compute(rank, it, what);
+        continue;
       }
+      const std::vector<int> members = group_members(it.group, rank, 0);
+      if (members.front() != rank) continue;  // one collective per group instance
+      const int dom = domain(it.group, 0, members);
+      add_coll(dom, part(dom, it), what, members, true);
     }
   }
 }
@@ -594,6 +635,19 @@ void Planner::check() {
   if (l_.vpp > 1 && m % l_.pp != 0) {
     throw InputError("option --batch", "the interleaved schedule (vpp > 1) needs the micro-batches per pipeline (" +
                                            std::to_string(m) + ") to be a multiple of pp (" + std::to_string(l_.pp) + ")");
+  }
+  if (b.micro * b.seq > (std::int64_t{1} << 26)) {
+    throw InputError("option --batch", "micro x seq = " + std::to_string(b.micro * b.seq) +
+                                           " tokens per micro-batch; at most 2^26 (67,108,864) are modelled");
+  }
+  // Every rank's operations are planned: refuse a plan that would not fit in memory.
+  const double ops = static_cast<double>(l_.world()) * static_cast<double>(m) *
+                     (static_cast<double>(mc_.layers) / l_.pp + 2) * 16.0 * (r_.phase == StepPhase::Train ? 2 : 1) * l_.cp;
+  if (ops > kMaxOps) {
+    throw InputError("option --batch", "the step would plan about " + std::to_string(static_cast<std::uint64_t>(ops)) +
+                                           " operations (ranks x micro-batches x layers per stage); at most " +
+                                           std::to_string(static_cast<std::uint64_t>(kMaxOps)) +
+                                           " are planned: use fewer micro-batches (a larger micro or a smaller global)");
   }
   if (r_.phase != StepPhase::Decode && b.seq % l_.cp != 0) {
     throw InputError("option --batch", "seq=" + std::to_string(b.seq) + " is not a multiple of cp=" + std::to_string(l_.cp));
@@ -661,21 +715,16 @@ void Planner::run() {
         it.group = expert ? Group::Edp : Group::Dp;
         it.cop = CollOp::ReduceScatter;
         it.count = ceil_div(static_cast<std::uint64_t>(acc), static_cast<std::uint64_t>(size));
-        for (int t = 0; t < l_.tp; ++t) {
-          for (int c = 0; c < l_.cp; ++c) {
-            for (int d = 0; d < l_.dp; ++d) {
-              const int rank = rank_of(t, c, d, s);
-              const std::vector<int> members = group_members(it.group, rank, 0);
-              if (members.front() != rank) continue;
-              const int dom = domain(it.group, 0, members);
-              // On a DP stream of its own, after the members' last compute (--overlap-grad-reduce).
-              std::vector<int> deps;
-              for (int r : members) deps.push_back(last_compute_[static_cast<std::size_t>(r)]);
-              const int id = add_coll(dom, part(dom, it), "grads", {}, false);
-              p_.ops[static_cast<std::size_t>(id)].deps = deps;
-              for (int r : members) end_waits_[static_cast<std::size_t>(r)].push_back(id);
-            }
-          }
+        for (int rank = s * inner(); rank < (s + 1) * inner(); ++rank) {
+          const std::vector<int> members = group_members(it.group, rank, 0);
+          if (members.front() != rank) continue;
+          const int dom = domain(it.group, 0, members);
+          // On a DP stream of its own, after the members' last compute (--overlap-grad-reduce).
+          std::vector<int> deps;
+          for (int r : members) deps.push_back(last_compute_[static_cast<std::size_t>(r)]);
+          const int id = add_coll(dom, part(dom, it), "grads", {}, false);
+          p_.ops[static_cast<std::size_t>(id)].deps = deps;
+          for (int r : members) end_waits_[static_cast<std::size_t>(r)].push_back(id);
         }
       }
       acc = 0;
@@ -688,23 +737,16 @@ void Planner::run() {
                                (l_.vpp > 1 ? " chunk" + std::to_string(g) : "");
       // Input from the previous chunk (forward) or gradient from the next (backward).
       const bool needs_input = a.fwd ? g > 0 : g < chunks - 1;
-      for (int t = 0; t < l_.tp; ++t) {
-        for (int c = 0; c < l_.cp; ++c) {
-          for (int d = 0; d < l_.dp; ++d) {
-            const int rank = rank_of(t, c, d, s);
-            if (!needs_input || l_.pp == 1) continue;
-            const int other = a.fwd ? (s + l_.pp - 1) % l_.pp : (s + 1) % l_.pp;
-            const int sender = rank_of(t, c, d, other);
-            const Group pg = a.fwd ? Group::PpFwd : Group::PpBwd;
-            const int slot = a.fwd ? other : s;
-            const int id = p2p(pg, slot, sender, rank, a.fwd ? g : g + 1, a.mb);
-            // The receiver posts it after its previous compute; its next compute waits for it.
-            if (last_compute_[static_cast<std::size_t>(rank)] >= 0) {
-              p_.ops[static_cast<std::size_t>(id)].deps.push_back(last_compute_[static_cast<std::size_t>(rank)]);
-            }
-            pending_[static_cast<std::size_t>(rank)].push_back(id);
-          }
+      for (int rank = s * inner(); rank < (s + 1) * inner() && needs_input && l_.pp > 1; ++rank) {
+        const int other = a.fwd ? (s + l_.pp - 1) % l_.pp : (s + 1) % l_.pp;
+        const Group pg = a.fwd ? Group::PpFwd : Group::PpBwd;
+        const int slot = a.fwd ? other : s;
+        const int id = p2p(pg, slot, at_stage(rank, other), rank, a.fwd ? g : g + 1, a.mb);
+        // The receiver posts it after its previous compute; its next compute waits for it.
+        if (last_compute_[static_cast<std::size_t>(rank)] >= 0) {
+          p_.ops[static_cast<std::size_t>(id)].deps.push_back(last_compute_[static_cast<std::size_t>(rank)]);
         }
+        pending_[static_cast<std::size_t>(rank)].push_back(id);
       }
       const bool first_chunk = g == 0, last_chunk = g == chunks - 1;
       const std::string tok = "tokens=" + std::to_string(tokens_);
@@ -761,17 +803,12 @@ void Planner::run() {
       // Send the output (forward) or the input's gradient (backward) on.
       const bool sends = a.fwd ? !last_chunk : !first_chunk;
       if (sends && l_.pp > 1) {
-        for (int t = 0; t < l_.tp; ++t) {
-          for (int c = 0; c < l_.cp; ++c) {
-            for (int d = 0; d < l_.dp; ++d) {
-              const int rank = rank_of(t, c, d, s);
-              const int other = a.fwd ? (s + 1) % l_.pp : (s + l_.pp - 1) % l_.pp;
-              const Group pg = a.fwd ? Group::PpFwd : Group::PpBwd;
-              const int slot = a.fwd ? s : other;
-              const int id = p2p(pg, slot, rank, rank_of(t, c, d, other), a.fwd ? g + 1 : g, a.mb);
-              p_.ops[static_cast<std::size_t>(id)].deps.push_back(last_compute_[static_cast<std::size_t>(rank)]);
-            }
-          }
+        for (int rank = s * inner(); rank < (s + 1) * inner(); ++rank) {
+          const int other = a.fwd ? (s + 1) % l_.pp : (s + l_.pp - 1) % l_.pp;
+          const Group pg = a.fwd ? Group::PpFwd : Group::PpBwd;
+          const int slot = a.fwd ? s : other;
+          const int id = p2p(pg, slot, rank, at_stage(rank, other), a.fwd ? g + 1 : g, a.mb);
+          p_.ops[static_cast<std::size_t>(id)].deps.push_back(last_compute_[static_cast<std::size_t>(rank)]);
         }
       }
     }
@@ -779,14 +816,9 @@ void Planner::run() {
       flush(false, dense_acc);
       flush(true, expert_acc);
       // The optimizer on each rank's shard, after its gradients are reduced; then the parameters are gathered.
-      for (int t = 0; t < l_.tp; ++t) {
-        for (int c = 0; c < l_.cp; ++c) {
-          for (int d = 0; d < l_.dp; ++d) {
-            const int rank = rank_of(t, c, d, s);
-            auto& waits = end_waits_[static_cast<std::size_t>(rank)];
-            pending_[static_cast<std::size_t>(rank)].insert(pending_[static_cast<std::size_t>(rank)].end(), waits.begin(), waits.end());
-          }
-        }
+      for (int rank = s * inner(); rank < (s + 1) * inner(); ++rank) {
+        auto& waits = end_waits_[static_cast<std::size_t>(rank)];
+        pending_[static_cast<std::size_t>(rank)].insert(pending_[static_cast<std::size_t>(rank)].end(), waits.begin(), waits.end());
       }
       const double shard = static_cast<double>(local_params) / l_.dp + static_cast<double>(local_expert_params) / edp;
       emit(s, {compute("optimizer", "params=" + std::to_string(static_cast<std::int64_t>(shard)),
@@ -827,18 +859,6 @@ std::vector<int> preds_of(const Op& op) {
   return p;
 }
 
-CollectiveSpec part_spec(const TopologySpec& view, const Part& part) {
-  CollectiveSpec spec;
-  spec.op = part.op;
-  spec.ranks = static_cast<int>(part.members.size());
-  spec.dtype = DataType::Bf16;
-  spec.reduce_op = ReduceOp::Sum;
-  spec.root = 0;
-  spec.buffer_bytes = view.npu.hccl_buffer_bytes;
-  spec.count = part.count;
-  return spec;
-}
-
 const TaskGraph& part_graph(const StepPlan& plan, int index) {
   auto& graphs = const_cast<StepPlan&>(plan).graphs;
   const auto found = graphs.find(index);
@@ -853,7 +873,7 @@ const TaskGraph& part_graph(const StepPlan& plan, int index) {
   } else {
     const PerfRequest req = part_request(view, part);
     const std::uint64_t size = data_size_of(part.op, req.ranks, req.dtype, part.count);
-    g = build_executor(part_spec(view, part), exec_context(view, req), perf_choice(view, req, size));
+    g = build_executor(collective_for(req, size), exec_context(view, req), perf_choice(view, req, size));
   }
   // Each collective is an operation of its own: every stream it uses pays
   // npu.stream.op_launch before its first task, as a collective run alone
@@ -947,6 +967,11 @@ StepResult report(const StepPlan& plan, const OpTimes& times) {
       const int inner = l.tp * l.cp * l.dp;
       for (int s = 0; s < l.pp; ++s) g.ranks.push_back(crit % inner + s * inner);
     }
+    if (name == "cp") {  // the whole ring of the critical rank
+      g.ranks.clear();
+      const int t = crit % l.tp, rest = crit / (l.tp * l.cp);
+      for (int c = 0; c < l.cp; ++c) g.ranks.push_back(t + l.tp * (c + l.cp * rest));
+    }
     std::string ex;
     for (const std::string& e : executors[name]) ex += (ex.empty() ? "" : "+") + e;
     g.executor = ex;
@@ -1032,7 +1057,13 @@ StepResult run_step_estimate(const StepPlan& plan) {
     const TopologySpec& view = *plan.views[static_cast<std::size_t>(part.view)];
     PerfRequest req = part_request(view, part);
     req.sizes = {data_size_of(part.op, req.ranks, req.dtype, part.count)};
-    const std::vector<PerfRow> rows = estimate_perf(view, req);
+    std::vector<PerfRow> rows;
+    try {
+      rows = estimate_perf(view, req);
+    } catch (const std::invalid_argument& e) {
+      throw InputError("option --model", std::string("the ") + group_name(part.group) + " group " +
+                                             members_text(part.members) + ": " + e.what());
+    }
     part_ps[i] = static_cast<double>(rows.front().time.ps);
     assumed.insert(rows.front().assumed.begin(), rows.front().assumed.end());
   }

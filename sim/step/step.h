@@ -18,8 +18,9 @@
 // with sequence parallelism AllGather before and ReduceScatter after each,
 // on the compute stream (blocking; no --tp-comm-overlap); EP dispatch and
 // combine blocking (alltoall: AlltoAll; allgather: AllGather + ReduceScatter;
-// deepep: the MoE kernels of sim/moe); CP: the ring's K/V exchange as one
-// AllGather of K and V over the CP group before attention, blocking; PP:
+// deepep: the MoE kernels of sim/moe); CP: ring attention, cp steps of the
+// core attention, each overlapping the send of the K/V block to the next
+// rank of the ring (a 2-rank Broadcast on a stream of its own); PP:
 // a send is a 2-rank Broadcast from the sender on a stream of its own
 // (HCCL's BatchSendRecv is not modelled), the receiver blocks; DP:
 // distributed optimizer, gradient ReduceScatter per bucket (Megatron's

@@ -33,6 +33,18 @@ const StepGroupResult* group(const StepResult& r, const std::string& name) {
   return nullptr;
 }
 
+// The TP AllReduce of tiny-llama at 512 tokens on 8 ranks: tokens x hidden in bf16.
+PerfRequest tp_all_reduce(const TopologySpec& spec) {
+  PerfRequest pr;
+  pr.op = CollOp::AllReduce;
+  pr.ranks = 8;
+  pr.dtype = DataType::Bf16;
+  pr.check = false;
+  pr.buffer_bytes = spec.npu.hccl_buffer_bytes;
+  pr.sizes = {512ULL * 1024 * 2};
+  return pr;
+}
+
 // tiny-llama (4 layers): per micro-batch a forward of embedding + 4 x 6
 // operators + lm_head and as many backward: 52 operators.
 constexpr int kOpsPerMicroBatch = 52;
@@ -112,13 +124,7 @@ TEST_CASE("step: a TP-only step is its AllReduces as perf times them", "[step]")
   req.sequence_parallel = false;
   req.compute.add("*", "*", 0.0);
   const StepResult r = run_step_estimate(*plan_step(spec, req));
-  PerfRequest pr;
-  pr.op = CollOp::AllReduce;
-  pr.ranks = 8;
-  pr.dtype = DataType::Bf16;
-  pr.check = false;
-  pr.buffer_bytes = spec.npu.hccl_buffer_bytes;
-  pr.sizes = {512ULL * 1024 * 2};
+  const PerfRequest pr = tp_all_reduce(spec);
   const double ar_us = static_cast<double>(estimate_perf(spec, pr).front().time.ps) / 1e6;
   const StepGroupResult* tp = group(r, "tp");
   REQUIRE(tp != nullptr);
@@ -135,13 +141,7 @@ TEST_CASE("step: the detailed TP-only step is its AllReduces as perf runs them",
   req.compute.add("*", "*", 0.0);
   const auto plan = plan_step(spec, req);
   Platform platform(spec);
-  PerfRequest pr;
-  pr.op = CollOp::AllReduce;
-  pr.ranks = 8;
-  pr.dtype = DataType::Bf16;
-  pr.check = false;
-  pr.buffer_bytes = spec.npu.hccl_buffer_bytes;
-  pr.sizes = {512ULL * 1024 * 2};
+  const PerfRequest pr = tp_all_reduce(spec);
   const double ar_us = static_cast<double>(run_perf(platform, pr).front().time.ps) / 1e6;
   const StepResult r = run_step_detailed(platform, *plan);
   // Within the zero-length compute tasks' dispatch gaps between AllReduces.
@@ -259,4 +259,24 @@ TEST_CASE("step: the estimate is within 5% of the detailed step on a grid of sma
     CHECK(est.compute_us == Approx(det.compute_us).epsilon(1e-9));
     CHECK(est.step_time_us == Approx(det.step_time_us).epsilon(0.05));
   }
+}
+
+TEST_CASE("step: ring attention hides the CP sends under the attention steps", "[step]") {
+  // cp = 2, attention 1 ms forward (2 ms backward), every other operator 0:
+  // each layer's two steps of 0.5 ms (1 ms) overlap the send of the K/V
+  // block, which takes tens of microseconds, so no CP time is exposed and
+  // the step is its compute.
+  const TopologySpec spec = a2_server();
+  StepRequest req = request("tiny-llama.json", "tp=1,cp=2,pp=1,dp=1", "global=1,micro=1,seq=1024");
+  req.compute.add("*", "*", 0.0);
+  req.compute.add("attn_core", "*", 1000.0);
+  const StepResult r = run_step_estimate(*plan_step(spec, req));
+  const StepGroupResult* cp = group(r, "cp");
+  REQUIRE(cp != nullptr);
+  CHECK(cp->ranks == std::vector<int>{0, 1});
+  CHECK(cp->time_us > 0);
+  CHECK(cp->time_us < 500);
+  CHECK(cp->exposed_us == Approx(0).margin(1e-9));
+  CHECK(r.compute_us == Approx(4 * (1000.0 + 2000.0)).epsilon(1e-12));
+  CHECK(r.step_time_us == Approx(r.compute_us).epsilon(1e-12));
 }
