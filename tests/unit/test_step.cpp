@@ -263,7 +263,7 @@ TEST_CASE("step: the estimate is within 5% of the detailed step on a grid of sma
 
 TEST_CASE("step: ring attention hides the CP sends under the attention steps", "[step]") {
   // cp = 2, attention 1 ms forward (2 ms backward), every other operator 0:
-  // each layer's two steps of 0.5 ms (1 ms) overlap the send of the K/V
+  // each layer's first step of 0.5 ms (1 ms) overlaps the send of the K/V
   // block, which takes tens of microseconds, so no CP time is exposed and
   // the step is its compute.
   const TopologySpec spec = a2_server();
@@ -275,7 +275,8 @@ TEST_CASE("step: ring attention hides the CP sends under the attention steps", "
   REQUIRE(cp != nullptr);
   CHECK(cp->ranks == std::vector<int>{0, 1});
   CHECK(cp->time_us > 0);
-  CHECK(cp->time_us < 500);
+  // Per layer and direction rank 0 sends one block and receives one: 16 sends of tens of microseconds.
+  CHECK(cp->time_us < 16 * 100.0);
   CHECK(cp->exposed_us == Approx(0).margin(1e-9));
   CHECK(r.compute_us == Approx(4 * (1000.0 + 2000.0)).epsilon(1e-12));
   CHECK(r.step_time_us == Approx(r.compute_us).epsilon(1e-12));
