@@ -138,7 +138,10 @@ class StepCommand : public Command {
       f.tasks = step_tasks(*plan);
       f.bytes = f.tasks * kBytesPerTask + static_cast<std::uint64_t>(spec.npus) * kPlatformBytesPerNpu;
       const std::string why = footprint_problem(f, "the step (" + req.layout.describe() + ")", memory_limit_.bytes());
-      if (!why.empty()) throw InputError("option --layout", why + "; or use --model estimate");
+      if (!why.empty()) {  // (perf's advice after ". Use" names perf's options)
+        throw InputError("option --layout", why.substr(0, why.find(". Use")) +
+                                                ". Use --model estimate, fewer micro-batches or a smaller layout");
+      }
     }
     const MemoryUse mem = step_memory(req);
     if (spec.npu.memory.hbm_capacity > 0 && mem.total() > spec.npu.memory.hbm_capacity && !ctx.replay) {
