@@ -73,7 +73,7 @@ struct StepGroupResult {
   std::string group;               // tp, cp, ep, dp, pp
   std::vector<int> ranks;          // the instance holding the critical rank
   std::string executor;            // the executors its collectives ran, joined by '+'
-  double time_us = 0;              // its collectives' time on the critical rank
+  double time_us = 0;              // the time its collectives were under way on the critical rank
   double exposed_us = 0;           // of which no compute ran on that rank
 };
 
