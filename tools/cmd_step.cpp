@@ -200,7 +200,7 @@ class StepCommand : public Command {
       if (format_ == "csv") {
         std::string why = r.why;
         std::replace(why.begin(), why.end(), ',', ';');
-        out << r.layout.describe() << "," << (r.valid ? "true" : "false") << "," << fmt3(r.step_time_us) << ","
+        out << '"' << r.layout.describe() << "\"," << (r.valid ? "true" : "false") << "," << fmt3(r.step_time_us) << ","
             << fmt3(r.compute_us) << "," << fmt3(r.bubble_us) << "," << fmt3(r.exposed_us) << "," << fmt3(r.memory_gib)
             << "," << why << "\n";
       } else if (r.valid) {

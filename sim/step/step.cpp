@@ -624,6 +624,7 @@ void Planner::check() {
                                             std::to_string(mc_.layers) + " layers");
   }
   if (l_.vpp > 1 && r_.phase != StepPhase::Train) throw InputError("option --layout", "vpp applies to --phase train only");
+  if (l_.vpp > 1 && l_.pp == 1) throw InputError("option --layout", layout + ": vpp > 1 needs pp > 1 (virtual stages of a pipeline)");
   const Batch& b = r_.batch;
   if (b.global % (b.micro * l_.dp) != 0) {
     throw InputError("option --batch", "global=" + std::to_string(b.global) + " is not a multiple of micro x dp = " +

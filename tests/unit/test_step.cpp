@@ -224,6 +224,7 @@ TEST_CASE("step: bad layouts are refused naming the option", "[step]") {
   refused("tiny-llama.json", "tp=1,pp=2,dp=1,vpp=2", "global=3,micro=1,seq=512", "multiple of pp");
   refused("tiny-llama.json", "tp=1,pp=8,dp=1", "global=8,micro=1,seq=512", "layers");
   refused("tiny-moe.json", "tp=1,pp=1,dp=6,ep=4", "global=6,micro=1,seq=512", "ep must divide dp");
+  refused("tiny-llama.json", "tp=1,pp=1,dp=2,vpp=2", "global=2,micro=1,seq=512", "needs pp > 1");
   CHECK_THROWS_AS(parse_layout("tp=8,pp=0"), InputError);
   CHECK_THROWS_AS(parse_layout("tp=8,tp=2"), InputError);
   CHECK_THROWS_AS(parse_layout("tq=8"), InputError);
