@@ -93,6 +93,13 @@ struct CoreParams {
   double compute_factor = 1.0;
 };
 
+// The NPU's own memory (HBM) as hcclsim step's compute roofline and memory
+// check use it (npu.memory; 0: the profile does not say).
+struct MemoryParams {
+  Bandwidth hbm_bandwidth;          // HBM read + write bandwidth of one rank
+  std::uint64_t hbm_capacity = 0;   // bytes of HBM of one rank
+};
+
 // AI Vector cores moving data with their own loads and stores (HCCL's AIV
 // expansion mode, MoE dispatch/combine kernels): each core copies tile by
 // tile (GM -> UB -> GM, local or a peer's memory over the links) and
@@ -129,6 +136,7 @@ struct NpuParams {
   Product product = Product::A2;
   HcclApiLimits hccl_api;
   CoreParams cores;
+  MemoryParams memory;
   SdmaParams sdma;
   NotifyParams notify;
   StreamParams stream;

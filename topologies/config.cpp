@@ -259,6 +259,12 @@ HardwareProfile read_profile(const nlohmann::json& doc, const std::string& file)
       p.cores.aiv_bandwidth = cores.required_bandwidth("aiv_bandwidth");
       cores.finish();
     }
+    if (npu.has("memory")) {
+      ObjectReader memory = npu.required_object("memory");
+      p.memory.hbm_bandwidth = memory.bandwidth_or("hbm_bandwidth", Bandwidth{});
+      p.memory.hbm_capacity = memory.size_or("hbm_capacity", 0);
+      memory.finish();
+    }
     {
       ObjectReader sdma = npu.required_object("sdma");
       p.sdma.engines = static_cast<int>(sdma.required_int_in("engines", 1, 1024));

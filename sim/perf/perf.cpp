@@ -221,9 +221,7 @@ ExecContext exec_context(const TopologySpec& topo, const PerfRequest& request) {
   return ctx;
 }
 
-namespace {
-
-CollectiveSpec collective_of(const PerfRequest& request, std::uint64_t size) {
+CollectiveSpec collective_for(const PerfRequest& request, std::uint64_t size) {
   CollectiveSpec spec;
   spec.op = request.op;
   spec.ranks = request.ranks;
@@ -238,6 +236,8 @@ CollectiveSpec collective_of(const PerfRequest& request, std::uint64_t size) {
   }
   return spec;
 }
+
+namespace {
 
 ExecutorChoice choose_executor(const CollectiveSpec& spec, const ExecContext& ctx, const PerfRequest& request) {
   return request.executor.empty() ? select_executor(spec, ctx)
@@ -306,7 +306,7 @@ std::vector<std::string> estimate_assumed(const TopologySpec& topology, const Pe
 
 ExecutorChoice perf_choice(const TopologySpec& topology, const PerfRequest& request, std::uint64_t size) {
   const ExecContext ctx = exec_context(topology, request);
-  const CollectiveSpec spec = collective_of(request, size);
+  const CollectiveSpec spec = collective_for(request, size);
   ExecutorChoice choice = choose_executor(spec, ctx, request);
   const Executor* executor = find_executor(choice.executor);
   if (executor == nullptr) throw std::invalid_argument("unknown executor '" + choice.executor + "'");
@@ -341,7 +341,7 @@ std::vector<PerfRow> estimate_perf(const TopologySpec& topology, const PerfReque
   std::optional<TopologyPaths> paths;   // made when a row first needs it
   for (const std::uint64_t size : request.sizes) {
     const auto started = std::chrono::steady_clock::now();
-    const CollectiveSpec spec = collective_of(request, size);
+    const CollectiveSpec spec = collective_for(request, size);
     const ExecutorChoice choice = choose_executor(spec, ctx, request);
     const Executor* executor = find_executor(choice.executor);
     if (executor == nullptr) throw std::invalid_argument("unknown executor '" + choice.executor + "'");
@@ -380,7 +380,7 @@ std::vector<PerfRow> run_perf(Platform& platform, const PerfRequest& request, Tr
   const Hierarchy& hierarchy = ctx.hierarchy;
   for (const std::uint64_t size : request.sizes) {
     const auto started = std::chrono::steady_clock::now();
-    const CollectiveSpec spec = collective_of(request, size);
+    const CollectiveSpec spec = collective_for(request, size);
     const ExecutorChoice choice = choose_executor(spec, ctx, request);
     const AlgoPlan& plan = choice.plan;
     std::optional<DataTracker> tracker;

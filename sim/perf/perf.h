@@ -127,6 +127,9 @@ Hierarchy hierarchy_of(const Platform& platform, int ranks);
 ExecContext exec_context(const TopologySpec& topology, const PerfRequest& request);
 ExecContext exec_context(const Platform& platform, const PerfRequest& request);
 
+// The collective of a row of `size` bytes (hccl_test's count for it).
+CollectiveSpec collective_for(const PerfRequest& request, std::uint64_t size);
+
 // What perf would run for a row of `size` bytes (HCCL's selection, or
 // request.executor), without running it: the same choice run_perf and
 // estimate_perf make. Throws std::invalid_argument where they would refuse

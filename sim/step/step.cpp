@@ -1,0 +1,1384 @@
+#include "sim/step/step.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+#include "base/error.h"
+#include "sim/estimate/estimate.h"
+#include "sim/moe/moe.h"
+#include "sim/perf/perf.h"
+#include "sim/scheduler.h"
+#include "sim/used_constants.h"
+
+namespace hcclsim {
+
+namespace {
+
+constexpr std::uint64_t kDtype = 2;  // bf16 parameters, activations and gradients
+// Megatron's DDP bucket: max(40,000,000, 1,000,000 x dp) parameters (distributed.DistributedDataParallelConfig).
+constexpr std::int64_t kBucketParams = 40000000;
+constexpr std::int64_t kBucketPerDp = 1000000;
+// The distributed optimizer's Adam step per parameter of its shard: fp32 master
+// weight, two moments and the fp32 gradient read (16 bytes), the three fp32
+// states written (12) and the bf16 parameter written (2).
+constexpr std::uint64_t kOptimizerBytesPerParam = 30;
+// Activations kept per layer and micro-batch: 34 x s x b x h bytes with
+// sequence parallelism, / tp (Korthikanti et al. 2022, "Reducing Activation
+// Recomputation", table 2; flash attention keeps no s^2 term). Assumed for MoE
+// layers too.
+constexpr std::uint64_t kActivationBytesPerToken = 34;
+
+// The most operations a plan holds (about 100 bytes each with their dependencies).
+constexpr double kMaxOps = 4e7;
+
+enum class Group : std::uint8_t { Tp, Cp, Ep, Dp, Edp, PpFwd, PpBwd };
+const char* group_name(Group g) {
+  switch (g) {
+    case Group::Tp: return "tp";
+    case Group::Cp: return "cp";
+    case Group::Ep: return "ep";
+    case Group::Dp:
+    case Group::Edp: return "dp";
+    case Group::PpFwd:
+    case Group::PpBwd: return "pp";
+  }
+  return "";
+}
+std::string group_prefix(Group g, int slot) {
+  switch (g) {
+    case Group::Edp: return "edp/";
+    case Group::Cp: return "cp" + std::to_string(slot) + "/";
+    case Group::PpFwd: return "pp" + std::to_string(slot) + "f/";
+    case Group::PpBwd: return "pp" + std::to_string(slot) + "b/";
+    default: return std::string(group_name(g)) + "/";
+  }
+}
+
+// One collective as HCCL runs it on a group's shape (a view).
+struct Part {
+  Group group;
+  int view = 0;
+  bool moe = false;
+  CollOp op = CollOp::AllReduce;
+  std::uint64_t count = 0;     // elements per rank (AlltoAll: per peer)
+  MoePhase phase = MoePhase::Dispatch;
+  MoeParams moe_params;
+  std::vector<int> members;    // of the first domain that ran it (MoE: its fabric)
+  std::string executor;
+  double estimate_us = -1;     // filled by the estimate
+};
+
+struct Domain {
+  Group group;
+  int slot = 0;
+  std::vector<int> members;    // global ranks, in the group's rank order
+  int view = 0;
+  int last_op = -1;
+};
+
+struct Op {
+  bool coll = false;
+  int rank = -1;               // compute: its rank
+  Time duration;               // compute
+  int domain = -1, part = -1;  // collective
+  std::uint32_t label = 0;
+  std::vector<int> deps;       // ops that must end first (on this op's ranks)
+  int prev = -1;               // the previous op of its stream (compute) or domain (collective)
+};
+
+// A step's layers per model chunk: as even as possible, the first chunks one more.
+std::vector<std::int64_t> chunk_starts(std::int64_t layers, int chunks) {
+  std::vector<std::int64_t> start(static_cast<std::size_t>(chunks) + 1, 0);
+  for (int g = 0; g < chunks; ++g) start[g + 1] = start[g] + layers / chunks + (g < layers % chunks ? 1 : 0);
+  return start;
+}
+
+std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+class StepPlan {
+ public:
+  const TopologySpec* topology = nullptr;
+  StepRequest request;
+  int m = 0;                                           // micro-batches per pipeline
+  std::vector<std::unique_ptr<TopologySpec>> views;    // a group shape's view of the topology
+  std::map<std::pair<int, int>, int> view_of;          // (group, slot) -> view
+  std::vector<Part> parts;
+  std::map<std::string, int> part_of;
+  std::vector<Domain> domains;
+  std::map<std::tuple<int, int, int>, int> domain_of;  // (group, slot, first member) -> domain
+  std::vector<Op> ops;
+  std::vector<std::string> labels;
+  std::map<std::string, std::uint32_t> label_ids;
+  std::set<std::string> compute_assumed;
+  std::map<int, TaskGraph> graphs;                     // part -> its graph (detailed), built once
+
+  std::uint32_t intern(const std::string& text) {
+    auto [it, added] = label_ids.emplace(text, static_cast<std::uint32_t>(labels.size()));
+    if (added) labels.push_back(text);
+    return it->second;
+  }
+};
+
+void StepPlanDeleter::operator()(StepPlan* p) const { delete p; }
+
+namespace {
+
+// The topology with `members` first (in their order) and the other NPUs after:
+// HCCL's selection and the closed forms see the group as ranks 0..n-1, with its
+// own servers (numbered as first met) and supernodes.
+TopologySpec group_view(const TopologySpec& spec, const std::vector<int>& members, const std::string& what) {
+  const int n = spec.npus;
+  std::vector<int> order = members;
+  std::vector<char> taken(static_cast<std::size_t>(n), 0);
+  for (int r : members) taken[static_cast<std::size_t>(r)] = 1;
+  for (int r = 0; r < n; ++r) {
+    if (!taken[static_cast<std::size_t>(r)]) order.push_back(r);
+  }
+  std::vector<int> new_of(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) new_of[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])] = i;
+  TopologySpec v = spec;
+  for (LinkSpec& l : v.links) {
+    if (l.a < n) l.a = new_of[static_cast<std::size_t>(l.a)];
+    if (l.b < n) l.b = new_of[static_cast<std::size_t>(l.b)];
+  }
+  auto permute = [&](std::vector<int>& per_npu) {
+    if (per_npu.size() < static_cast<std::size_t>(n)) return;
+    std::vector<int> out = per_npu;
+    for (int i = 0; i < n; ++i) out[static_cast<std::size_t>(i)] = per_npu[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])];
+    per_npu = std::move(out);
+  };
+  permute(v.sdma_domain_of);
+  for (FabricSpec& f : v.fabrics) {
+    permute(f.leaf_of);
+    if (f.spines_of.size() >= static_cast<std::size_t>(n)) {
+      std::vector<std::vector<int>> out = f.spines_of;
+      for (int i = 0; i < n; ++i) out[static_cast<std::size_t>(i)] = f.spines_of[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])];
+      f.spines_of = std::move(out);
+    }
+  }
+  std::map<int, int> server_number;
+  v.server_of.assign(static_cast<std::size_t>(n), 0);
+  for (int i = 0; i < n; ++i) {
+    const int s = server_of(spec, order[static_cast<std::size_t>(i)]);
+    v.server_of[static_cast<std::size_t>(i)] = server_number.emplace(s, static_cast<int>(server_number.size())).first->second;
+  }
+  int first_server = 0;
+  for (int r : members) first_server += server_of(spec, r) == server_of(spec, members.front()) ? 1 : 0;
+  v.npus_per_server = first_server;
+  if (spec.npus_per_chip > 1) {
+    bool kept = true, shared = false;
+    const std::size_t p = members.size();
+    for (std::size_t i = 0; i < p; ++i) {
+      for (std::size_t j = i + 1; j < p; ++j) {
+        const bool before = members[i] / spec.npus_per_chip == members[j] / spec.npus_per_chip;
+        const bool after = static_cast<int>(i) / spec.npus_per_chip == static_cast<int>(j) / spec.npus_per_chip;
+        kept = kept && before == after;
+        shared = shared || before;
+      }
+    }
+    if (!kept && shared) {
+      throw InputError("option --layout", what + " takes some dies of a chip but not in pairs; hcclsim cannot "
+                                                 "place it as one HCCL domain (use a group of whole chips or one die per chip)");
+    }
+    if (!kept) v.npus_per_chip = 1;
+  }
+  return v;
+}
+
+std::string members_text(const std::vector<int>& members) {
+  std::string s = "{";
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    if (i == 8 && members.size() > 10) {
+      s += ", ..., " + std::to_string(members.back());
+      break;
+    }
+    s += (i ? ", " : "") + std::to_string(members[i]);
+  }
+  return s + "}";
+}
+
+PerfRequest part_request(const TopologySpec& view, const Part& part) {
+  PerfRequest req;
+  req.op = part.op;
+  req.ranks = static_cast<int>(part.members.size());
+  req.dtype = DataType::Bf16;
+  req.check = false;
+  req.buffer_bytes = view.npu.hccl_buffer_bytes;
+  return req;
+}
+
+// Builds the plan: the operations of every rank, in each stream's order.
+class Planner {
+ public:
+  Planner(StepPlan& plan) : p_(plan), t_(*plan.topology), r_(plan.request), l_(plan.request.layout), mc_(plan.request.model) {}
+
+  void run();
+
+ private:
+  struct Item {            // one step of a layer: compute, or a collective of a group
+    bool coll = false;
+    std::string op;        // compute: operator name
+    std::string shape;
+    Time time;             // compute
+    Group group = Group::Tp;
+    CollOp cop = CollOp::AllReduce;
+    std::uint64_t count = 0;
+    bool moe = false;
+    MoePhase phase = MoePhase::Dispatch;
+    std::uint64_t ring = 0;  // attn_core with cp > 1: the K/V block (elements) each ring step passes on
+  };
+
+  int rank_of(int t, int c, int d, int s) const { return t + l_.tp * (c + l_.cp * (d + l_.dp * s)); }
+  // The ranks of a stage are a run: [s x inner, (s + 1) x inner).
+  int inner() const { return l_.tp * l_.cp * l_.dp; }
+  // `rank`'s peer in stage `other` (same TP, CP and DP indices).
+  int at_stage(int rank, int other) const { return rank % inner() + other * inner(); }
+  // `rank`'s peer `ahead` places further on its CP ring.
+  int cp_ahead(int rank, int ahead) const {
+    const int c = rank / l_.tp % l_.cp;
+    return rank + ((c + ahead) % l_.cp - c) * l_.tp;
+  }
+  std::vector<int> group_members(Group g, int rank, int slot) const;
+  int domain(Group g, int slot, const std::vector<int>& members);
+  int part(int domain, const Item& item);
+  void check();
+  Time roofline(double flops, double bytes) const;
+  Time vector_time(double bytes) const;
+  Item compute(const std::string& op, const std::string& shape, Time roof, bool backward);
+  std::vector<Item> layer_items(std::int64_t layer, bool backward);
+  void emit(int stage, const std::vector<Item>& items, const std::string& what);
+  int add_compute(int rank, const Item& item, const std::string& label);
+  int add_coll(int domain, int part, const std::string& label, const std::vector<int>& dep_ranks, bool blocking);
+  int p2p(Group g, int slot, int sender, int receiver, int chunk, int mb);
+  void ring_attention(int stage, const Item& item, const std::string& what);
+
+  StepPlan& p_;
+  const TopologySpec& t_;
+  const StepRequest& r_;
+  const Layout& l_;
+  const ModelConfig& mc_;
+  std::int64_t tokens_ = 0;      // per rank and micro-batch (after CP)
+  std::int64_t context_ = 0;     // keys each token attends
+  std::int64_t ep_tokens_ = 0;   // tokens a rank dispatches
+  std::vector<int> last_compute_;
+  std::vector<std::vector<int>> pending_;  // per rank: what its next compute waits for
+  std::map<std::tuple<int, int, int, int>, int> p2p_op_;  // (group, global chunk, mb, receiver)
+  std::vector<std::vector<int>> end_waits_;   // per rank: the gradient reductions its optimizer waits for
+};
+
+std::vector<int> Planner::group_members(Group g, int rank, int slot) const {
+  const int t = rank % l_.tp, c = rank / l_.tp % l_.cp, d = rank / (l_.tp * l_.cp) % l_.dp, s = rank / (l_.tp * l_.cp * l_.dp);
+  std::vector<int> out;
+  switch (g) {
+    case Group::Tp: for (int i = 0; i < l_.tp; ++i) out.push_back(rank_of(i, c, d, s)); break;
+    case Group::Cp: for (int i = 0; i < l_.cp; ++i) out.push_back(rank_of(t, i, d, s)); break;
+    case Group::Dp: for (int i = 0; i < l_.dp; ++i) out.push_back(rank_of(t, c, i, s)); break;
+    case Group::Ep: for (int i = d / l_.ep * l_.ep; i < d / l_.ep * l_.ep + l_.ep; ++i) out.push_back(rank_of(t, c, i, s)); break;
+    case Group::Edp: for (int i = d % l_.ep; i < l_.dp; i += l_.ep) out.push_back(rank_of(t, c, i, s)); break;
+    case Group::PpFwd: out = {rank_of(t, c, d, slot), rank_of(t, c, d, (slot + 1) % l_.pp)}; break;
+    case Group::PpBwd: out = {rank_of(t, c, d, (slot + 1) % l_.pp), rank_of(t, c, d, slot)}; break;
+  }
+  return out;
+}
+
+int Planner::domain(Group g, int slot, const std::vector<int>& members) {
+  const auto key = std::tuple{static_cast<int>(g), slot, members.front()};
+  const auto found = p_.domain_of.find(key);
+  if (found != p_.domain_of.end()) return found->second;
+  auto view = p_.view_of.find({static_cast<int>(g), slot});
+  if (view == p_.view_of.end()) {
+    const std::string what = "layout " + l_.describe() + ": the " + group_name(g) + " group " + members_text(members);
+    p_.views.push_back(std::make_unique<TopologySpec>(group_view(t_, members, what)));
+    view = p_.view_of.emplace(std::pair{static_cast<int>(g), slot}, static_cast<int>(p_.views.size()) - 1).first;
+  }
+  Domain dom{g, slot, members, view->second, -1};
+  p_.domains.push_back(dom);
+  const int id = static_cast<int>(p_.domains.size()) - 1;
+  p_.domain_of.emplace(key, id);
+  return id;
+}
+
+int Planner::part(int dom, const Item& item) {
+  const Domain& d = p_.domains[static_cast<std::size_t>(dom)];
+  const std::string key = std::to_string(d.view) + "/" + (item.moe ? "moe" + std::to_string(static_cast<int>(item.phase))
+                                                                    : coll_op_name(item.cop)) + "/" + std::to_string(item.count);
+  const auto found = p_.part_of.find(key);
+  if (found != p_.part_of.end()) return found->second;
+  Part part{d.group, d.view, item.moe, item.cop, item.count, item.phase, MoeParams{}, d.members, "", -1};
+  const TopologySpec& view = *p_.views[static_cast<std::size_t>(d.view)];
+  const std::string what = "layout " + l_.describe() + ": the " + group_name(d.group) + " group " + members_text(d.members);
+  if (item.moe) {
+    MoeParams& mp = part.moe_params;
+    mp.ep = static_cast<int>(d.members.size());
+    mp.tokens = static_cast<int>(ep_tokens_);
+    mp.hidden = static_cast<int>(mc_.hidden);
+    mp.topk = static_cast<int>(mc_.topk);
+    mp.experts = static_cast<int>(mc_.experts);
+    mp.mode = r_.phase == StepPhase::Decode ? MoeMode::LowLatency : MoeMode::Normal;
+    mp.int8 = r_.phase != StepPhase::Train;
+    if (const auto problem = moe_params_problem(mp, t_.npus)) {
+      throw InputError("option --dispatcher", what + ": the deepep kernels refuse " + problem->param + ": " + problem->why);
+    }
+    const std::string why = moe_fabric_problem(moe_fabric(t_.npu, t_.sdma_domain_of, d.members));
+    if (!why.empty()) throw InputError("option --dispatcher", what + ": " + why);
+    part.executor = mp.mode == MoeMode::Normal ? "deepep_normal" : "deepep_low_latency";
+  } else {
+    const PerfRequest req = part_request(view, part);
+    const std::uint64_t size = data_size_of(part.op, req.ranks, req.dtype, part.count);
+    try {
+      part.executor = perf_choice(view, req, size).executor;
+    } catch (const std::invalid_argument& e) {
+      throw InputError("option --layout", what + " cannot run " + coll_op_name(part.op) + " of " +
+                                              std::to_string(size) + " bytes on HCCL's executors: " + e.what());
+    }
+  }
+  p_.parts.push_back(part);
+  return p_.part_of.emplace(key, static_cast<int>(p_.parts.size()) - 1).first->second;
+}
+
+Time Planner::roofline(double flops, double bytes) const {
+  const double cube = static_cast<double>(t_.npu.cores.aic_flops_per_s) * t_.npu.cores.aic;
+  const double hbm = static_cast<double>(t_.npu.memory.hbm_bandwidth.bytes_per_s);
+  const double s = std::max(cube > 0 ? flops / cube : 0.0, hbm > 0 ? bytes / hbm : 0.0);
+  return Time{static_cast<std::uint64_t>(std::llround(s * 1e12))};
+}
+
+Time Planner::vector_time(double bytes) const {
+  const double vec = static_cast<double>(t_.npu.cores.aiv_bandwidth.bytes_per_s) * t_.npu.cores.aiv;
+  const double hbm = static_cast<double>(t_.npu.memory.hbm_bandwidth.bytes_per_s);
+  const double s = std::max(vec > 0 ? bytes / vec : 0.0, hbm > 0 ? bytes / hbm : 0.0);
+  return Time{static_cast<std::uint64_t>(std::llround(s * 1e12))};
+}
+
+// A compute item: the user's table first (operator, or operator_bwd; a
+// backward the table lacks is twice its forward), else the roofline.
+Planner::Item Planner::compute(const std::string& op, const std::string& shape, Time roof, bool backward) {
+  Item it;
+  it.op = backward ? op + "_bwd" : op;
+  it.shape = shape;
+  const ComputeTable& table = r_.compute;
+  std::optional<double> us = table.find(it.op, shape);
+  if (!us && backward) {
+    if (const auto fwd = table.find(op, shape)) us = 2 * *fwd;
+  }
+  if (!us) us = table.find("*", "*");
+  if (us) {
+    it.time = Time{static_cast<std::uint64_t>(std::llround(*us * 1e6))};
+  } else {
+    it.time = backward ? Time{2 * roof.ps} : roof;
+    for (const char* c : {"npu.cores.aic_fp16_rate", "npu.memory.hbm_bandwidth", "npu.cores.aiv_bandwidth"}) {
+      if (std::count(t_.assumed_constants.begin(), t_.assumed_constants.end(), c) != 0) p_.compute_assumed.insert(c);
+    }
+  }
+  return it;
+}
+
+std::vector<Planner::Item> Planner::layer_items(std::int64_t layer, bool backward) {
+  const double T = static_cast<double>(tokens_);
+  const double h = static_cast<double>(mc_.hidden);
+  const double tp = l_.tp;
+  const double dt = kDtype;
+  const bool sp = r_.sequence_parallel && l_.tp > 1;
+  const std::string tok = "tokens=" + std::to_string(tokens_);
+  std::vector<Item> items;
+  auto coll = [&](Group g, CollOp op, std::uint64_t count) {
+    Item it;
+    it.coll = true;
+    it.group = g;
+    it.cop = op;
+    it.count = std::max<std::uint64_t>(count, 1);
+    items.push_back(it);
+  };
+  auto moe_call = [&](MoePhase phase) {
+    Item it;
+    it.coll = true;
+    it.group = Group::Ep;
+    it.moe = true;
+    it.phase = phase;
+    items.push_back(it);
+  };
+  const std::uint64_t tp_block = ceil_div(static_cast<std::uint64_t>(tokens_) * mc_.hidden, l_.tp);
+  auto tp_in = [&] {
+    if (sp) coll(Group::Tp, CollOp::AllGather, tp_block);
+  };
+  auto tp_out = [&] {
+    if (sp) coll(Group::Tp, CollOp::ReduceScatter, tp_block);
+    else if (l_.tp > 1) coll(Group::Tp, CollOp::AllReduce, static_cast<std::uint64_t>(tokens_) * mc_.hidden);
+  };
+  const double norm_tokens = sp ? T / tp : T;
+  // Attention.
+  tp_in();
+  items.push_back(compute("norm", tok, vector_time(2 * norm_tokens * h * dt), backward));
+  double qkv_w = 0;
+  if (mc_.mla) {
+    const double q = mc_.q_lora_rank > 0 ? h * mc_.q_lora_rank + static_cast<double>(mc_.q_lora_rank) * mc_.heads * mc_.qk_dim()
+                                         : h * mc_.heads * mc_.qk_dim();
+    qkv_w = (q + h * (mc_.kv_lora_rank + mc_.qk_rope_dim) +
+             static_cast<double>(mc_.kv_lora_rank) * mc_.heads * (mc_.qk_nope_dim + mc_.v_head_dim)) / tp;
+  } else {
+    qkv_w = h * static_cast<double>(mc_.heads + 2 * mc_.kv_heads) * mc_.head_dim / tp;
+  }
+  items.push_back(compute("qkv", tok, roofline(2 * T * qkv_w, qkv_w * dt + 2 * T * h * dt), backward));
+  const double heads = static_cast<double>(mc_.heads) / tp;
+  const double causal = r_.phase == StepPhase::Decode ? 1.0 : 0.5;
+  const double S = static_cast<double>(context_);
+  const double kv_bytes = r_.phase == StepPhase::Decode
+                              ? static_cast<double>(r_.batch.micro) * S *
+                                    (mc_.mla ? static_cast<double>(mc_.kv_lora_rank + mc_.qk_rope_dim)
+                                             : 2.0 * static_cast<double>(mc_.kv_heads) * mc_.head_dim / tp) * dt
+                              : S * 2.0 * static_cast<double>(mc_.kv_heads) * mc_.head_dim / tp * dt;
+  items.push_back(compute("attn_core", tok + ",context=" + std::to_string(context_),
+                          roofline(2 * T * S * heads * static_cast<double>(mc_.qk_dim() + mc_.v_dim()) * causal,
+                                   T * heads * static_cast<double>(mc_.qk_dim() + mc_.v_dim()) * dt + kv_bytes),
+                          backward));
+  if (l_.cp > 1) {  // ring attention: each step passes this rank's K and V on (backward: and their gradients)
+    const std::uint64_t kv = mc_.mla ? static_cast<std::uint64_t>(mc_.kv_lora_rank + mc_.qk_rope_dim)
+                                     : ceil_div(2 * static_cast<std::uint64_t>(mc_.kv_heads * mc_.head_dim), l_.tp);
+    items.back().ring = static_cast<std::uint64_t>(tokens_) * kv * (backward ? 2 : 1);
+  }
+  const double out_w = static_cast<double>(mc_.heads) * mc_.v_dim() * h / tp;
+  items.push_back(compute("attn_out", tok, roofline(2 * T * out_w, out_w * dt + 2 * T * h * dt), backward));
+  tp_out();
+  // MLP.
+  if (!mc_.is_moe_layer(layer)) {
+    tp_in();
+    items.push_back(compute("norm", tok, vector_time(2 * norm_tokens * h * dt), backward));
+    const double w = 3 * h * static_cast<double>(mc_.ffn) / tp;
+    items.push_back(compute("mlp", tok, roofline(2 * T * w, w * dt + 2 * T * h * dt), backward));
+    tp_out();
+  } else {
+    const double te = static_cast<double>(ep_tokens_);
+    const std::string etok = "tokens=" + std::to_string(ep_tokens_);
+    items.push_back(compute("norm", etok, vector_time(2 * te * h * dt), backward));
+    const double router_w = h * static_cast<double>(mc_.experts);
+    items.push_back(compute("router", etok, roofline(2 * te * router_w, router_w * dt + te * h * dt), backward));
+    const std::uint64_t routed = static_cast<std::uint64_t>(ep_tokens_ * mc_.topk);
+    auto dispatch = [&](bool first) {
+      if (l_.ep == 1) return;
+      const bool is_dispatch = first != backward;  // backward: the combine's gradient goes out first
+      if (r_.dispatcher == Dispatcher::DeepEp) {
+        moe_call(is_dispatch ? MoePhase::Dispatch : MoePhase::Combine);
+      } else if (r_.dispatcher == Dispatcher::AllGather) {
+        coll(Group::Ep, is_dispatch ? CollOp::AllGather : CollOp::ReduceScatter,
+             static_cast<std::uint64_t>(ep_tokens_ * mc_.hidden));
+      } else {
+        coll(Group::Ep, CollOp::AlltoAll, ceil_div(routed * mc_.hidden, l_.ep));
+      }
+    };
+    dispatch(true);
+    const double local_experts = static_cast<double>(mc_.experts / l_.ep);
+    const double active = std::min(local_experts, static_cast<double>(routed));
+    const double ew = 3 * h * static_cast<double>(mc_.moe_ffn);
+    items.push_back(compute("experts", etok, roofline(2 * te * mc_.topk * ew, active * ew * dt + 2 * te * mc_.topk * h * dt), backward));
+    if (mc_.shared_experts > 0) {
+      const double sw = ew * static_cast<double>(mc_.shared_experts);
+      items.push_back(compute("shared_experts", etok, roofline(2 * te * sw, sw * dt + 2 * te * h * dt), backward));
+    }
+    dispatch(false);
+    if (!sp && l_.tp > 1) coll(Group::Tp, CollOp::AllGather, static_cast<std::uint64_t>(ep_tokens_ * mc_.hidden));
+  }
+  if (backward) std::reverse(items.begin(), items.end());
+  if (backward) {  // a forward AllGather's gradient is a ReduceScatter and back
+    for (Item& it : items) {
+      if (!it.coll || it.moe || it.group == Group::Ep) continue;
+      if (it.cop == CollOp::AllGather) it.cop = CollOp::ReduceScatter;
+      else if (it.cop == CollOp::ReduceScatter) it.cop = CollOp::AllGather;
+    }
+  }
+  return items;
+}
+
+int Planner::add_compute(int rank, const Item& item, const std::string& label) {
+  Op op;
+  op.rank = rank;
+  op.duration = item.time;
+  op.label = p_.intern(label + " " + item.op);
+  op.deps = std::move(pending_[static_cast<std::size_t>(rank)]);
+  pending_[static_cast<std::size_t>(rank)].clear();
+  op.prev = last_compute_[static_cast<std::size_t>(rank)];
+  p_.ops.push_back(std::move(op));
+  return last_compute_[static_cast<std::size_t>(rank)] = static_cast<int>(p_.ops.size()) - 1;
+}
+
+int Planner::add_coll(int dom, int part, const std::string& label, const std::vector<int>& dep_ranks, bool blocking) {
+  Domain& d = p_.domains[static_cast<std::size_t>(dom)];
+  Op op;
+  op.coll = true;
+  op.domain = dom;
+  op.part = part;
+  op.label = p_.intern(std::string(group_name(d.group)) + " " +
+                       (p_.parts[static_cast<std::size_t>(part)].moe
+                            ? (p_.parts[static_cast<std::size_t>(part)].phase == MoePhase::Dispatch ? "moe_dispatch" : "moe_combine")
+                            : coll_op_name(p_.parts[static_cast<std::size_t>(part)].op)) +
+                       " " + label);
+  for (int r : dep_ranks) {
+    if (last_compute_[static_cast<std::size_t>(r)] >= 0) op.deps.push_back(last_compute_[static_cast<std::size_t>(r)]);
+    auto& pend = pending_[static_cast<std::size_t>(r)];
+    op.deps.insert(op.deps.end(), pend.begin(), pend.end());
+  }
+  op.prev = d.last_op;
+  p_.ops.push_back(std::move(op));
+  const int id = static_cast<int>(p_.ops.size()) - 1;
+  d.last_op = id;
+  if (blocking) {
+    for (int r : dep_ranks) pending_[static_cast<std::size_t>(r)] = {id};
+  }
+  return id;
+}
+
+// The send of (chunk, micro-batch) from `sender` to `receiver`, made by
+// whichever side is planned first.
+int Planner::p2p(Group g, int slot, int sender, int receiver, int chunk, int mb) {
+  const auto key = std::tuple{static_cast<int>(g), chunk, mb, receiver};
+  const auto found = p2p_op_.find(key);
+  if (found != p2p_op_.end()) return found->second;
+  const int dom = domain(g, slot, group_members(g, sender, slot));
+  Item it;
+  it.coll = true;
+  it.group = g;
+  it.cop = CollOp::Broadcast;
+  it.count = static_cast<std::uint64_t>(tokens_) * mc_.hidden / (r_.sequence_parallel && l_.tp > 1 ? l_.tp : 1);
+  const int pt = part(dom, it);
+  const int id = add_coll(dom, pt, (g == Group::PpFwd ? "F" : "B") + std::string(" mb") + std::to_string(mb) + " chunk " +
+                                       std::to_string(chunk), {}, false);
+  p2p_op_.emplace(key, id);
+  return id;
+}
+
+// Ring attention over the CP group (Megatron's p2p context parallelism): in
+// cp steps each rank computes attention against the K/V block it holds
+// while it sends that block to the next rank of the ring on a stream of its
+// own (a 2-rank Broadcast on the pair's domain); step k + 1 waits for the
+// block of step k. The core attention's time is split evenly over the steps.
+void Planner::ring_attention(int stage, const Item& item, const std::string& what) {
+  Item chunk = item;
+  chunk.time = Time{item.time.ps / static_cast<std::uint64_t>(l_.cp)};
+  Item send;
+  send.coll = true;
+  send.group = Group::Cp;
+  send.cop = CollOp::Broadcast;
+  send.count = item.ring;
+  std::map<int, int> received;  // rank -> the send that brought its block of the previous step
+  for (int k = 0; k < l_.cp; ++k) {
+    std::map<int, int> sent;
+    for (int rank = stage * inner(); rank < (stage + 1) * inner() && k + 1 < l_.cp; ++rank) {
+      const int next = cp_ahead(rank, 1);
+      const int dom = domain(Group::Cp, rank / l_.tp % l_.cp, {rank, next});
+      const int id = add_coll(dom, part(dom, send), what + " ring " + std::to_string(k), {}, false);
+      Op& op = p_.ops[static_cast<std::size_t>(id)];
+      op.deps = {k == 0 ? last_compute_[static_cast<std::size_t>(rank)] : received.at(rank)};
+      if (k == 0) op.deps.insert(op.deps.end(), pending_[static_cast<std::size_t>(rank)].begin(),
+                                 pending_[static_cast<std::size_t>(rank)].end());
+      sent[next] = id;
+    }
+    for (int rank = stage * inner(); rank < (stage + 1) * inner(); ++rank) {
+      if (k > 0) pending_[static_cast<std::size_t>(rank)].push_back(received.at(rank));
+      add_compute(rank, chunk, what);
+    }
+    received = std::move(sent);
+  }
+}
+
+void Planner::emit(int stage, const std::vector<Item>& items, const std::string& what) {
+  for (const Item& it : items) {
+    if (it.ring > 0) {
+      ring_attention(stage, it, what);
+      continue;
+    }
+    for (int rank = stage * inner(); rank < (stage + 1) * inner(); ++rank) {
+      if (!it.coll) {
+        add_compute(rank, it, what);
+        continue;
+      }
+      const std::vector<int> members = group_members(it.group, rank, 0);
+      if (members.front() != rank) continue;  // one collective per group instance
+      const int dom = domain(it.group, 0, members);
+      add_coll(dom, part(dom, it), what, members, true);
+    }
+  }
+}
+
+void Planner::check() {
+  const std::string layout = "layout " + l_.describe();
+  if (l_.world() > t_.npus) {
+    throw InputError("option --layout", layout + " needs " + std::to_string(l_.world()) + " ranks but the topology has " +
+                                            std::to_string(t_.npus) + " NPUs (use --servers or a larger topology)");
+  }
+  if (l_.dp % l_.ep != 0) throw InputError("option --layout", layout + ": ep must divide dp (EP groups are taken from the DP ranks)");
+  if (l_.ep > 1 && mc_.experts == 0) throw InputError("option --layout", layout + ": ep > 1 but " + mc_.file + " is a dense model");
+  if (mc_.experts > 0 && mc_.experts % l_.ep != 0) {
+    throw InputError("option --layout", layout + ": ep must divide the experts (" + std::to_string(mc_.experts) + ")");
+  }
+  if (mc_.heads % l_.tp != 0 || (!mc_.mla && mc_.kv_heads % l_.tp != 0 && l_.tp % mc_.kv_heads != 0)) {
+    throw InputError("option --layout", layout + ": tp must divide the attention heads (" + std::to_string(mc_.heads) +
+                                            ") and the key/value heads (" + std::to_string(mc_.kv_heads) + ")");
+  }
+  const std::int64_t chunks = static_cast<std::int64_t>(l_.pp) * l_.vpp;
+  if (mc_.layers < chunks) {
+    throw InputError("option --layout", layout + ": pp x vpp = " + std::to_string(chunks) + " chunks but the model has " +
+                                            std::to_string(mc_.layers) + " layers");
+  }
+  if (l_.vpp > 1 && r_.phase != StepPhase::Train) throw InputError("option --layout", "vpp applies to --phase train only");
+  if (l_.vpp > 1 && l_.pp == 1) throw InputError("option --layout", layout + ": vpp > 1 needs pp > 1 (virtual stages of a pipeline)");
+  const Batch& b = r_.batch;
+  if (b.global % (b.micro * l_.dp) != 0) {
+    throw InputError("option --batch", "global=" + std::to_string(b.global) + " is not a multiple of micro x dp = " +
+                                           std::to_string(b.micro * l_.dp) + " (" + layout + ")");
+  }
+  const std::int64_t m = b.global / (b.micro * l_.dp);
+  if (m > 1000000) throw InputError("option --batch", "more than 10^6 micro-batches per pipeline");
+  p_.m = static_cast<int>(m);
+  if (l_.vpp > 1 && m % l_.pp != 0) {
+    throw InputError("option --batch", "the interleaved schedule (vpp > 1) needs the micro-batches per pipeline (" +
+                                           std::to_string(m) + ") to be a multiple of pp (" + std::to_string(l_.pp) + ")");
+  }
+  if (b.micro * b.seq > (std::int64_t{1} << 26)) {
+    throw InputError("option --batch", "micro x seq = " + std::to_string(b.micro * b.seq) +
+                                           " tokens per micro-batch; at most 2^26 (67,108,864) are modelled");
+  }
+  // Every rank's operations are planned: refuse a plan that would not fit in memory.
+  const double ops = static_cast<double>(l_.world()) * static_cast<double>(m) *
+                     (static_cast<double>(mc_.layers) / l_.pp + 2) * 16.0 * (r_.phase == StepPhase::Train ? 2 : 1) * l_.cp;
+  if (ops > kMaxOps) {
+    throw InputError("option --batch", "the step would plan about " + std::to_string(static_cast<std::uint64_t>(ops)) +
+                                           " operations (ranks x micro-batches x layers per stage); at most " +
+                                           std::to_string(static_cast<std::uint64_t>(kMaxOps)) +
+                                           " are planned: use fewer micro-batches (a larger micro or a smaller global)");
+  }
+  if (r_.phase != StepPhase::Decode && b.seq % l_.cp != 0) {
+    throw InputError("option --batch", "seq=" + std::to_string(b.seq) + " is not a multiple of cp=" + std::to_string(l_.cp));
+  }
+  if (t_.npu.memory.hbm_bandwidth.bytes_per_s == 0 && r_.compute.find("*", "*") == std::nullopt) {
+    throw InputError(t_.profile_file + " at $.npu.memory.hbm_bandwidth",
+                     "missing: the compute roofline needs the HBM bandwidth (or give every operator in --compute)");
+  }
+  if (r_.dispatcher == Dispatcher::DeepEp && mc_.hidden % 128 != 0) {
+    throw InputError("option --dispatcher", "deepep needs hidden_size a multiple of 128 (" + mc_.file + ")");
+  }
+}
+
+void Planner::run() {
+  check();
+  const Batch& b = r_.batch;
+  tokens_ = r_.phase == StepPhase::Decode ? b.micro : b.micro * b.seq / l_.cp;
+  context_ = b.seq;
+  ep_tokens_ = std::max<std::int64_t>(1, tokens_ / l_.tp);
+  const int world = l_.world();
+  last_compute_.assign(static_cast<std::size_t>(world), -1);
+  pending_.assign(static_cast<std::size_t>(world), {});
+  const int chunks = l_.pp * l_.vpp;
+  const std::vector<std::int64_t> starts = chunk_starts(mc_.layers, chunks);
+  const int m = p_.m;
+  const bool train = r_.phase == StepPhase::Train;
+  const bool sp = r_.sequence_parallel && l_.tp > 1;
+  const double h = static_cast<double>(mc_.hidden);
+  const double T = static_cast<double>(tokens_);
+  for (int s = 0; s < l_.pp; ++s) {
+    // The stage's order of (forward?, chunk, micro-batch): 1F1B, interleaved with vpp.
+    struct Action {
+      bool fwd;
+      int chunk;  // local chunk
+      int mb;
+    };
+    std::vector<Action> order;
+    const int virtual_mbs = m * l_.vpp;
+    auto fwd_of = [&](int k) { return Action{true, (k % (l_.pp * l_.vpp)) / l_.pp, (k / (l_.pp * l_.vpp)) * l_.pp + k % l_.pp}; };
+    auto bwd_of = [&](int k) {
+      return Action{false, l_.vpp - 1 - (k % (l_.pp * l_.vpp)) / l_.pp, (k / (l_.pp * l_.vpp)) * l_.pp + k % l_.pp};
+    };
+    if (!train) {
+      for (int k = 0; k < virtual_mbs; ++k) order.push_back(fwd_of(k));
+    } else {
+      const int warmup = l_.vpp == 1 ? std::min(l_.pp - s - 1, m)
+                                     : std::min((l_.pp - s - 1) * 2 + (l_.vpp - 1) * l_.pp, virtual_mbs);
+      for (int k = 0; k < warmup; ++k) order.push_back(fwd_of(k));
+      for (int k = 0; k < virtual_mbs - warmup; ++k) {
+        order.push_back(fwd_of(warmup + k));
+        order.push_back(bwd_of(k));
+      }
+      for (int k = virtual_mbs - warmup; k < virtual_mbs; ++k) order.push_back(bwd_of(k));
+    }
+    // Gradient buckets of the last micro-batch's backward (per chunk's last backward).
+    std::int64_t dense_acc = 0, expert_acc = 0;
+    const std::int64_t bucket = std::max(kBucketParams, kBucketPerDp * l_.dp);
+    const int edp = l_.dp / l_.ep;
+    auto flush = [&](bool expert, std::int64_t& acc) {
+      if (acc == 0) return;
+      const int size = expert ? edp : l_.dp;
+      if (size > 1) {
+        Item it;
+        it.coll = true;
+        it.group = expert ? Group::Edp : Group::Dp;
+        it.cop = CollOp::ReduceScatter;
+        it.count = ceil_div(static_cast<std::uint64_t>(acc), static_cast<std::uint64_t>(size));
+        for (int rank = s * inner(); rank < (s + 1) * inner(); ++rank) {
+          const std::vector<int> members = group_members(it.group, rank, 0);
+          if (members.front() != rank) continue;
+          const int dom = domain(it.group, 0, members);
+          // On a DP stream of its own, after the members' last compute (--overlap-grad-reduce).
+          std::vector<int> deps;
+          for (int r : members) deps.push_back(last_compute_[static_cast<std::size_t>(r)]);
+          const int id = add_coll(dom, part(dom, it), "grads", {}, false);
+          p_.ops[static_cast<std::size_t>(id)].deps = deps;
+          for (int r : members) end_waits_[static_cast<std::size_t>(r)].push_back(id);
+        }
+      }
+      acc = 0;
+    };
+    end_waits_.assign(static_cast<std::size_t>(world), {});
+    std::int64_t local_params = 0, local_expert_params = 0;
+    for (const Action& a : order) {
+      const int g = a.chunk * l_.pp + s;  // global chunk
+      const std::string what = std::string(a.fwd ? "F" : "B") + " mb" + std::to_string(a.mb) +
+                               (l_.vpp > 1 ? " chunk" + std::to_string(g) : "");
+      // Input from the previous chunk (forward) or gradient from the next (backward).
+      const bool needs_input = a.fwd ? g > 0 : g < chunks - 1;
+      for (int rank = s * inner(); rank < (s + 1) * inner() && needs_input && l_.pp > 1; ++rank) {
+        const int other = a.fwd ? (s + l_.pp - 1) % l_.pp : (s + 1) % l_.pp;
+        const Group pg = a.fwd ? Group::PpFwd : Group::PpBwd;
+        const int slot = a.fwd ? other : s;
+        const int id = p2p(pg, slot, at_stage(rank, other), rank, a.fwd ? g : g + 1, a.mb);
+        // The receiver posts it after its previous compute; its next compute waits for it.
+        if (last_compute_[static_cast<std::size_t>(rank)] >= 0) {
+          p_.ops[static_cast<std::size_t>(id)].deps.push_back(last_compute_[static_cast<std::size_t>(rank)]);
+        }
+        pending_[static_cast<std::size_t>(rank)].push_back(id);
+      }
+      const bool first_chunk = g == 0, last_chunk = g == chunks - 1;
+      const std::string tok = "tokens=" + std::to_string(tokens_);
+      if (a.fwd && first_chunk) emit(s, {compute("embedding", tok, vector_time(2 * T * h * kDtype), false)}, what);
+      const bool last_mb_bwd = !a.fwd && a.mb == m - 1;
+      if (a.fwd) {
+        for (std::int64_t layer = starts[g]; layer < starts[g + 1]; ++layer) {
+          emit(s, layer_items(layer, false), what + " L" + std::to_string(layer));
+        }
+        if (last_chunk) {
+          const double w = static_cast<double>(mc_.vocab) * h / l_.tp;
+          if (sp) {
+            Item ag;
+            ag.coll = true;
+            ag.group = Group::Tp;
+            ag.cop = CollOp::AllGather;
+            ag.count = ceil_div(static_cast<std::uint64_t>(tokens_) * mc_.hidden, l_.tp);
+            emit(s, {ag}, what + " head");
+          }
+          emit(s, {compute("lm_head", tok, roofline(2 * T * w, w * kDtype + T * h * kDtype + T * mc_.vocab / l_.tp * 4.0), false)},
+               what);
+        }
+      } else {
+        if (last_chunk) {
+          const double w = static_cast<double>(mc_.vocab) * h / l_.tp;
+          emit(s, {compute("lm_head", tok, roofline(2 * T * w, w * kDtype + T * h * kDtype + T * mc_.vocab / l_.tp * 4.0), true)},
+               what);
+          if (last_mb_bwd) dense_acc += static_cast<std::int64_t>(w);
+        }
+        for (std::int64_t layer = starts[g + 1] - 1; layer >= starts[g]; --layer) {
+          emit(s, layer_items(layer, true), what + " L" + std::to_string(layer));
+          if (last_mb_bwd) {
+            std::int64_t dense = mc_.attention_params() / l_.tp;
+            std::int64_t expert = 0;
+            if (mc_.is_moe_layer(layer)) {
+              dense += mc_.hidden * mc_.experts + mc_.shared_experts * mc_.expert_params();
+              expert = mc_.experts / l_.ep * mc_.expert_params();
+            } else {
+              dense += mc_.dense_mlp_params() / l_.tp;
+            }
+            dense_acc += dense;
+            expert_acc += expert;
+            local_params += dense;
+            local_expert_params += expert;
+            if (dense_acc >= bucket) flush(false, dense_acc);
+            if (expert_acc >= bucket) flush(true, expert_acc);
+          }
+        }
+        if (first_chunk) {
+          emit(s, {compute("embedding", tok, vector_time(2 * T * h * kDtype), true)}, what);
+          if (last_mb_bwd) dense_acc += mc_.vocab * mc_.hidden / l_.tp;
+        }
+      }
+      // Send the output (forward) or the input's gradient (backward) on.
+      const bool sends = a.fwd ? !last_chunk : !first_chunk;
+      if (sends && l_.pp > 1) {
+        for (int rank = s * inner(); rank < (s + 1) * inner(); ++rank) {
+          const int other = a.fwd ? (s + 1) % l_.pp : (s + l_.pp - 1) % l_.pp;
+          const Group pg = a.fwd ? Group::PpFwd : Group::PpBwd;
+          const int slot = a.fwd ? s : other;
+          const int id = p2p(pg, slot, rank, at_stage(rank, other), a.fwd ? g + 1 : g, a.mb);
+          p_.ops[static_cast<std::size_t>(id)].deps.push_back(last_compute_[static_cast<std::size_t>(rank)]);
+        }
+      }
+    }
+    if (train) {
+      flush(false, dense_acc);
+      flush(true, expert_acc);
+      // The optimizer on each rank's shard, after its gradients are reduced; then the parameters are gathered.
+      for (int rank = s * inner(); rank < (s + 1) * inner(); ++rank) {
+        auto& waits = end_waits_[static_cast<std::size_t>(rank)];
+        pending_[static_cast<std::size_t>(rank)].insert(pending_[static_cast<std::size_t>(rank)].end(), waits.begin(), waits.end());
+      }
+      const double shard = static_cast<double>(local_params) / l_.dp + static_cast<double>(local_expert_params) / edp;
+      emit(s, {compute("optimizer", "params=" + std::to_string(static_cast<std::int64_t>(shard)),
+                       vector_time(shard * kOptimizerBytesPerParam), false)},
+           "step");
+      for (const auto& [expert, params, size] :
+           {std::tuple{false, local_params, l_.dp}, std::tuple{true, local_expert_params, edp}}) {
+        if (size <= 1 || params == 0) continue;
+        for (std::int64_t done = 0; done < params; done += bucket) {
+          Item ag;
+          ag.coll = true;
+          ag.group = expert ? Group::Edp : Group::Dp;
+          ag.cop = CollOp::AllGather;
+          ag.count = ceil_div(static_cast<std::uint64_t>(std::min(bucket, params - done)), static_cast<std::uint64_t>(size));
+          emit(s, {ag}, "params");
+        }
+      }
+      // The step ends when every rank has its parameters: a zero-length marker after the gathers.
+      Item end;
+      end.op = "end";
+      end.shape = "-";
+      emit(s, {end}, "step");
+    }
+  }
+}
+
+
+// Each op's timing: compute ops their start and end; a collective the
+// latest end of what it waits for (its start) and its end on each member.
+struct OpTimes {
+  std::vector<std::uint64_t> start, end;          // ps; end: the latest over members
+  std::vector<std::vector<std::uint64_t>> member_end;  // collectives: per member, in the domain's order
+};
+
+std::vector<int> preds_of(const Op& op) {
+  std::vector<int> p = op.deps;
+  if (op.prev >= 0) p.push_back(op.prev);
+  return p;
+}
+
+const TaskGraph& part_graph(const StepPlan& plan, int index) {
+  auto& graphs = const_cast<StepPlan&>(plan).graphs;
+  const auto found = graphs.find(index);
+  if (found != graphs.end()) return found->second;
+  const Part& part = plan.parts[static_cast<std::size_t>(index)];
+  const TopologySpec& view = *plan.views[static_cast<std::size_t>(part.view)];
+  TaskGraph g;
+  if (part.moe) {
+    std::string kernel;
+    g = build_moe(part.moe_params, part.phase, make_routing(part.moe_params),
+                  moe_fabric(plan.topology->npu, plan.topology->sdma_domain_of, part.members), &kernel);
+  } else {
+    const PerfRequest req = part_request(view, part);
+    const std::uint64_t size = data_size_of(part.op, req.ranks, req.dtype, part.count);
+    g = build_executor(collective_for(req, size), exec_context(view, req), perf_choice(view, req, size));
+  }
+  // Each collective is an operation of its own: every stream it uses pays
+  // npu.stream.op_launch before its first task, as a collective run alone
+  // does (the stream engine charges it only at a run's start, and the step
+  // reuses a domain's streams).
+  TaskGraph launched;
+  TaskGraph::ThreadIndex streams;
+  const Time launch = plan.topology->npu.stream.op_launch;
+  for (const Thread& th : g.threads()) {
+    const ThreadId id = launched.add_thread(th.rank, th.name);
+    streams.emplace(std::pair{th.rank, th.name}, id);
+    if (!th.tasks.empty()) launched.delay(id, launch, "op launch");
+  }
+  if (launch.ps > 0) launched.note_constant(Constant::StreamOpLaunch);
+  std::vector<int> identity(static_cast<std::size_t>(part.members.size()));
+  for (std::size_t r = 0; r < identity.size(); ++r) identity[r] = static_cast<int>(r);
+  launched.append(g, identity, 0, "", &streams);
+  return graphs.emplace(index, std::move(launched)).first->second;
+}
+
+// The report, the same from either back end's times.
+StepResult report(const StepPlan& plan, const OpTimes& times) {
+  StepResult out;
+  const int world = plan.request.layout.world();
+  std::vector<std::uint64_t> rank_end(static_cast<std::size_t>(world), 0);
+  std::uint64_t step_end = 0;
+  int last_op = -1;
+  for (std::size_t i = 0; i < plan.ops.size(); ++i) {
+    const Op& op = plan.ops[i];
+    if (!op.coll) {
+      rank_end[static_cast<std::size_t>(op.rank)] = std::max(rank_end[static_cast<std::size_t>(op.rank)], times.end[i]);
+    } else {
+      const Domain& d = plan.domains[static_cast<std::size_t>(op.domain)];
+      for (std::size_t k = 0; k < d.members.size(); ++k) {
+        auto& e = rank_end[static_cast<std::size_t>(d.members[k])];
+        e = std::max(e, times.member_end[i][k]);
+      }
+    }
+    if (last_op < 0 || times.end[i] > step_end) {
+      step_end = times.end[i];
+      last_op = static_cast<int>(i);
+    }
+  }
+  const int crit = static_cast<int>(std::max_element(rank_end.begin(), rank_end.end()) - rank_end.begin());
+  out.critical_rank = crit;
+  out.micro_batches = plan.m;
+  out.step_time_us = static_cast<double>(step_end) / 1e6;
+  // Intervals on the critical rank.
+  using Interval = std::pair<std::uint64_t, std::uint64_t>;
+  std::vector<Interval> compute, all;
+  std::map<std::string, std::vector<Interval>> by_group;
+  std::map<std::string, std::set<std::string>> executors;
+  std::map<std::string, std::vector<int>> members;
+  double compute_ps = 0;
+  for (std::size_t i = 0; i < plan.ops.size(); ++i) {
+    const Op& op = plan.ops[i];
+    if (!op.coll) {
+      if (op.rank != crit) continue;
+      compute.push_back({times.start[i], times.end[i]});
+      compute_ps += static_cast<double>(times.end[i] - times.start[i]);
+      continue;
+    }
+    const Domain& d = plan.domains[static_cast<std::size_t>(op.domain)];
+    const auto at = std::find(d.members.begin(), d.members.end(), crit);
+    if (at == d.members.end()) continue;
+    const std::uint64_t end = times.member_end[i][static_cast<std::size_t>(at - d.members.begin())];
+    const std::string name = group_name(d.group);
+    by_group[name].push_back({std::min(times.start[i], end), end});
+    executors[name].insert(plan.parts[static_cast<std::size_t>(op.part)].executor);
+    if (members[name].empty()) members[name] = d.members;
+  }
+  auto measure = [](std::vector<Interval> v) {
+    std::sort(v.begin(), v.end());
+    std::uint64_t total = 0, until = 0;
+    for (const auto& [a, b] : v) {
+      const std::uint64_t from = std::max(a, until);
+      if (b > from) total += b - from;
+      until = std::max(until, b);
+    }
+    return total;
+  };
+  const std::uint64_t compute_measure = measure(compute);
+  all = compute;
+  const Layout& l = plan.request.layout;
+  for (const auto& [name, intervals] : by_group) {
+    StepGroupResult g;
+    g.group = name;
+    g.ranks = members[name];
+    if (name == "pp") {  // the whole pipeline of the critical rank
+      g.ranks.clear();
+      const int inner = l.tp * l.cp * l.dp;
+      for (int s = 0; s < l.pp; ++s) g.ranks.push_back(crit % inner + s * inner);
+    }
+    if (name == "cp") {  // the whole ring of the critical rank
+      g.ranks.clear();
+      const int t = crit % l.tp, rest = crit / (l.tp * l.cp);
+      for (int c = 0; c < l.cp; ++c) g.ranks.push_back(t + l.tp * (c + l.cp * rest));
+    }
+    std::string ex;
+    for (const std::string& e : executors[name]) ex += (ex.empty() ? "" : "+") + e;
+    g.executor = ex;
+    g.time_us = static_cast<double>(measure(intervals)) / 1e6;  // (a rank's send and receive of a ring overlap)
+    std::vector<Interval> with = compute;
+    with.insert(with.end(), intervals.begin(), intervals.end());
+    g.exposed_us = static_cast<double>(measure(with) - compute_measure) / 1e6;
+    all.insert(all.end(), intervals.begin(), intervals.end());
+    out.groups.push_back(std::move(g));
+  }
+  const std::vector<std::string> order = {"tp", "cp", "ep", "pp", "dp"};
+  std::sort(out.groups.begin(), out.groups.end(), [&](const StepGroupResult& a, const StepGroupResult& b) {
+    return std::find(order.begin(), order.end(), a.group) < std::find(order.begin(), order.end(), b.group);
+  });
+  out.compute_us = compute_ps / 1e6;
+  const std::uint64_t rank_busy = measure(all);
+  out.bubble_us = static_cast<double>(rank_end[static_cast<std::size_t>(crit)] - std::min(rank_busy, rank_end[static_cast<std::size_t>(crit)])) / 1e6;
+  // The critical path: from the op that ended last, back through what released each latest.
+  std::vector<StepPathEntry> path;
+  for (int i = last_op; i >= 0;) {
+    const Op& op = plan.ops[static_cast<std::size_t>(i)];
+    StepPathEntry e;
+    e.op = plan.labels[op.label];
+    e.group = op.coll ? group_name(plan.domains[static_cast<std::size_t>(op.domain)].group) : "compute";
+    e.rank = op.coll ? plan.domains[static_cast<std::size_t>(op.domain)].members.front() : op.rank;
+    e.start_us = static_cast<double>(times.start[static_cast<std::size_t>(i)]) / 1e6;
+    e.end_us = static_cast<double>(times.end[static_cast<std::size_t>(i)]) / 1e6;
+    path.push_back(e);
+    int next = -1;
+    for (int p : preds_of(op)) {
+      if (next < 0 || times.end[static_cast<std::size_t>(p)] > times.end[static_cast<std::size_t>(next)] ||
+          (times.end[static_cast<std::size_t>(p)] == times.end[static_cast<std::size_t>(next)] && p < next)) {
+        next = p;
+      }
+    }
+    i = next;
+  }
+  std::reverse(path.begin(), path.end());
+  out.critical_path = std::move(path);
+  out.assumed.assign(plan.compute_assumed.begin(), plan.compute_assumed.end());
+  return out;
+}
+
+void add_assumed(StepResult& r, const std::vector<std::string>& more) {
+  std::set<std::string> all(r.assumed.begin(), r.assumed.end());
+  all.insert(more.begin(), more.end());
+  r.assumed.assign(all.begin(), all.end());
+}
+
+}  // namespace
+
+StepPlanPtr plan_step(const TopologySpec& topology, const StepRequest& request) {
+  StepPlanPtr plan(new StepPlan);
+  plan->topology = &topology;
+  plan->request = request;
+  Planner(*plan).run();
+  return plan;
+}
+
+std::uint64_t step_tasks(const StepPlan& plan) {
+  std::uint64_t tasks = 0;
+  for (const Op& op : plan.ops) {
+    if (!op.coll) {
+      ++tasks;
+      continue;
+    }
+    tasks += part_graph(plan, op.part).tasks().size() + plan.domains[static_cast<std::size_t>(op.domain)].members.size();
+  }
+  return tasks;
+}
+
+StepResult run_step_estimate(const StepPlan& plan) {
+  std::vector<double> part_ps(plan.parts.size(), 0);
+  std::set<std::string> assumed;
+  for (std::size_t i = 0; i < plan.parts.size(); ++i) {
+    const Part& part = plan.parts[i];
+    if (part.moe) {
+      throw InputError("option --dispatcher", "deepep runs the MoE kernels, which have no closed form; use --model detailed "
+                                              "or --dispatcher alltoall|allgather");
+    }
+    const TopologySpec& view = *plan.views[static_cast<std::size_t>(part.view)];
+    PerfRequest req = part_request(view, part);
+    req.sizes = {data_size_of(part.op, req.ranks, req.dtype, part.count)};
+    std::vector<PerfRow> rows;
+    try {
+      rows = estimate_perf(view, req);
+    } catch (const std::invalid_argument& e) {
+      throw InputError("option --model", std::string("the ") + group_name(part.group) + " group " +
+                                             members_text(part.members) + ": " + e.what());
+    }
+    part_ps[i] = static_cast<double>(rows.front().time.ps);
+    assumed.insert(rows.front().assumed.begin(), rows.front().assumed.end());
+  }
+  // Longest path over the ops (Kahn's order).
+  const std::size_t n = plan.ops.size();
+  std::vector<std::vector<int>> succ(n);
+  std::vector<int> indegree(n, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    for (int p : preds_of(plan.ops[i])) {
+      succ[static_cast<std::size_t>(p)].push_back(static_cast<int>(i));
+      ++indegree[i];
+    }
+  }
+  OpTimes t;
+  t.start.assign(n, 0);
+  t.end.assign(n, 0);
+  t.member_end.assign(n, {});
+  std::vector<int> ready;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (indegree[i] == 0) ready.push_back(static_cast<int>(i));
+  }
+  std::size_t done = 0;
+  while (!ready.empty()) {
+    const int i = ready.back();
+    ready.pop_back();
+    ++done;
+    const Op& op = plan.ops[static_cast<std::size_t>(i)];
+    std::uint64_t start = 0;
+    for (int p : preds_of(op)) start = std::max(start, t.end[static_cast<std::size_t>(p)]);
+    const std::uint64_t dur = op.coll ? static_cast<std::uint64_t>(std::llround(part_ps[static_cast<std::size_t>(op.part)])) : op.duration.ps;
+    t.start[static_cast<std::size_t>(i)] = start;
+    t.end[static_cast<std::size_t>(i)] = start + dur;
+    if (op.coll) {
+      t.member_end[static_cast<std::size_t>(i)].assign(plan.domains[static_cast<std::size_t>(op.domain)].members.size(), start + dur);
+    }
+    for (int s : succ[static_cast<std::size_t>(i)]) {
+      if (--indegree[static_cast<std::size_t>(s)] == 0) ready.push_back(s);
+    }
+  }
+  if (done != n) throw GraphError("step plan has a cycle: " + std::to_string(n - done) + " operations never become ready");
+  StepResult r = report(plan, t);
+  add_assumed(r, {assumed.begin(), assumed.end()});
+  return r;
+}
+
+StepResult run_step_detailed(Platform& platform, const StepPlan& plan, TraceWriter* trace) {
+  TaskGraph g;
+  const std::size_t n = plan.ops.size();
+  // Notify (and flag) regions: one per (group, slot, collective) for the
+  // executors' collectives, which a domain runs one after another (different
+  // collectives wait on a notify from different streams, so each keeps its
+  // own); a fresh one per MoE call (flags only grow).
+  using RegionKey = std::tuple<int, int, int>;
+  std::map<RegionKey, int> region_size;
+  for (const Op& op : plan.ops) {
+    if (!op.coll) continue;
+    const Domain& d = plan.domains[static_cast<std::size_t>(op.domain)];
+    const TaskGraph& part = part_graph(plan, op.part);
+    if (plan.parts[static_cast<std::size_t>(op.part)].moe) continue;
+    int& size = region_size[{static_cast<int>(d.group), d.slot, op.part}];
+    size = std::max({size, part.notifies_used(), part.flags_used()});
+  }
+  std::map<RegionKey, int> region_base;
+  int next_region = 0;
+  for (const auto& [key, size] : region_size) {
+    region_base[key] = next_region;
+    next_region += size;
+  }
+  std::vector<ThreadId> compute_thread(static_cast<std::size_t>(platform.spec().npus), 0);
+  std::vector<char> has_compute(compute_thread.size(), 0);
+  std::vector<TaskId> task_of(n, 0);                        // compute ops
+  std::vector<std::vector<TaskId>> markers(n);              // collectives: per member
+  std::vector<std::vector<std::vector<TaskId>>> firsts(n);  // collectives: per member, first tasks
+  TaskGraph::ThreadIndex threads;
+  std::map<std::pair<int, int>, ThreadId> marker_thread;    // (domain, member index)
+  for (std::size_t i = 0; i < n; ++i) {
+    const Op& op = plan.ops[i];
+    if (!op.coll) {
+      const auto r = static_cast<std::size_t>(op.rank);
+      if (!has_compute[r]) {
+        compute_thread[r] = g.add_thread(op.rank, "compute");
+        has_compute[r] = 1;
+      }
+      Task t;
+      t.kind = TaskKind::Delay;
+      t.thread = compute_thread[r];
+      t.duration = op.duration;
+      t.label = g.intern(plan.labels[op.label]);
+      task_of[i] = g.add(std::move(t));
+      continue;
+    }
+    const Domain& d = plan.domains[static_cast<std::size_t>(op.domain)];
+    const Part& pt = plan.parts[static_cast<std::size_t>(op.part)];
+    const TaskGraph& part = part_graph(plan, op.part);
+    int base = 0;
+    if (pt.moe) {
+      base = next_region;
+      next_region += std::max(part.notifies_used(), part.flags_used());
+    } else {
+      base = region_base.at({static_cast<int>(d.group), d.slot, op.part});
+    }
+    const std::vector<TaskId> ids = g.append(part, d.members, base, group_prefix(d.group, d.slot), &threads);
+    const std::size_t p = d.members.size();
+    firsts[i].assign(p, {});
+    std::vector<std::vector<TaskId>> lasts(p);
+    for (const Thread& th : part.threads()) {
+      if (th.tasks.empty()) continue;
+      firsts[i][static_cast<std::size_t>(th.rank)].push_back(ids[th.tasks.front()]);
+      lasts[static_cast<std::size_t>(th.rank)].push_back(ids[th.tasks.back()]);
+    }
+    markers[i].resize(p);
+    for (std::size_t k = 0; k < p; ++k) {
+      auto mt = marker_thread.find({op.domain, static_cast<int>(k)});
+      if (mt == marker_thread.end()) {
+        mt = marker_thread.emplace(std::pair{op.domain, static_cast<int>(k)},
+                                   g.add_thread(d.members[k], group_prefix(d.group, d.slot) + "done")).first;
+      }
+      Task t;
+      t.kind = TaskKind::Delay;
+      t.thread = mt->second;
+      t.label = g.intern(plan.labels[op.label] + " done");
+      markers[i][k] = g.add(std::move(t));
+      for (TaskId last : lasts[k]) g.add_dependency(last, markers[i][k]);
+    }
+  }
+  // The task of op `p` on `rank`, if it has one there.
+  auto on_rank = [&](int p, int rank) -> std::optional<TaskId> {
+    const Op& op = plan.ops[static_cast<std::size_t>(p)];
+    if (!op.coll) return op.rank == rank ? std::optional<TaskId>(task_of[static_cast<std::size_t>(p)]) : std::nullopt;
+    const auto& mem = plan.domains[static_cast<std::size_t>(op.domain)].members;
+    const auto at = std::find(mem.begin(), mem.end(), rank);
+    if (at == mem.end()) return std::nullopt;
+    return markers[static_cast<std::size_t>(p)][static_cast<std::size_t>(at - mem.begin())];
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    const Op& op = plan.ops[i];
+    if (!op.coll) {
+      for (int p : op.deps) {
+        if (const auto t = on_rank(p, op.rank)) g.add_dependency(*t, task_of[i]);
+      }
+      continue;
+    }
+    const auto& mem = plan.domains[static_cast<std::size_t>(op.domain)].members;
+    for (std::size_t k = 0; k < mem.size(); ++k) {
+      for (int p : preds_of(op)) {
+        const auto t = on_rank(p, mem[k]);
+        if (!t) continue;
+        if (firsts[i][k].empty()) g.add_dependency(*t, markers[i][k]);
+        for (TaskId f : firsts[i][k]) g.add_dependency(*t, f);
+      }
+    }
+  }
+  Scheduler scheduler(platform);
+  scheduler.keep_timings(true);
+  LinkMeter meter(platform);
+  meter.start();
+  const RunResult result = scheduler.run(g);
+  if (!result.failure.empty()) throw GraphError("the step did not finish: " + result.failure);
+  const std::uint64_t begin = result.begin.ps;
+  OpTimes t;
+  t.start.assign(n, 0);
+  t.end.assign(n, 0);
+  t.member_end.assign(n, {});
+  for (std::size_t i = 0; i < n; ++i) {
+    const Op& op = plan.ops[i];
+    if (!op.coll) {
+      const TaskTiming& tt = result.timings[task_of[i]];
+      t.start[i] = tt.start.ps - begin;
+      t.end[i] = tt.end.ps - begin;
+      continue;
+    }
+    for (TaskId m : markers[i]) {
+      t.member_end[i].push_back(result.timings[m].end.ps - begin);
+      t.end[i] = std::max(t.end[i], t.member_end[i].back());
+    }
+  }
+  for (std::size_t i = 0; i < n; ++i) {  // a collective starts once what it waits for has ended
+    const Op& op = plan.ops[i];
+    if (!op.coll) continue;
+    for (int p : preds_of(op)) t.start[i] = std::max(t.start[i], t.end[static_cast<std::size_t>(p)]);
+  }
+  StepResult r = report(plan, t);
+  std::vector<LinkUsage> links = meter.stop(result.elapsed());
+  std::sort(links.begin(), links.end(), [](const LinkUsage& a, const LinkUsage& b) {
+    return a.utilization != b.utilization ? a.utilization > b.utilization : a.label < b.label;
+  });
+  if (links.size() > 8) links.resize(8);
+  r.busiest_links = std::move(links);
+  r.tasks = g.tasks().size();
+  add_assumed(r, assumed_constants_used(result.constants, platform.spec()));
+  if (trace != nullptr) trace->add_run(g, result, platform, "step");
+  return r;
+}
+
+MemoryUse step_memory(const StepRequest& request) {
+  const ModelConfig& mc = request.model;
+  const Layout& l = request.layout;
+  const Batch& b = request.batch;
+  const int chunks = l.pp * l.vpp;
+  const std::vector<std::int64_t> starts = chunk_starts(mc.layers, chunks);
+  const double m = static_cast<double>(b.global / std::max<std::int64_t>(1, b.micro * l.dp));
+  const int edp = std::max(1, l.dp / l.ep);
+  MemoryUse most;
+  // The stage that needs the most: its layers' parameters and, in training,
+  // min(pp - s, m) micro-batches of activations in flight (the first stage pp).
+  for (int s = 0; s < l.pp; ++s) {
+    double dense = 0, expert = 0;
+    std::int64_t layers = 0;
+    for (int c = 0; c < l.vpp; ++c) {
+      const int g = c * l.pp + s;
+      for (std::int64_t layer = starts[g]; layer < starts[g + 1]; ++layer) {
+        ++layers;
+        dense += static_cast<double>(mc.attention_params()) / l.tp;
+        if (mc.is_moe_layer(layer)) {
+          dense += static_cast<double>(mc.hidden * mc.experts + mc.shared_experts * mc.expert_params());
+          expert += static_cast<double>(mc.experts / l.ep) * mc.expert_params();
+        } else {
+          dense += static_cast<double>(mc.dense_mlp_params()) / l.tp;
+        }
+      }
+    }
+    if (s == 0) dense += static_cast<double>(mc.vocab) * mc.hidden / l.tp;
+    if (s == l.pp - 1 && !(mc.tied_embeddings && l.pp == 1)) dense += static_cast<double>(mc.vocab) * mc.hidden / l.tp;
+    const double params = dense + expert;
+    MemoryUse u;
+    u.parameters = static_cast<std::uint64_t>(params * kDtype);
+    const double in_flight = std::min(static_cast<double>(l.pp - s), std::max(1.0, m));
+    if (request.phase == StepPhase::Train) {
+      u.gradients = static_cast<std::uint64_t>(params * 4);
+      u.optimizer = static_cast<std::uint64_t>(12.0 * (dense / l.dp + expert / edp));
+      u.activations = static_cast<std::uint64_t>(static_cast<double>(kActivationBytesPerToken) * b.seq * b.micro *
+                                                 mc.hidden / (l.tp * l.cp) * layers * in_flight);
+    } else {
+      const double per_token = mc.mla ? static_cast<double>(mc.kv_lora_rank + mc.qk_rope_dim) * kDtype
+                                      : 2.0 * mc.kv_heads * mc.head_dim * kDtype / l.tp;
+      u.activations = static_cast<std::uint64_t>(per_token * b.seq * b.micro * layers * in_flight / l.cp);
+    }
+    if (u.total() > most.total()) most = u;
+  }
+  return most;
+}
+
+std::vector<SearchRow> search_layouts(const TopologySpec& topology, const StepRequest& base, const std::string& grid) {
+  std::map<std::string, std::vector<int>> values;
+  std::string rest = grid;
+  while (!rest.empty()) {
+    const auto semi = rest.find(';');
+    const std::string item = rest.substr(0, semi);
+    rest = semi == std::string::npos ? "" : rest.substr(semi + 1);
+    const auto eq = item.find('=');
+    const std::string key = item.substr(0, eq);
+    if (eq == std::string::npos || (key != "tp" && key != "pp" && key != "dp" && key != "ep" && key != "cp" && key != "vpp")) {
+      throw InputError("option --search", "'" + item + "' is not KEY=N,N,... with KEY one of tp, pp, dp, ep, cp, vpp");
+    }
+    if (values.count(key) != 0) throw InputError("option --search", "'" + key + "' is given twice");
+    // Each value checked as a layout's would be.
+    std::string list = item.substr(eq + 1) + ",";
+    for (auto comma = list.find(','); comma != std::string::npos; comma = list.find(',')) {
+      const Layout one = parse_layout(key + "=" + list.substr(0, comma), "--search");
+      const int v = key == "tp" ? one.tp : key == "pp" ? one.pp : key == "dp" ? one.dp : key == "ep" ? one.ep
+                  : key == "cp" ? one.cp : one.vpp;
+      values[key].push_back(v);
+      list.erase(0, comma + 1);
+    }
+  }
+  for (const char* key : {"tp", "pp", "ep", "cp", "vpp"}) {
+    if (values.count(key) == 0) values[key] = {1};
+  }
+  std::vector<SearchRow> rows;
+  constexpr std::size_t kMaxLayouts = 100000;
+  for (int tp : values["tp"]) {
+    for (int pp : values["pp"]) {
+      for (int ep : values["ep"]) {
+        for (int cp : values["cp"]) {
+          for (int vpp : values["vpp"]) {
+            std::vector<int> dps = values.count("dp") ? values["dp"] : std::vector<int>{topology.npus / (tp * cp * pp)};
+            for (int dp : dps) {
+              if (rows.size() >= kMaxLayouts) throw InputError("option --search", "more than 100000 layouts");
+              SearchRow row;
+              row.layout = Layout{tp, pp, dp, ep, cp, vpp};
+              StepRequest req = base;
+              req.layout = row.layout;
+              if (dp < 1) {
+                row.why = "no DP rank left on " + std::to_string(topology.npus) + " NPUs";
+                rows.push_back(row);
+                continue;
+              }
+              try {
+                const MemoryUse mem = step_memory(req);
+                row.memory_gib = static_cast<double>(mem.total()) / (1ULL << 30);
+                if (topology.npu.memory.hbm_capacity > 0 && mem.total() > topology.npu.memory.hbm_capacity) {
+                  row.why = "needs " + std::to_string(static_cast<int>(std::ceil(row.memory_gib))) + " GiB of HBM per rank";
+                  rows.push_back(row);
+                  continue;
+                }
+                const StepResult r = run_step_estimate(*plan_step(topology, req));
+                row.valid = true;
+                row.step_time_us = r.step_time_us;
+                row.compute_us = r.compute_us;
+                row.bubble_us = r.bubble_us;
+                for (const StepGroupResult& g : r.groups) row.exposed_us += g.exposed_us;
+              } catch (const InputError& e) {
+                row.why = e.message();
+              }
+              rows.push_back(row);
+            }
+          }
+        }
+      }
+    }
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const SearchRow& a, const SearchRow& b) {
+    if (a.valid != b.valid) return a.valid;
+    return a.valid && a.step_time_us < b.step_time_us;
+  });
+  return rows;
+}
+
+}  // namespace hcclsim

@@ -1,0 +1,126 @@
+// hcclsim step: one training (or inference) step of a model on a layout,
+// every parallel group's communication at once on one fabric, with compute.
+//
+// Ranks in Megatron's order "tp-cp-ep-dp-pp": rank = t + tp * (c + cp * (d +
+// dp * s)) for TP index t, CP index c, DP index d and pipeline stage s; an EP
+// group is ep consecutive DP indices (ep divides dp), an expert-DP group the
+// DP indices equal modulo ep. Each group is an HCCL communication domain:
+// its collectives go through HCCL's selection (sim/executors) in a view of
+// the topology in which the group's ranks come first (so the hierarchy,
+// servers and supernodes are the group's own), and the detailed back end
+// appends every instance's graph onto the global ranks of ONE TaskGraph, so
+// that the groups contend for links. The estimate back end times each
+// collective by its executor's closed form alone and evaluates the same
+// schedule of operations (no contention between groups).
+//
+// Schedule (Megatron / MindSpeed-LLM as modelled): 1F1B (interleaved with
+// vpp > 1, m a multiple of pp); TP AllReduce after attention and MLP, or
+// with sequence parallelism AllGather before and ReduceScatter after each,
+// on the compute stream (blocking; no --tp-comm-overlap); EP dispatch and
+// combine blocking (alltoall: AlltoAll; allgather: AllGather + ReduceScatter;
+// deepep: the MoE kernels of sim/moe); CP: ring attention, cp steps of the
+// core attention, each overlapping the send of the K/V block to the next
+// rank of the ring (a 2-rank Broadcast on a stream of its own); PP:
+// a send is a 2-rank Broadcast from the sender on a stream of its own
+// (HCCL's BatchSendRecv is not modelled), the receiver blocks; DP:
+// distributed optimizer, gradient ReduceScatter per bucket (Megatron's
+// bucket of max(40M, 1M x dp) parameters) on a DP stream as the last
+// micro-batch's backward completes each bucket (--overlap-grad-reduce),
+// then the optimizer, then the parameter AllGather (no --overlap-param-gather).
+// Compute: a roofline per operator and micro-batch, max(flops / cube rate,
+// bytes / HBM bandwidth), backward twice the forward.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/link_usage.h"
+#include "sim/step/model_config.h"
+#include "sim/trace.h"
+#include "topologies/platform.h"
+#include "topologies/platform_spec.h"
+
+namespace hcclsim {
+
+enum class StepPhase : std::uint8_t { Train, Prefill, Decode };
+enum class Dispatcher : std::uint8_t { AlltoAll, AllGather, DeepEp };
+
+struct StepRequest {
+  ModelConfig model;
+  Layout layout;
+  Batch batch;
+  StepPhase phase = StepPhase::Train;
+  Dispatcher dispatcher = Dispatcher::AlltoAll;
+  bool sequence_parallel = true;   // with tp > 1
+  ComputeTable compute;            // --compute; empty: the roofline
+};
+
+// Bytes per rank the layout needs in HBM, on the stage that needs the most
+// (train: bf16 parameters, fp32 gradients, the distributed optimizer's fp32
+// master weights and Adam moments sharded over DP (expert parameters over
+// dp / ep), activations 34 x s x b x h / (tp x cp) bytes per layer and
+// micro-batch in flight, min(pp - s, m) of them on stage s; inference:
+// parameters and the K/V cache of the micro-batches in flight).
+struct MemoryUse {
+  std::uint64_t parameters = 0, gradients = 0, optimizer = 0, activations = 0;
+  std::uint64_t total() const { return parameters + gradients + optimizer + activations; }
+};
+MemoryUse step_memory(const StepRequest& request);
+
+struct StepGroupResult {
+  std::string group;               // tp, cp, ep, dp, pp
+  std::vector<int> ranks;          // the instance holding the critical rank
+  std::string executor;            // the executors its collectives ran, joined by '+'
+  double time_us = 0;              // the time its collectives were under way on the critical rank
+  double exposed_us = 0;           // of which no compute ran on that rank
+};
+
+struct StepPathEntry {
+  std::string op;                  // "F mb0 L3 attn_core", "tp AllReduce F mb0 L3"
+  std::string group;               // "compute" or the group
+  int rank = 0;                    // compute: its rank; a collective: its first member
+  double start_us = 0, end_us = 0;
+};
+
+struct StepResult {
+  double step_time_us = 0, compute_us = 0, bubble_us = 0;
+  int critical_rank = 0;
+  int micro_batches = 0;
+  std::vector<StepGroupResult> groups;
+  std::vector<StepPathEntry> critical_path;
+  std::vector<LinkUsage> busiest_links;     // detailed only, by utilization, at most 8
+  std::vector<std::string> assumed;
+  std::uint64_t tasks = 0;
+};
+
+// The step's operations, planned once for either back end. Throws
+// InputError for a layout, batch or model the step cannot run, naming the
+// option and the layout.
+class StepPlan;
+struct StepPlanDeleter {
+  void operator()(StepPlan* p) const;
+};
+using StepPlanPtr = std::unique_ptr<StepPlan, StepPlanDeleter>;
+StepPlanPtr plan_step(const TopologySpec& topology, const StepRequest& request);
+// Tasks the detailed run will hold (for the memory pre-check).
+std::uint64_t step_tasks(const StepPlan& plan);
+
+// --search "tp=1,2,4,8;pp=1,2;ep=8,16[;cp=..][;vpp=..][;dp=..]": every
+// combination (dp, when not listed, fills the topology: NPUs / (tp x cp x
+// pp)) is planned and, when it is valid and fits the profile's HBM
+// (step_memory), timed by the estimate; the rows come sorted by step time.
+struct SearchRow {
+  Layout layout;
+  bool valid = false;              // planned and fits
+  std::string why;                 // when not: the reason
+  double step_time_us = 0, compute_us = 0, bubble_us = 0, exposed_us = 0;
+  double memory_gib = 0;
+};
+std::vector<SearchRow> search_layouts(const TopologySpec& topology, const StepRequest& base, const std::string& grid);
+
+StepResult run_step_detailed(Platform& platform, const StepPlan& plan, TraceWriter* trace = nullptr);
+StepResult run_step_estimate(const StepPlan& plan);
+
+}  // namespace hcclsim

@@ -1,0 +1,284 @@
+// hcclsim step (sim/step): the schedule's closed-form boundaries. Compute
+// times come from a table (--compute) so that every expected time is
+// arithmetic on round numbers, never a pasted result.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "base/error.h"
+#include "sim/perf/perf.h"
+#include "sim/step/step.h"
+#include "tests/unit/fixtures.h"
+#include "topologies/config.h"
+
+using namespace hcclsim;
+using hcclsim::testing::source_file;
+
+namespace {
+
+StepRequest request(const std::string& model, const std::string& layout, const std::string& batch) {
+  StepRequest r;
+  r.model = read_model_config(source_file("configs/models/" + model));
+  r.layout = parse_layout(layout);
+  r.batch = parse_batch(batch);
+  return r;
+}
+
+TopologySpec a2_server() { return load_topology(source_file("configs/topologies/a2-server.json")); }
+
+const StepGroupResult* group(const StepResult& r, const std::string& name) {
+  for (const StepGroupResult& g : r.groups) {
+    if (g.group == name) return &g;
+  }
+  return nullptr;
+}
+
+// The TP AllReduce of tiny-llama at 512 tokens on 8 ranks: tokens x hidden in bf16.
+PerfRequest tp_all_reduce(const TopologySpec& spec) {
+  PerfRequest pr;
+  pr.op = CollOp::AllReduce;
+  pr.ranks = 8;
+  pr.dtype = DataType::Bf16;
+  pr.check = false;
+  pr.buffer_bytes = spec.npu.hccl_buffer_bytes;
+  pr.sizes = {512ULL * 1024 * 2};
+  return pr;
+}
+
+// tiny-llama (4 layers): per micro-batch a forward of embedding + 4 x 6
+// operators + lm_head and as many backward: 52 operators.
+constexpr int kOpsPerMicroBatch = 52;
+
+}  // namespace
+
+TEST_CASE("step: pure compute equals the sum of the operator times", "[step]") {
+  const TopologySpec spec = a2_server();
+  StepRequest req = request("tiny-llama.json", "tp=1,pp=1,dp=1", "global=3,micro=1,seq=512");
+  req.compute.add("*", "*", 10.0);
+  req.compute.add("optimizer", "*", 7.0);
+  const auto plan = plan_step(spec, req);
+  const StepResult r = run_step_estimate(*plan);
+  CHECK(r.groups.empty());
+  CHECK(r.micro_batches == 3);
+  CHECK(r.compute_us == Approx(3 * kOpsPerMicroBatch * 10.0 + 7.0).epsilon(1e-12));
+  CHECK(r.step_time_us == Approx(r.compute_us).epsilon(1e-12));
+  CHECK(r.bubble_us == Approx(0).margin(1e-9));
+}
+
+TEST_CASE("step: the roofline of a matmul is flops over the cube rate", "[step]") {
+  // qkv of tiny-llama at 512 tokens: 2 x 512 x 1024 x (16 + 2 x 8) x 64 flops
+  // on 24 AIC of 14.7 TFLOPS, far above its bytes / 1.6 TB/s; the table gives
+  // every other operator 0, so the step is qkv forward and backward (3x).
+  const TopologySpec spec = a2_server();
+  StepRequest req = request("tiny-llama.json", "tp=1,pp=1,dp=1", "global=1,micro=1,seq=512");
+  for (const char* op : {"embedding", "norm", "attn_core", "attn_out", "mlp", "lm_head", "optimizer"}) {
+    req.compute.add(op, "*", 0.0);
+  }
+  const double flops = 2.0 * 512 * 1024 * (16 + 2 * 8) * 64;
+  const double bytes = 1024.0 * 32 * 64 * 2 + 2.0 * 512 * 1024 * 2;
+  const double cube = 24 * 14.7e12;
+  REQUIRE(flops / cube > bytes / 1.6e12);
+  const StepResult r = run_step_estimate(*plan_step(spec, req));
+  CHECK(r.compute_us == Approx(4 * 3 * flops / cube * 1e6).epsilon(1e-6));
+}
+
+TEST_CASE("step: a 1F1B pipeline of equal stages idles (pp-1) micro-batch slots", "[step]") {
+  // pp = 2 over 4 micro-batches, every operator 10 ms: both stages take f = b =
+  // 130 ms a micro-batch (two layers, and the embedding or the head). The PP
+  // sends are microseconds: bubble + exposed PP is (pp-1)(f+b) within them.
+  const TopologySpec spec = a2_server();
+  StepRequest req = request("tiny-llama.json", "tp=1,pp=2,dp=1", "global=4,micro=1,seq=512");
+  req.compute.add("*", "*", 10000.0);
+  const StepResult r = run_step_estimate(*plan_step(spec, req));
+  const double slot = 260000.0;  // f + b, us
+  const StepGroupResult* pp = group(r, "pp");
+  REQUIRE(pp != nullptr);
+  REQUIRE(pp->time_us < 0.01 * slot);
+  CHECK(r.compute_us == Approx(4 * slot + 10000.0).epsilon(1e-12));
+  CHECK(r.bubble_us + pp->exposed_us == Approx(1 * slot).margin(4 * pp->time_us));
+  CHECK(r.bubble_us + pp->exposed_us >= slot);
+  CHECK(r.step_time_us == Approx((4 + 2 - 1) * slot + 10000.0).margin(4 * pp->time_us));
+  // The step is its parts on the critical rank: compute, bubble, exposed communication.
+  CHECK(r.step_time_us == Approx(r.compute_us + r.bubble_us + pp->exposed_us).epsilon(1e-9));
+}
+
+TEST_CASE("step: the interleaved schedule shrinks the bubble by vpp", "[step]") {
+  const TopologySpec spec = a2_server();
+  StepRequest req = request("tiny-llama.json", "tp=1,pp=2,dp=1,vpp=2", "global=4,micro=1,seq=512");
+  req.compute.add("*", "*", 1000.0);
+  req.compute.add("embedding", "*", 0.0);
+  req.compute.add("lm_head", "*", 0.0);
+  const StepResult r = run_step_estimate(*plan_step(spec, req));
+  const StepGroupResult* pp = group(r, "pp");
+  REQUIRE(pp != nullptr);
+  // A chunk is one layer: 6 ms forward and 6 ms backward; (pp-1)/vpp of the
+  // non-interleaved bubble of 2 chunks' (f+b) = 24 ms is 12 ms.
+  CHECK(r.bubble_us + pp->exposed_us == Approx(12000.0).margin(16 * pp->time_us));
+}
+
+TEST_CASE("step: a TP-only step is its AllReduces as perf times them", "[step]") {
+  // tp = 8 without sequence parallelism and no compute: two AllReduces a
+  // layer forward and two backward, one after another on the TP domain.
+  const TopologySpec spec = a2_server();
+  StepRequest req = request("tiny-llama.json", "tp=8,pp=1,dp=1", "global=1,micro=1,seq=512");
+  req.sequence_parallel = false;
+  req.compute.add("*", "*", 0.0);
+  const StepResult r = run_step_estimate(*plan_step(spec, req));
+  const PerfRequest pr = tp_all_reduce(spec);
+  const double ar_us = static_cast<double>(estimate_perf(spec, pr).front().time.ps) / 1e6;
+  const StepGroupResult* tp = group(r, "tp");
+  REQUIRE(tp != nullptr);
+  CHECK(tp->executor == estimate_perf(spec, pr).front().executor);
+  CHECK(r.step_time_us == Approx(16 * ar_us).epsilon(1e-9));
+  CHECK(tp->time_us == Approx(16 * ar_us).epsilon(1e-9));
+  CHECK(tp->exposed_us == Approx(16 * ar_us).epsilon(1e-9));
+}
+
+TEST_CASE("step: the detailed TP-only step is its AllReduces as perf runs them", "[step]") {
+  const TopologySpec spec = a2_server();
+  StepRequest req = request("tiny-llama.json", "tp=8,pp=1,dp=1", "global=1,micro=1,seq=512");
+  req.sequence_parallel = false;
+  req.compute.add("*", "*", 0.0);
+  const auto plan = plan_step(spec, req);
+  Platform platform(spec);
+  const PerfRequest pr = tp_all_reduce(spec);
+  const double ar_us = static_cast<double>(run_perf(platform, pr).front().time.ps) / 1e6;
+  const StepResult r = run_step_detailed(platform, *plan);
+  // Within the zero-length compute tasks' dispatch gaps between AllReduces.
+  CHECK(r.step_time_us == Approx(16 * ar_us).epsilon(0.05));
+  CHECK(r.step_time_us >= 16 * ar_us * 0.95);
+  const StepGroupResult* tp = group(r, "tp");
+  REQUIRE(tp != nullptr);
+  CHECK(tp->exposed_us == Approx(tp->time_us).epsilon(1e-9));
+}
+
+TEST_CASE("step: a TP collective is on the critical path of every layer", "[step]") {
+  const TopologySpec spec = a2_server();
+  StepRequest req = request("tiny-llama.json", "tp=4,pp=1,dp=2", "global=2,micro=1,seq=512");
+  req.compute.add("*", "*", 5.0);
+  const StepResult r = run_step_estimate(*plan_step(spec, req));
+  // Sequence parallelism: per layer and direction two AllGathers and two ReduceScatters.
+  for (int layer = 0; layer < 4; ++layer) {
+    for (const char* dir : {"F", "B"}) {
+      int found = 0;
+      for (const StepPathEntry& e : r.critical_path) {
+        if (e.group == "tp" && e.op.find(std::string(dir) + " mb0 L" + std::to_string(layer)) != std::string::npos) ++found;
+      }
+      INFO(dir << " layer " << layer);
+      CHECK(found == 4);
+    }
+  }
+}
+
+TEST_CASE("step: PP sends sharing a spine link slow each other by the flow model's share", "[step]") {
+  // 16 A2 servers on two leaves of a 2:1 oversubscribed fabric (64 NICs a
+  // leaf, 8 spines: each leaf-spine link carries 64 / 8 / 2 = 4 NICs' rate).
+  // pp = 2 puts stage 0 on one leaf and stage 1 on the other; in a prefill
+  // with no compute all 64 pairs send their 16 MiB at once. Alone (the
+  // estimate) a send takes fixed costs + S / NIC; together the k sends
+  // that ECMP puts on the busiest spine link share it, each 4 / k of a NIC.
+  const TopologySpec spec = load_topology(source_file("configs/topologies/a2-cluster-oversubscribed.json"), {}, 16);
+  StepRequest req = request("tiny-llama.json", "tp=1,pp=2,dp=64", "global=64,micro=1,seq=8192");
+  req.phase = StepPhase::Prefill;
+  req.compute.add("*", "*", 0.0);
+  const auto plan = plan_step(spec, req);
+  const StepResult alone = run_step_estimate(*plan);
+  Platform platform(spec);
+  const StepResult together = run_step_detailed(platform, *plan);
+  const double bytes = 8192.0 * 1024 * 2;
+  double nic = 0;
+  for (const LinkSpec& l : spec.links) {
+    if (l.kind == "roce") {
+      nic = static_cast<double>(l.params.bandwidth.bytes_per_s);
+      break;
+    }
+  }
+  REQUIRE(nic > 0);
+  REQUIRE_FALSE(together.busiest_links.empty());
+  const double k = std::round(static_cast<double>(together.busiest_links.front().bytes) / bytes);
+  REQUIRE(k > 4);  // more sends than the link has NICs' rate for
+  const StepGroupResult* pp_alone = group(alone, "pp");
+  const StepGroupResult* pp_together = group(together, "pp");
+  REQUIRE(pp_alone != nullptr);
+  REQUIRE(pp_together != nullptr);
+  const double fixed_us = pp_alone->time_us - bytes / nic * 1e6;
+  const double shared_us = fixed_us + k * bytes / (4 * nic) * 1e6;
+  CHECK(pp_together->time_us == Approx(shared_us).epsilon(0.05));
+}
+
+TEST_CASE("step: bad layouts are refused naming the option", "[step]") {
+  const TopologySpec spec = a2_server();
+  auto refused = [&](const std::string& model, const std::string& layout, const std::string& batch, const std::string& text) {
+    INFO(layout << " " << batch);
+    StepRequest req = request(model, layout, batch);
+    try {
+      plan_step(spec, req);
+      FAIL("accepted");
+    } catch (const InputError& e) {
+      CHECK(std::string(e.what()).find(text) != std::string::npos);
+    }
+  };
+  refused("tiny-llama.json", "tp=8,pp=2,dp=1", "global=2,micro=1,seq=512", "16 ranks");
+  refused("tiny-llama.json", "tp=1,pp=1,dp=2,ep=2", "global=2,micro=1,seq=512", "dense");
+  refused("tiny-llama.json", "tp=1,pp=1,dp=4", "global=6,micro=1,seq=512", "micro x dp");
+  refused("tiny-llama.json", "tp=1,pp=2,dp=1,vpp=2", "global=3,micro=1,seq=512", "multiple of pp");
+  refused("tiny-llama.json", "tp=1,pp=8,dp=1", "global=8,micro=1,seq=512", "layers");
+  refused("tiny-moe.json", "tp=1,pp=1,dp=6,ep=4", "global=6,micro=1,seq=512", "ep must divide dp");
+  refused("tiny-llama.json", "tp=1,pp=1,dp=2,vpp=2", "global=2,micro=1,seq=512", "needs pp > 1");
+  CHECK_THROWS_AS(parse_layout("tp=8,pp=0"), InputError);
+  CHECK_THROWS_AS(parse_layout("tp=8,tp=2"), InputError);
+  CHECK_THROWS_AS(parse_layout("tq=8"), InputError);
+  CHECK_THROWS_AS(parse_batch("global=8,micro=1"), InputError);
+}
+
+TEST_CASE("step: the estimate is within 5% of the detailed step on a grid of small models", "[step]") {
+  // Layouts whose groups do not share links on an A2 server's full mesh
+  // (the estimate models no contention between groups; see the PP test).
+  struct Case {
+    const char* model;
+    const char* layout;
+    const char* batch;
+    StepPhase phase;
+  };
+  const Case cases[] = {
+      {"tiny-llama.json", "tp=8", "global=1,micro=1,seq=512", StepPhase::Train},
+      {"tiny-llama.json", "tp=2,pp=2,dp=2", "global=4,micro=1,seq=512", StepPhase::Train},
+      {"tiny-llama.json", "pp=2,dp=4,vpp=2", "global=16,micro=1,seq=512", StepPhase::Train},
+      {"tiny-llama.json", "tp=2,cp=2,dp=2", "global=4,micro=1,seq=1024", StepPhase::Train},
+      {"tiny-llama.json", "tp=2,pp=2,dp=2", "global=8,micro=1,seq=512", StepPhase::Decode},
+      {"tiny-moe.json", "tp=1,pp=2,dp=4,ep=4", "global=8,micro=1,seq=256", StepPhase::Train},
+  };
+  const TopologySpec spec = a2_server();
+  Platform platform(spec);
+  for (const Case& c : cases) {
+    StepRequest req = request(c.model, c.layout, c.batch);
+    req.phase = c.phase;
+    const auto plan = plan_step(spec, req);
+    const StepResult est = run_step_estimate(*plan);
+    const StepResult det = run_step_detailed(platform, *plan);
+    INFO(c.model << " " << c.layout << " " << c.batch);
+    CHECK(est.compute_us == Approx(det.compute_us).epsilon(1e-9));
+    CHECK(est.step_time_us == Approx(det.step_time_us).epsilon(0.05));
+  }
+}
+
+TEST_CASE("step: ring attention hides the CP sends under the attention steps", "[step]") {
+  // cp = 2, attention 1 ms forward (2 ms backward), every other operator 0:
+  // each layer's first step of 0.5 ms (1 ms) overlaps the send of the K/V
+  // block, which takes tens of microseconds, so no CP time is exposed and
+  // the step is its compute.
+  const TopologySpec spec = a2_server();
+  StepRequest req = request("tiny-llama.json", "tp=1,cp=2,pp=1,dp=1", "global=1,micro=1,seq=1024");
+  req.compute.add("*", "*", 0.0);
+  req.compute.add("attn_core", "*", 1000.0);
+  const StepResult r = run_step_estimate(*plan_step(spec, req));
+  const StepGroupResult* cp = group(r, "cp");
+  REQUIRE(cp != nullptr);
+  CHECK(cp->ranks == std::vector<int>{0, 1});
+  CHECK(cp->time_us > 0);
+  // Per layer and direction rank 0 sends one block and receives one: 16 sends of tens of microseconds.
+  CHECK(cp->time_us < 16 * 100.0);
+  CHECK(cp->exposed_us == Approx(0).margin(1e-9));
+  CHECK(r.compute_us == Approx(4 * (1000.0 + 2000.0)).epsilon(1e-12));
+  CHECK(r.step_time_us == Approx(r.compute_us).epsilon(1e-12));
+}

@@ -1,0 +1,310 @@
+// `hcclsim step`: a training or inference step of a Hugging Face model on a
+// parallel layout, every group's communication at once on HCCL's executors,
+// with compute (sim/step/step.h says what is modelled).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+
+#include "sim/perf/perf.h"
+#include "sim/report/row_writer.h"
+#include "sim/step/step.h"
+#include "tools/cli_common.h"
+#include "tools/command.h"
+
+namespace hcclsim {
+namespace {
+
+double round3(double v) { return std::round(v * 1000.0) / 1000.0; }
+
+std::string fmt3(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3f", v);
+  return buf;
+}
+
+class StepCommand : public Command {
+ public:
+  std::string name() const override { return "step"; }
+  std::string summary() const override {
+    return "a training / inference step of a Hugging Face model on a parallel layout: every group's collectives on "
+           "HCCL's executors at once on one fabric, with roofline compute; step time, exposed communication per "
+           "group, pipeline bubble, critical path";
+  }
+  void declare(CLI::App& app) override {
+    app.add_option("--model-config", model_file_,
+                   "a Hugging Face config.json as it is (llama / qwen3 dense, qwen3_moe, deepseek_v3 with MLA and "
+                   "shared experts; examples in configs/models/)")
+        ->required()
+        ->type_name("FILE");
+    app.add_option("--layout", layout_,
+                   "tp=N,pp=N,dp=N[,ep=N][,cp=N][,vpp=N]; ranks in Megatron's order tp-cp-ep-dp-pp (TP fastest), "
+                   "EP groups are ep consecutive DP ranks (ep divides dp)")
+        ->type_name("L");
+    app.add_option("--search", search_,
+                   "rank layouts instead of one: \"tp=1,2,4,8;pp=1,2;ep=8,16\" (also cp, vpp, dp; dp left out fills "
+                   "the topology); each layout that plans and fits the profile's HBM (bf16 parameters, fp32 "
+                   "gradients, 12 bytes of optimizer state per parameter / dp, 34 x s x b x h / (tp x cp) bytes of "
+                   "activations per layer and micro-batch in flight, pp - s of them on stage s; the stage that needs "
+                   "the most) is timed by "
+                   "the estimate and ranked by step time")
+        ->type_name("GRID");
+    app.add_option("--batch", batch_,
+                   "global=N,micro=N,seq=N: sequences per step and per micro-batch, tokens per sequence (decode: the "
+                   "context each new token attends)")
+        ->required()
+        ->type_name("B");
+    app.add_option("--phase", phase_,
+                   "train (default: 1F1B, interleaved with vpp; backward twice the forward; distributed optimizer) | "
+                   "prefill | decode (forward only, one token per sequence)")
+        ->type_name("P");
+    app.add_option("--dispatcher", dispatcher_,
+                   "MoE token dispatcher: alltoall (default: AlltoAll) | allgather (AllGather + ReduceScatter) | deepep "
+                   "(the AIV kernels of hcclsim moe; --model detailed only)")
+        ->type_name("D");
+    app.add_flag("--no-sequence-parallel", no_sp_,
+                 "TP AllReduce after attention and MLP instead of AllGather before / ReduceScatter after (the default "
+                 "with tp > 1)");
+    app.add_option("--compute", compute_file_,
+                   "measured operator times instead of the roofline: CSV lines operator,shape,us (operators: embedding, "
+                   "norm, qkv, attn_core, attn_out, mlp, router, experts, shared_experts, lm_head, optimizer, a _bwd "
+                   "suffix for backward (else twice the forward); shape as the step writes it, or *; '*,*,us' for all). "
+                   "Simplified: the default roofline max(flops / cube rate, bytes / HBM bandwidth) uses the profile's "
+                   "assumed rates, backward = 2 x forward, no recomputation; TP and EP communication do not overlap "
+                   "compute (CP's ring sends do); a PP or CP send is a 2-rank HCCL Broadcast; uniform MoE routing "
+                   "(docs/user-guide.md, \"Training "
+                   "and inference steps\")")
+        ->type_name("FILE");
+    topology_.declare(app);
+    app.add_option("--model", model_,
+                   "detailed (default): every group's executor graphs appended into one task graph on the SystemC "
+                   "model, so groups contend for links; estimate: each collective by its executor's closed form on "
+                   "its group alone (no contention between groups; no busiest links), the same schedule")
+        ->type_name("M");
+    app.add_option("--format", format_, "table (default) | json | csv")->type_name("F");
+    app.add_option("--out", out_file_, "write the result to FILE instead of stdout")->type_name("FILE");
+    app.add_option("--trace", trace_file_,
+                   "Chrome trace (detailed): a process per rank, a track per stream (compute, tp/, cp<c>/, ep/, dp/, pp<s>f/ "
+                   "...: one per group)")
+        ->type_name("FILE");
+    memory_limit_.declare(app);
+    app.add_flag("--stats", stats_, "print wall time, tasks and peak memory to stderr");
+  }
+
+  int run(CommandContext& ctx) override {
+    StepRequest req;
+    if (phase_ == "train") req.phase = StepPhase::Train;
+    else if (phase_ == "prefill") req.phase = StepPhase::Prefill;
+    else if (phase_ == "decode") req.phase = StepPhase::Decode;
+    else throw InputError("option --phase", "unknown phase '" + phase_ + "'; expected train, prefill or decode");
+    if (dispatcher_ == "alltoall") req.dispatcher = Dispatcher::AlltoAll;
+    else if (dispatcher_ == "allgather") req.dispatcher = Dispatcher::AllGather;
+    else if (dispatcher_ == "deepep") req.dispatcher = Dispatcher::DeepEp;
+    else throw InputError("option --dispatcher", "unknown dispatcher '" + dispatcher_ + "'; expected alltoall, allgather or deepep");
+    if (model_ != "detailed" && model_ != "estimate") {
+      throw InputError("option --model", "unknown value '" + model_ + "'; expected detailed or estimate");
+    }
+    if (format_ != "table" && format_ != "json" && format_ != "csv") {
+      throw InputError("option --format", "unknown format '" + format_ + "'; expected table, json or csv");
+    }
+    const bool estimate = model_ == "estimate";
+    if (estimate && !trace_file_.empty()) {
+      throw InputError("option --trace", "a trace needs --model detailed (the estimate runs no tasks)");
+    }
+    req.sequence_parallel = !no_sp_;
+    if (search_.empty() == layout_.empty()) {
+      throw InputError("option --layout", "give either --layout or --search (not both)");
+    }
+    if (!search_.empty() && !trace_file_.empty()) throw InputError("option --trace", "a search writes no trace");
+    if (!layout_.empty()) req.layout = parse_layout(layout_);
+    req.batch = parse_batch(batch_);
+    req.model = read_model_config(model_file_);
+    if (!compute_file_.empty()) req.compute = ComputeTable::read(compute_file_);
+    std::string topology_file;
+    const TopologySpec spec = topology_.load(&topology_file);
+    if (!search_.empty()) {
+      std::optional<OutputFile> out_file;
+      if (!out_file_.empty()) out_file.emplace("--out", out_file_);
+      write_search(out_file ? out_file->stream() : *ctx.out, search_layouts(spec, req, search_));
+      if (out_file) out_file->close();
+      return 0;
+    }
+    const StepPlanPtr plan = plan_step(spec, req);
+    if (!estimate) {
+      Footprint f;
+      f.tasks = step_tasks(*plan);
+      f.bytes = f.tasks * kBytesPerTask + static_cast<std::uint64_t>(spec.npus) * kPlatformBytesPerNpu;
+      const std::string why = footprint_problem(f, "the step (" + req.layout.describe() + ")", memory_limit_.bytes());
+      if (!why.empty()) {  // (perf's advice after ". Use" names perf's options)
+        throw InputError("option --layout", why.substr(0, why.find(". Use")) +
+                                                ". Use --model estimate, fewer micro-batches or a smaller layout");
+      }
+    }
+    const MemoryUse mem = step_memory(req);
+    if (spec.npu.memory.hbm_capacity > 0 && mem.total() > spec.npu.memory.hbm_capacity && !ctx.replay) {
+      std::cerr << "note: the layout needs about " << mem.total() / (1ULL << 30) << " GiB of HBM per rank (parameters "
+                << mem.parameters / (1ULL << 30) << ", gradients " << mem.gradients / (1ULL << 30) << ", optimizer "
+                << mem.optimizer / (1ULL << 30) << ", activations " << mem.activations / (1ULL << 30)
+                << " GiB); the profile gives " << spec.npu.memory.hbm_capacity / (1ULL << 30) << " GiB\n";
+    }
+    std::optional<OutputFile> out_file;
+    std::optional<OutputFile> trace_out;
+    if (!out_file_.empty()) out_file.emplace("--out", out_file_);
+    if (!trace_file_.empty()) trace_out.emplace("--trace", trace_file_);
+    WallClock clock;
+    TraceWriter trace;
+    const StepResult r = estimate ? run_step_estimate(*plan)
+                                  : run_step_detailed(platform_kept_until_exit(spec), *plan, trace_out ? &trace : nullptr);
+    std::ostream& out = out_file ? out_file->stream() : *ctx.out;
+    write(out, r, req, spec);
+    if (out_file) out_file->close();
+    if (trace_out) {
+      trace.write(trace_out->stream());
+      trace_out->close();
+    }
+    if (stats_) print_stats(clock, r.tasks, 0);
+    return 0;
+  }
+
+ private:
+  void write_search(std::ostream& out, const std::vector<SearchRow>& rows) const {
+    if (format_ == "json") {
+      nlohmann::json doc = nlohmann::json::array();
+      for (const SearchRow& r : rows) {
+        nlohmann::json row = {{"layout", r.layout.describe()}, {"valid", r.valid}, {"memory_gib", round3(r.memory_gib)}};
+        if (r.valid) {
+          row["step_time_us"] = round3(r.step_time_us);
+          row["compute_us"] = round3(r.compute_us);
+          row["bubble_us"] = round3(r.bubble_us);
+          row["exposed_us"] = round3(r.exposed_us);
+        } else {
+          row["why"] = r.why;
+        }
+        doc.push_back(row);
+      }
+      out << doc.dump(2) << "\n";
+      return;
+    }
+    if (format_ == "csv") out << "layout,valid,step_time_us,compute_us,bubble_us,exposed_us,memory_gib,why\n";
+    else out << "# layouts by estimated step time (then the refused ones)\n";
+    char line[512];
+    if (format_ == "table") {
+      std::snprintf(line, sizeof line, "%-34s %14s %14s %12s %12s %10s\n", "layout", "step_time_us", "compute_us",
+                    "bubble_us", "exposed_us", "mem_GiB");
+      out << line;
+    }
+    for (const SearchRow& r : rows) {
+      if (format_ == "csv") {
+        std::string why = r.why;
+        std::replace(why.begin(), why.end(), ',', ';');
+        out << '"' << r.layout.describe() << "\"," << (r.valid ? "true" : "false") << "," << fmt3(r.step_time_us) << ","
+            << fmt3(r.compute_us) << "," << fmt3(r.bubble_us) << "," << fmt3(r.exposed_us) << "," << fmt3(r.memory_gib)
+            << "," << why << "\n";
+      } else if (r.valid) {
+        std::snprintf(line, sizeof line, "%-34s %14.3f %14.3f %12.3f %12.3f %10.1f\n", r.layout.describe().c_str(),
+                      r.step_time_us, r.compute_us, r.bubble_us, r.exposed_us, r.memory_gib);
+        out << line;
+      } else {
+        out << r.layout.describe() << "  refused: " << r.why << "\n";
+      }
+    }
+  }
+
+  void write(std::ostream& out, const StepResult& r, const StepRequest& req, const TopologySpec& spec) const {
+    if (format_ == "json") {
+      nlohmann::json groups = nlohmann::json::array();
+      for (const StepGroupResult& g : r.groups) {
+        groups.push_back({{"group", g.group}, {"ranks", g.ranks}, {"executor", g.executor}, {"time_us", round3(g.time_us)},
+                          {"exposed_us", round3(g.exposed_us)}});
+      }
+      nlohmann::json path = nlohmann::json::array();
+      for (const StepPathEntry& e : r.critical_path) {
+        path.push_back({{"op", e.op}, {"group", e.group}, {"rank", e.rank}, {"start_us", round3(e.start_us)},
+                        {"end_us", round3(e.end_us)}});
+      }
+      nlohmann::json links = nlohmann::json::array();
+      for (const LinkUsage& l : r.busiest_links) {
+        links.push_back({{"link", l.label}, {"kind", l.kind}, {"bytes", l.bytes}, {"utilization", round3(l.utilization)}});
+      }
+      const nlohmann::json doc = {{"step_time_us", round3(r.step_time_us)}, {"compute_us", round3(r.compute_us)},
+                                  {"bubble_us", round3(r.bubble_us)},       {"groups", groups},
+                                  {"critical_path", path},                  {"busiest_links", links},
+                                  {"assumed", r.assumed}};
+      out << doc.dump(2) << "\n";
+      return;
+    }
+    if (format_ == "csv") {
+      out << "step_time_us,compute_us,bubble_us,group,ranks,executor,time_us,exposed_us\n";
+      for (const StepGroupResult& g : r.groups) {
+        std::string ranks;
+        for (int x : g.ranks) ranks += (ranks.empty() ? "" : " ") + std::to_string(x);
+        out << fmt3(r.step_time_us) << "," << fmt3(r.compute_us) << "," << fmt3(r.bubble_us) << "," << g.group << ","
+            << ranks << "," << g.executor << "," << fmt3(g.time_us) << "," << fmt3(g.exposed_us) << "\n";
+      }
+      if (r.groups.empty()) out << fmt3(r.step_time_us) << "," << fmt3(r.compute_us) << "," << fmt3(r.bubble_us) << ",,,,,\n";
+      return;
+    }
+    out << "# step of " << req.model.file << " (" << req.model.model_type << "), " << phase_ << ", layout "
+        << req.layout.describe() << ", batch " << batch_ << " on " << spec.name << " (" << model_ << ")\n";
+    out << "step_time_us " << fmt3(r.step_time_us) << "  compute_us " << fmt3(r.compute_us) << "  bubble_us "
+        << fmt3(r.bubble_us) << "  (on rank " << r.critical_rank << ", the last to finish; " << r.micro_batches
+        << " micro-batches per pipeline)\n";
+    char line[512];
+    std::snprintf(line, sizeof line, "%-5s %12s %12s  %-40s %s\n", "group", "time_us", "exposed_us", "ranks", "executor");
+    out << line;
+    for (const StepGroupResult& g : r.groups) {
+      std::string ranks;
+      for (std::size_t i = 0; i < g.ranks.size(); ++i) {
+        if (i == 6 && g.ranks.size() > 8) {
+          ranks += " ... " + std::to_string(g.ranks.back());
+          break;
+        }
+        ranks += (i ? " " : "") + std::to_string(g.ranks[i]);
+      }
+      std::snprintf(line, sizeof line, "%-5s %12.3f %12.3f  %-40s %s\n", g.group.c_str(), g.time_us, g.exposed_us,
+                    ranks.c_str(), g.executor.c_str());
+      out << line;
+    }
+    const std::size_t shown = std::min<std::size_t>(r.critical_path.size(), 12);
+    out << "critical path (" << r.critical_path.size() << " operations; the last " << shown << "):\n";
+    for (std::size_t i = r.critical_path.size() - shown; i < r.critical_path.size(); ++i) {
+      const StepPathEntry& e = r.critical_path[i];
+      std::snprintf(line, sizeof line, "  %12.3f %12.3f  rank %-5d %s\n", e.start_us, e.end_us, e.rank, e.op.c_str());
+      out << line;
+    }
+    if (!r.busiest_links.empty()) {
+      out << "busiest links:\n";
+      for (const LinkUsage& l : r.busiest_links) {
+        std::snprintf(line, sizeof line, "  %-40s %6.1f%%  %llu bytes\n", l.label.c_str(), 100 * l.utilization,
+                      static_cast<unsigned long long>(l.bytes));
+        out << line;
+      }
+    }
+    out << assumed_footnote(r.assumed, spec.profile_file);
+  }
+
+  std::string model_file_;
+  std::string layout_;
+  std::string search_;
+  std::string batch_;
+  std::string phase_ = "train";
+  std::string dispatcher_ = "alltoall";
+  bool no_sp_ = false;
+  std::string compute_file_;
+  TopologyOptions topology_;
+  std::string model_ = "detailed";
+  std::string format_ = "table";
+  std::string out_file_;
+  std::string trace_file_;
+  MemoryLimit memory_limit_;
+  bool stats_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> make_step_command() { return std::make_unique<StepCommand>(); }
+
+}  // namespace hcclsim
