@@ -1,5 +1,4 @@
 #include "sim/estimate/estimate.h"
-#include "sim/estimate/wide_loops.h"
 
 #include <algorithm>
 #include <atomic>
@@ -1447,9 +1446,7 @@ struct EstimateFabric::SolveThreads {
   std::condition_variable posted, served;
   std::vector<std::thread> threads;
   std::function<void(std::size_t)> task;  // being served: run by each thread with its number (1..)
-  // Tasks posted so far, and the stop: written under the lock, atomic so
-  // that a thread spinning without it sees either at once (a command's
-  // exit waited out a 5 ms spin).
+  // Tasks posted so far, and the stop: written under the lock.
   std::atomic<std::uint64_t> posts{0};
   std::atomic<bool> stopping{false};
   std::size_t serving = 0;                // threads not yet back from the task posted
@@ -1506,51 +1503,10 @@ void EstimateFabric::await_solve_threads() const {
   solve_pool_->warmed.wait(lock, [this] { return solve_pool_->warming == 0; });
 }
 
-namespace {
-
-// How much of its heap a solve thread faults in as it starts (and frees
-// for its solves to reuse: the heap settings keep freed memory, see
-// tools/systemc_main.cpp). A thread's allocations come from an arena of its
-// own, which nothing faults in ahead. On 99,840 dies a first AlltoAll
-// point allocates 6-9 MiB (mallinfo2 around it) and up to 7 of its pages
-// were new, once 22 ms of kernel time (getrusage); with 4 MiB faulted in
-// per helper, 30 runs: median 6.50 -> 6.26 ms, max 30.3 -> 11.6 ms, the
-// whole command 2 ms longer (16 MiB: no better, 10 ms longer).
-constexpr std::size_t kWarmHeapBytes = std::size_t{4} << 20;
-
-// How long a solve thread back from a task keeps looking for the next one
-// before it sleeps: a sleeping thread's vCPU took 0.07-1.3 ms to wake on
-// this VM (the first job of a point waited that long for its solver),
-// and a sweep's next point or a form's next batch posts within it.
-constexpr auto kSpinBeforeSleep = std::chrono::milliseconds(5);
-constexpr auto kNoSpin = std::chrono::milliseconds(0);
-
-// The heap warming and the spin are speed tricks (CMake HCCLSIM_SPEED_TRICKS,
-// docs/performance.md); without them a thread sleeps as soon as it is idle.
-#ifdef HCCLSIM_SPEED_TRICKS
-constexpr bool kSpeedTricks = true;
-#else
-constexpr bool kSpeedTricks = false;
-#endif
-
-// On a solve thread as it starts: faults in its heap's first pages and
-// frees them for its solves.
-void warm_heap() {
-  const std::unique_ptr<char[]> block(new char[kWarmHeapBytes]);
-  volatile char* const bytes = block.get();  // (written: the pages are faulted in, not optimized away)
-  for (std::size_t at = 0; at < kWarmHeapBytes; at += 4096) bytes[at] = 0;
-}
-
-void pause_a_moment() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#else
-  std::this_thread::yield();
-#endif
-}
-
-}  // namespace
-
+// A solve thread back from a task sleeps until the next is posted. (A
+// 5 ms spin before sleeping, and each thread faulting in 4 MiB of its heap
+// as it started, were tuned to the project's VM; against tools/bench's
+// targets neither paid 10%, docs/performance.md.)
 EstimateFabric::SolveThreads& EstimateFabric::solve_pool() const {
   if (solve_pool_) return *solve_pool_;
   solve_pool_ = std::make_unique<SolveThreads>();
@@ -1571,13 +1527,10 @@ EstimateFabric::SolveThreads& EstimateFabric::solve_pool() const {
         // take, off the caller's way (1.3 MiB a level on 99,840 dies).
         // (Only a head start: should it fail, the first job or caller that
         // wants them makes them, and reports the failure; a call_once left
-        // by an exception is not done.)
-        // Then the first pages of its own heap (warm_heap). await_solve_threads
-        // waits for all this.
+        // by an exception is not done.) await_solve_threads waits for this.
         try {
           slot_map(helpers_[t]);
           if (t == 0) places();
-          if (kSpeedTricks) warm_heap();
         } catch (...) {
         }
         {
@@ -1589,11 +1542,6 @@ EstimateFabric::SolveThreads& EstimateFabric::solve_pool() const {
         for (;;) {
           std::function<void(std::size_t)>* task = nullptr;
           {
-            const auto spin_until = std::chrono::steady_clock::now() + (kSpeedTricks ? kSpinBeforeSleep : kNoSpin);
-            while (pool.posts == seen && !pool.stopping &&
-                   std::chrono::steady_clock::now() < spin_until) {
-              pause_a_moment();
-            }
             std::unique_lock<std::mutex> lock(pool.mutex);
             pool.posted.wait(lock, [&] { return pool.stopping || pool.posts != seen; });
             if (pool.stopping) return;
@@ -2080,7 +2028,7 @@ namespace {
 // code[k] takes one more bit per pair k of a run: whether the two NPUs'
 // ids at one level are equal (`differ`: unequal). A run of stride 1
 // compares two contiguous stretches, which the compiler vectorizes.
-WIDE_LOOPS void add_level_bit(std::uint32_t* code, const int* level, const PairRuns::Run& run, bool differ) {
+void add_level_bit(std::uint32_t* code, const int* level, const PairRuns::Run& run, bool differ) {
   const int* a = level + run.from;
   const int* b = level + run.to;
   const auto n = static_cast<std::size_t>(run.count);

@@ -409,7 +409,7 @@ class EstimateFabric {
   // estimate runs call it as they load the topology).
   void start_solve_threads() const;
   // Once the threads started have made their working memory (slot maps,
-  // the NPUs' places, their heaps' first pages: estimate.cpp's warm_heap), so that
+  // the NPUs' places), so that
   // the points timed after it do not fault it in; at once if none were.
   // (start_solve_threads makes the caller's slot map itself.)
   void await_solve_threads() const;

@@ -8,7 +8,6 @@
 // write instead (RdmaRun), as their writes of different steps and loops
 // are in flight together and share the NICs.
 #include "sim/estimate/level1.h"
-#include "sim/estimate/wide_loops.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -831,7 +830,6 @@ class PerRankSteps {
   }
 
   // step()'s constants for steps whose pairs all go over RDMA.
-  // (Their loops are built twice, WIDE_LOOPS.)
   struct RdmaStepCosts {
     double d, fixed, wait, post, posts, copy_in, copy_out;
     const double* notify;   // per sender: its notify's bytes over its path's rate
@@ -842,7 +840,7 @@ class PerRankSteps {
   // step()'s loops for senders [from, to), each sending to x + offset: per
   // element the same operations in the same order, so the times are the
   // same to the bit. The receiver x + offset records "ready" to x, [copies in].
-  WIDE_LOOPS static void rdma_records(const RdmaStepCosts& c, int from, int to, int offset, double* __restrict time,
+  static void rdma_records(const RdmaStepCosts& c, int from, int to, int offset, double* __restrict time,
                            double* __restrict ready) {
     const double* __restrict notify = c.notify;
     const double* __restrict latency = c.latency;
@@ -855,7 +853,7 @@ class PerRankSteps {
   }
   // Sender x waits for "ready", posts its write and "done"; `rate` is
   // sender `from`'s.
-  WIDE_LOOPS static void rdma_writes(const RdmaStepCosts& c, int from, int to, int offset, double* __restrict time,
+  static void rdma_writes(const RdmaStepCosts& c, int from, int to, int offset, double* __restrict time,
                           const double* __restrict ready, double* __restrict done, const double* __restrict rate) {
     const double* __restrict notify = c.notify;
     const double* __restrict latency = c.latency;
@@ -872,7 +870,7 @@ class PerRankSteps {
     }
   }
   // Then every receiver waits for "done" [, copies out].
-  WIDE_LOOPS static void rdma_receivers(const RdmaStepCosts& c, int ranks, double* __restrict time, const double* __restrict done) {
+  static void rdma_receivers(const RdmaStepCosts& c, int ranks, double* __restrict time, const double* __restrict done) {
     if (c.copy_after) {
       receivers_then(ranks, time, done, c.d, c.wait, [&c](double u) { return u + c.d + c.fixed + c.copy_out; });
     } else {
