@@ -92,6 +92,7 @@ class StepCommand : public Command {
         ->type_name("FILE");
     memory_limit_.declare(app);
     app.add_flag("--stats", stats_, "print wall time, tasks and peak memory to stderr");
+    scenario_.declare(app);
   }
 
   int run(CommandContext& ctx) override {
@@ -132,6 +133,19 @@ class StepCommand : public Command {
       if (out_file) out_file->close();
       return 0;
     }
+    if (scenario_.given()) {
+      if (estimate) throw InputError("option --scenario", "a scenario needs --model detailed (the estimate runs no tasks)");
+      if (!search_.empty()) throw InputError("option --scenario", "a search runs no scenario; give --layout");
+      if (!trace_file_.empty()) {
+        throw InputError("option --trace", "--scenario runs the step several times (healthy, then each draw); a "
+                                           "trace of one of them is not written: leave --trace out");
+      }
+      if (format_ == "csv") {
+        throw InputError("option --format", "--scenario's figures are in the table's footnote and json's \"scenario\"; "
+                                            "csv has no place for them: give --format table or json");
+      }
+    }
+    const std::optional<ScenarioSetup> scenario = scenario_.load(spec);
     const StepPlanPtr plan = plan_step(spec, req);
     if (!estimate) {
       Footprint f;
@@ -156,10 +170,27 @@ class StepCommand : public Command {
     if (!trace_file_.empty()) trace_out.emplace("--trace", trace_file_);
     WallClock clock;
     TraceWriter trace;
-    const StepResult r = estimate ? run_step_estimate(*plan)
-                                  : run_step_detailed(platform_kept_until_exit(spec), *plan, trace_out ? &trace : nullptr);
+    StepResult r;
+    std::optional<ScenarioOutcome> outcome;
+    if (estimate) {
+      r = run_step_estimate(*plan);
+    } else if (!scenario) {
+      r = run_step_detailed(platform_kept_until_exit(spec), *plan, trace_out ? &trace : nullptr);
+    } else {
+      Platform& platform = platform_kept_until_exit(spec);
+      std::vector<StepResult> draws;  // the healthy run, then each draw
+      outcome = run_scenario(platform, *scenario, [&] {
+        draws.push_back(run_step_detailed(platform, *plan, nullptr));
+        const StepResult& d = draws.back();
+        const Time time{static_cast<std::uint64_t>(std::llround(d.step_time_us * 1e6))};
+        return ScenarioPoint{time, d.busiest_links.empty() ? std::string()
+                                                           : bottleneck_label(d.busiest_links.front().label,
+                                                                              d.busiest_links.front().utilization)};
+      });
+      r = draws.at(1 + static_cast<std::size_t>(outcome->p50_draw));
+    }
     std::ostream& out = out_file ? out_file->stream() : *ctx.out;
-    write(out, r, req, spec);
+    write(out, r, req, spec, outcome ? &*outcome : nullptr);
     if (out_file) out_file->close();
     if (trace_out) {
       trace.write(trace_out->stream());
@@ -213,7 +244,9 @@ class StepCommand : public Command {
     }
   }
 
-  void write(std::ostream& out, const StepResult& r, const StepRequest& req, const TopologySpec& spec) const {
+  // Under --scenario, `scenario` is the outcome and `r` its p50 draw.
+  void write(std::ostream& out, const StepResult& r, const StepRequest& req, const TopologySpec& spec,
+             const ScenarioOutcome* scenario) const {
     if (format_ == "json") {
       nlohmann::json groups = nlohmann::json::array();
       for (const StepGroupResult& g : r.groups) {
@@ -229,10 +262,11 @@ class StepCommand : public Command {
       for (const LinkUsage& l : r.busiest_links) {
         links.push_back({{"link", l.label}, {"kind", l.kind}, {"bytes", l.bytes}, {"utilization", round3(l.utilization)}});
       }
-      const nlohmann::json doc = {{"step_time_us", round3(r.step_time_us)}, {"compute_us", round3(r.compute_us)},
-                                  {"bubble_us", round3(r.bubble_us)},       {"groups", groups},
-                                  {"critical_path", path},                  {"busiest_links", links},
-                                  {"assumed", r.assumed}};
+      nlohmann::json doc = {{"step_time_us", round3(r.step_time_us)}, {"compute_us", round3(r.compute_us)},
+                            {"bubble_us", round3(r.bubble_us)},       {"groups", groups},
+                            {"critical_path", path},                  {"busiest_links", links},
+                            {"assumed", r.assumed}};
+      if (scenario != nullptr) doc["scenario"] = scenario_json(*scenario);
       out << doc.dump(2) << "\n";
       return;
     }
@@ -284,6 +318,7 @@ class StepCommand : public Command {
       }
     }
     out << assumed_footnote(r.assumed, spec.profile_file);
+    if (scenario != nullptr) out << scenario_footnote({scenario}, {req.layout.describe()}, "layout", "step_time_us");
   }
 
   std::string model_file_;
@@ -301,6 +336,7 @@ class StepCommand : public Command {
   std::string trace_file_;
   MemoryLimit memory_limit_;
   bool stats_ = false;
+  ScenarioOptions scenario_;
 };
 
 }  // namespace

@@ -10,7 +10,7 @@ set -u
 . "$(dirname "$0")/../lib/case_script.sh"
 CASES=(bad_layout_key layout_too_large bad_batch missing_model unsupported_model_type model_missing_key
        deepep_estimate trace_estimate bad_compute_file detailed_too_large golden_json deterministic trace
-       search good_deepep good_a3_issue_example_estimate)
+       search good_deepep good_a3_issue_example_estimate scenario_estimate scenario_slow_rank)
 if [ "$name" = update ]; then name=golden_json; update=1; else update=0; fi
 start_cases
 m="$src/configs/models"
@@ -44,7 +44,10 @@ case "$name" in
     # A detailed step whose tasks would need more than --max-memory is refused before it starts (the issue's
     # Llama-3-70B step needs hundreds of millions of tasks; a small step under a 1 MiB limit takes the same path).
     args=("${tiny[@]}" --layout tp=2,dp=4 --max-memory 1MiB); expect=("--layout" "too large" "--model estimate") ;;
-  golden_json|deterministic|trace|search|good_deepep|good_a3_issue_example_estimate) ;;
+  scenario_estimate)
+    args=("${tiny[@]}" --layout tp=2,dp=4 --model estimate --scenario "$src/configs/scenarios/slow-rank.json")
+    expect=("--scenario" "--model detailed") ;;
+  golden_json|deterministic|trace|search|good_deepep|good_a3_issue_example_estimate|scenario_slow_rank) ;;
   *) echo "unknown case '$name'; cases: ${CASES[*]}" >&2; exit 2 ;;
 esac
 fail=0
@@ -104,6 +107,24 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 ep = [g for g in d["groups"] if g["group"] == "ep"]
 assert ep and ep[0]["executor"] == "deepep_normal" and ep[0]["time_us"] > 0, d["groups"]
+PY
+    ;;
+  scenario_slow_rank)
+    # Rank 3 (compute x1.5, +2 us a task) slows the whole step: it is in
+    # every group with the others; the healthy time is the step's own.
+    args=(step --model-config "$m/tiny-moe.json" --layout tp=2,pp=2,dp=2,ep=2 --batch global=4,micro=1,seq=256)
+    "$hcclsim" "${args[@]}" --format json >"$tmp/healthy.json" 2>"$tmp/err.txt" || { cat "$tmp/err.txt" >&2; fail=1; }
+    "$hcclsim" "${args[@]}" --format json --scenario "$src/configs/scenarios/slow-rank.json" >"$tmp/out.json" \
+      2>"$tmp/err.txt" || { cat "$tmp/err.txt" >&2; fail=1; }
+    py "$tmp/healthy.json" "$tmp/out.json" <<'PY' || fail=1
+import json, sys
+healthy = json.load(open(sys.argv[1]))
+d = json.load(open(sys.argv[2]))
+s = d["scenario"]
+assert abs(s["healthy_time_us"] - healthy["step_time_us"]) < 1e-3, (s["healthy_time_us"], healthy["step_time_us"])
+assert abs(s["p50_us"] - d["step_time_us"]) < 1e-3, (s["p50_us"], d["step_time_us"])
+assert s["slowdown"] > 1.05, s["slowdown"]
+assert any("slow rank 3" in c for c in s["changes"]), s["changes"]
 PY
     ;;
   good_a3_issue_example_estimate)
