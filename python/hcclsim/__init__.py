@@ -7,8 +7,9 @@
         print(row["data_size"], row["time_us"], row["busbw_GBps"])
 
 Each function runs the command of the same name (`hcclsim perf`, `moe`,
-`validate`, `calibrate`, `recommend`; docs/user-guide.md) and returns the rows
-its `--format json` output holds, one dict per row with the same keys. Keyword
+`validate`, `calibrate`, `recommend`, `step`; docs/user-guide.md) and returns
+the rows its `--format json` output holds, one dict per row with the same keys
+(`step`: the step's one dict, or a search's rows). Keyword
 arguments are the command's long options: `minbytes="1M"` is `--minbytes 1M`,
 `flow_quantum="0"` is `--flow-quantum 0`; True gives a flag (`no_check=True`),
 None or False leaves the option out, a list or tuple is joined with commas
@@ -25,7 +26,7 @@ import os
 
 from . import _hcclsim
 
-__all__ = ["Error", "run", "perf", "moe", "validate", "calibrate", "recommend"]
+__all__ = ["Error", "run", "perf", "moe", "validate", "calibrate", "recommend", "step"]
 
 
 class Error(Exception):
@@ -94,3 +95,9 @@ def calibrate(files, profile, fit, out, **options):
 def recommend(**options):
     """`hcclsim recommend`: one dict per op, size and rank count (default, best, gain_pct)."""
     return _json(["recommend"], options)
+
+
+def step(model_config, **options):
+    """`hcclsim step --model-config FILE`: the step's dict (step_time_us, compute_us, bubble_us, groups,
+    critical_path, busiest_links, assumed); with `search=...`, one dict per layout."""
+    return _json(["step"], dict(options, model_config=model_config))

@@ -100,3 +100,12 @@ def test_scenario_rows_and_failure():
                      scenario=os.path.join(scenarios, "a2-hccs-link-down.json"))
     assert failure.value.code == 1
     assert "hccs link npu0<->npu1 is down" in failure.value.message
+
+
+def test_step_is_the_commands_step():
+    model = os.path.join(SOURCE, "configs/models/tiny-llama.json")
+    d = hcclsim.step(model, layout="tp=2,dp=4", batch="global=4,micro=1,seq=512", model="estimate")
+    assert d["step_time_us"] > d["compute_us"] > 0
+    assert {g["group"] for g in d["groups"]} == {"tp", "dp"}
+    assert d == command_json("step", "--model-config", model, "--layout", "tp=2,dp=4",
+                             "--batch", "global=4,micro=1,seq=512", "--model", "estimate")
