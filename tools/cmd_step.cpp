@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -37,9 +38,21 @@ class StepCommand : public Command {
   void declare(CLI::App& app) override {
     app.add_option("--model-config", model_file_,
                    "a Hugging Face config.json as it is (llama / qwen3 dense, qwen3_moe, deepseek_v3 with MLA and "
-                   "shared experts; examples in configs/models/)")
-        ->required()
+                   "shared experts; examples in configs/models/); with --layout or --search and --batch, unless --chakra")
         ->type_name("FILE");
+    app.add_option("--chakra", chakra_dir_,
+                   "run a Chakra execution-trace workload instead of a model: DIR holds PREFIX.<rank>.et per rank (as "
+                   "ASTRA-sim and PARAM take them) and optionally comm_group.json ({\"<pg id>\": [ranks]}, a node's "
+                   "pg_name attribute). Compute nodes at their duration_micros, in dependency order on their rank's "
+                   "compute stream; collective nodes (comm_size: a rank's whole buffer, as ASTRA-sim reads it; bf16) on "
+                   "HCCL's executors once every member has reached them; send/recv as a 2-rank Broadcast; Barrier as an "
+                   "8-byte AllReduce (assumed); Gather and Scatter are refused")
+        ->type_name("DIR");
+    app.add_option("--export-chakra", export_dir_,
+                   "also write the step as Chakra execution traces into DIR (created if missing; refused if it already "
+                   "holds traces): PREFIX step.<rank>.et and comm_group.json; compute durations rounded to whole "
+                   "microseconds, collectives with comm_type, comm_size and pg_name")
+        ->type_name("DIR");
     app.add_option("--layout", layout_,
                    "tp=N,pp=N,dp=N[,ep=N][,cp=N][,vpp=N]; ranks in Megatron's order tp-cp-ep-dp-pp (TP fastest), "
                    "EP groups are ep consecutive DP ranks (ep divides dp)")
@@ -55,7 +68,6 @@ class StepCommand : public Command {
     app.add_option("--batch", batch_,
                    "global=N,micro=N,seq=N: sequences per step and per micro-batch, tokens per sequence (decode: the "
                    "context each new token attends)")
-        ->required()
         ->type_name("B");
     app.add_option("--phase", phase_,
                    "train (default: 1F1B, interleaved with vpp; backward twice the forward; distributed optimizer) | "
@@ -116,6 +128,9 @@ class StepCommand : public Command {
       throw InputError("option --trace", "a trace needs --model detailed (the estimate runs no tasks)");
     }
     req.sequence_parallel = !no_sp_;
+    if (!chakra_dir_.empty()) return run_chakra(ctx, estimate);
+    if (model_file_.empty()) throw InputError("option --model-config", "give a model (--model-config FILE) or a Chakra workload (--chakra DIR)");
+    if (batch_.empty()) throw InputError("option --batch", "give --batch global=N,micro=N,seq=N (with --model-config)");
     if (search_.empty() == layout_.empty()) {
       throw InputError("option --layout", "give either --layout or --search (not both)");
     }
@@ -147,6 +162,7 @@ class StepCommand : public Command {
     }
     const std::optional<ScenarioSetup> scenario = scenario_.load(spec);
     const StepPlanPtr plan = plan_step(spec, req);
+    if (!export_dir_.empty()) write_chakra(export_chakra(*plan));
     if (!estimate) {
       Footprint f;
       f.tasks = step_tasks(*plan);
@@ -201,6 +217,79 @@ class StepCommand : public Command {
   }
 
  private:
+  // --chakra DIR: the workload's plan on either back end, reported as a step.
+  int run_chakra(CommandContext& ctx, bool estimate) {
+    for (const auto& [given, option] : {std::pair{!model_file_.empty(), "--model-config"}, std::pair{!layout_.empty(), "--layout"},
+                                        std::pair{!search_.empty(), "--search"}, std::pair{!batch_.empty(), "--batch"},
+                                        std::pair{!compute_file_.empty(), "--compute"}, std::pair{scenario_.given(), "--scenario"}}) {
+      if (given) {
+        throw InputError(std::string("option ") + option, "--chakra runs the traces' own nodes; leave " + std::string(option) + " out");
+      }
+    }
+    const ChakraWorkload workload = read_chakra_dir(chakra_dir_);
+    std::string topology_file;
+    const TopologySpec spec = topology_.load(&topology_file);
+    const StepPlanPtr plan = plan_chakra(spec, workload);
+    if (!export_dir_.empty()) write_chakra(export_chakra(*plan));
+    if (!estimate) {
+      Footprint f;
+      f.tasks = step_tasks(*plan);
+      f.bytes = f.tasks * kBytesPerTask + static_cast<std::uint64_t>(spec.npus) * kPlatformBytesPerNpu;
+      const std::string why = footprint_problem(f, "the Chakra workload " + chakra_dir_, memory_limit_.bytes());
+      if (!why.empty()) throw InputError("option --chakra", why.substr(0, why.find(". Use")) + ". Use --model estimate");
+    }
+    std::optional<OutputFile> out_file;
+    std::optional<OutputFile> trace_out;
+    if (!out_file_.empty()) out_file.emplace("--out", out_file_);
+    if (!trace_file_.empty()) trace_out.emplace("--trace", trace_file_);
+    WallClock clock;
+    TraceWriter trace;
+    const StepResult r = estimate ? run_step_estimate(*plan)
+                                  : run_step_detailed(platform_kept_until_exit(spec), *plan, trace_out ? &trace : nullptr);
+    std::ostream& out = out_file ? out_file->stream() : *ctx.out;
+    StepRequest none;
+    none.model.file = chakra_dir_;
+    none.model.model_type = "chakra, " + std::to_string(workload.ranks.size()) + " ranks";
+    none.layout = Layout{};
+    none.layout.dp = static_cast<int>(workload.ranks.size());
+    write(out, r, none, spec, nullptr);
+    if (out_file) out_file->close();
+    if (trace_out) {
+      trace.write(trace_out->stream());
+      trace_out->close();
+    }
+    if (stats_) print_stats(clock, r.tasks, 0);
+    return 0;
+  }
+
+  // --export-chakra DIR: every file through a temporary renamed at the end;
+  // a DIR holding any of them is refused before anything is written.
+  void write_chakra(const ChakraWorkload& w) const {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (fs::exists(export_dir_, ec) && !fs::is_directory(export_dir_, ec)) {
+      throw InputError("option --export-chakra", export_dir_ + " exists and is not a directory");
+    }
+    std::vector<std::pair<std::string, std::string>> files;   // path, bytes
+    for (std::size_t r = 0; r < w.ranks.size(); ++r) {
+      files.push_back({(fs::path(export_dir_) / ("step." + std::to_string(r) + ".et")).string(), encode_chakra(w.ranks[r])});
+    }
+    if (!w.groups.empty()) files.push_back({(fs::path(export_dir_) / "comm_group.json").string(), encode_comm_groups(w.groups)});
+    for (const auto& [path, bytes] : files) {
+      if (fs::exists(path, ec)) {
+        throw InputError("option --export-chakra", path + " already exists; hcclsim writes traces only into a new or "
+                                                          "empty directory");
+      }
+    }
+    fs::create_directories(export_dir_, ec);
+    if (ec) throw InputError("option --export-chakra", "cannot create " + export_dir_ + ": " + ec.message());
+    for (const auto& [path, bytes] : files) {
+      OutputFile f("--export-chakra", path);
+      f.stream() << bytes;
+      f.close();
+    }
+  }
+
   void write_search(std::ostream& out, const std::vector<SearchRow>& rows) const {
     if (format_ == "json") {
       nlohmann::json doc = nlohmann::json::array();
@@ -281,8 +370,12 @@ class StepCommand : public Command {
       if (r.groups.empty()) out << fmt3(r.step_time_us) << "," << fmt3(r.compute_us) << "," << fmt3(r.bubble_us) << ",,,,,\n";
       return;
     }
-    out << "# step of " << req.model.file << " (" << req.model.model_type << "), " << phase_ << ", layout "
-        << req.layout.describe() << ", batch " << batch_ << " on " << spec.name << " (" << model_ << ")\n";
+    if (!chakra_dir_.empty()) {
+      out << "# Chakra workload " << chakra_dir_ << " (" << req.layout.world() << " ranks) on " << spec.name << " (" << model_ << ")\n";
+    } else {
+      out << "# step of " << req.model.file << " (" << req.model.model_type << "), " << phase_ << ", layout "
+          << req.layout.describe() << ", batch " << batch_ << " on " << spec.name << " (" << model_ << ")\n";
+    }
     out << "step_time_us " << fmt3(r.step_time_us) << "  compute_us " << fmt3(r.compute_us) << "  bubble_us "
         << fmt3(r.bubble_us) << "  (on rank " << r.critical_rank << ", the last to finish; " << r.micro_batches
         << " micro-batches per pipeline)\n";
@@ -322,6 +415,8 @@ class StepCommand : public Command {
   }
 
   std::string model_file_;
+  std::string chakra_dir_;
+  std::string export_dir_;
   std::string layout_;
   std::string search_;
   std::string batch_;

@@ -7,10 +7,12 @@
 #include <stdexcept>
 
 #include "base/error.h"
+#include "base/json_reader.h"
 #include "sim/estimate/estimate.h"
 #include "sim/moe/moe.h"
 #include "sim/perf/perf.h"
 #include "sim/scheduler.h"
+#include "sim/step/chakra.h"
 #include "sim/used_constants.h"
 
 namespace hcclsim {
@@ -34,7 +36,8 @@ constexpr std::uint64_t kActivationBytesPerToken = 34;
 // The most operations a plan holds (about 100 bytes each with their dependencies).
 constexpr double kMaxOps = 4e7;
 
-enum class Group : std::uint8_t { Tp, Cp, Ep, Dp, Edp, PpFwd, PpBwd };
+// Comm: a process group of a Chakra trace (hcclsim step --chakra).
+enum class Group : std::uint8_t { Tp, Cp, Ep, Dp, Edp, PpFwd, PpBwd, Comm };
 const char* group_name(Group g) {
   switch (g) {
     case Group::Tp: return "tp";
@@ -44,6 +47,7 @@ const char* group_name(Group g) {
     case Group::Edp: return "dp";
     case Group::PpFwd:
     case Group::PpBwd: return "pp";
+    case Group::Comm: return "pg";
   }
   return "";
 }
@@ -53,6 +57,7 @@ std::string group_prefix(Group g, int slot) {
     case Group::Cp: return "cp" + std::to_string(slot) + "/";
     case Group::PpFwd: return "pp" + std::to_string(slot) + "f/";
     case Group::PpBwd: return "pp" + std::to_string(slot) + "b/";
+    case Group::Comm: return "pg" + std::to_string(slot) + "/";
     default: return std::string(group_name(g)) + "/";
   }
 }
@@ -77,7 +82,10 @@ struct Domain {
   std::vector<int> members;    // global ranks, in the group's rank order
   int view = 0;
   int last_op = -1;
+  std::string name;            // in the report, when not the group's ("pg 3": a Chakra process group)
 };
+
+std::string domain_name(const Domain& d) { return d.name.empty() ? group_name(d.group) : d.name; }
 
 struct Op {
   bool coll = false;
@@ -282,6 +290,7 @@ std::vector<int> Planner::group_members(Group g, int rank, int slot) const {
     case Group::Edp: for (int i = d % l_.ep; i < l_.dp; i += l_.ep) out.push_back(rank_of(t, c, i, s)); break;
     case Group::PpFwd: out = {rank_of(t, c, d, slot), rank_of(t, c, d, (slot + 1) % l_.pp)}; break;
     case Group::PpBwd: out = {rank_of(t, c, d, (slot + 1) % l_.pp), rank_of(t, c, d, slot)}; break;
+    case Group::Comm: break;   // Chakra groups come with their ranks (ChakraPlanner)
   }
   return out;
 }
@@ -296,7 +305,7 @@ int Planner::domain(Group g, int slot, const std::vector<int>& members) {
     p_.views.push_back(std::make_unique<TopologySpec>(group_view(t_, members, what)));
     view = p_.view_of.emplace(std::pair{static_cast<int>(g), slot}, static_cast<int>(p_.views.size()) - 1).first;
   }
-  Domain dom{g, slot, members, view->second, -1};
+  Domain dom{g, slot, members, view->second, -1, ""};
   p_.domains.push_back(dom);
   const int id = static_cast<int>(p_.domains.size()) - 1;
   p_.domain_of.emplace(key, id);
@@ -941,7 +950,7 @@ StepResult report(const StepPlan& plan, const OpTimes& times) {
     const auto at = std::find(d.members.begin(), d.members.end(), crit);
     if (at == d.members.end()) continue;
     const std::uint64_t end = times.member_end[i][static_cast<std::size_t>(at - d.members.begin())];
-    const std::string name = group_name(d.group);
+    const std::string name = domain_name(d);
     by_group[name].push_back({std::min(times.start[i], end), end});
     executors[name].insert(plan.parts[static_cast<std::size_t>(op.part)].executor);
     if (members[name].empty()) members[name] = d.members;
@@ -984,7 +993,7 @@ StepResult report(const StepPlan& plan, const OpTimes& times) {
     out.groups.push_back(std::move(g));
   }
   const std::vector<std::string> order = {"tp", "cp", "ep", "pp", "dp"};
-  std::sort(out.groups.begin(), out.groups.end(), [&](const StepGroupResult& a, const StepGroupResult& b) {
+  std::stable_sort(out.groups.begin(), out.groups.end(), [&](const StepGroupResult& a, const StepGroupResult& b) {
     return std::find(order.begin(), order.end(), a.group) < std::find(order.begin(), order.end(), b.group);
   });
   out.compute_us = compute_ps / 1e6;
@@ -996,7 +1005,7 @@ StepResult report(const StepPlan& plan, const OpTimes& times) {
     const Op& op = plan.ops[static_cast<std::size_t>(i)];
     StepPathEntry e;
     e.op = plan.labels[op.label];
-    e.group = op.coll ? group_name(plan.domains[static_cast<std::size_t>(op.domain)].group) : "compute";
+    e.group = op.coll ? domain_name(plan.domains[static_cast<std::size_t>(op.domain)]) : "compute";
     e.rank = op.coll ? plan.domains[static_cast<std::size_t>(op.domain)].members.front() : op.rank;
     e.start_us = static_cast<double>(times.start[static_cast<std::size_t>(i)]) / 1e6;
     e.end_us = static_cast<double>(times.end[static_cast<std::size_t>(i)]) / 1e6;
@@ -1379,6 +1388,408 @@ std::vector<SearchRow> search_layouts(const TopologySpec& topology, const StepRe
     return a.valid && a.step_time_us < b.step_time_us;
   });
   return rows;
+}
+
+// ---- Chakra execution traces (hcclsim step --chakra / --export-chakra) ----
+
+namespace {
+
+// ASTRA-sim's comm_size: the bytes of the whole buffer a rank holds (the
+// gathered output of an AllGather, the input of a ReduceScatter, the send
+// buffer of an AlltoAll; the buffer of an AllReduce, Broadcast or Reduce).
+// The step's parts count elements per rank (AlltoAll: per peer), bf16.
+std::uint64_t chakra_bytes(CollOp op, std::uint64_t count, std::size_t ranks) {
+  const bool whole = op == CollOp::AllGather || op == CollOp::ReduceScatter || op == CollOp::AlltoAll;
+  return count * kDtype * (whole ? ranks : 1);
+}
+
+int chakra_type_of(CollOp op) {
+  switch (op) {
+    case CollOp::AllReduce: return static_cast<int>(ChakraCollective::AllReduce);
+    case CollOp::AllGather: return static_cast<int>(ChakraCollective::AllGather);
+    case CollOp::ReduceScatter: return static_cast<int>(ChakraCollective::ReduceScatter);
+    case CollOp::AlltoAll: return static_cast<int>(ChakraCollective::AllToAll);
+    case CollOp::Broadcast: return static_cast<int>(ChakraCollective::Broadcast);
+    case CollOp::Reduce: return static_cast<int>(ChakraCollective::Reduce);
+  }
+  return 0;
+}
+
+// HCCL's barrier is a small AllReduce; its size is assumed.
+constexpr std::uint64_t kBarrierBytes = 8;
+
+class ChakraPlanner {
+ public:
+  ChakraPlanner(StepPlan& plan, const ChakraWorkload& w) : p_(plan), w_(w), n_(static_cast<int>(w.ranks.size())) {}
+
+  void run() {
+    order();
+    std::vector<std::size_t> cursor(static_cast<std::size_t>(n_), 0);
+    op_of_.assign(static_cast<std::size_t>(n_), {});
+    for (int r = 0; r < n_; ++r) op_of_[static_cast<std::size_t>(r)].assign(w_.ranks[static_cast<std::size_t>(r)].nodes.size(), -1);
+    last_compute_.assign(static_cast<std::size_t>(n_), -1);
+    seen_.assign(static_cast<std::size_t>(n_), {});
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (int r = 0; r < n_; ++r) {
+        auto& at = cursor[static_cast<std::size_t>(r)];
+        const auto& seq = order_[static_cast<std::size_t>(r)];
+        while (at < seq.size()) {
+          const std::size_t idx = seq[at];
+          if (op_of_[static_cast<std::size_t>(r)][idx] >= 0) {  // a collective completed by its last member
+            ++at;
+            progress = true;
+            continue;
+          }
+          if (!deps_done(r, idx)) break;
+          const ChakraNode& node = node_of(r, idx);
+          if (!is_comm(node)) {
+            emit_compute(r, idx);
+            ++at;
+            progress = true;
+            continue;
+          }
+          if (!arrive(r, idx)) break;   // waits for the other members
+          progress = true;
+        }
+      }
+    }
+    for (int r = 0; r < n_; ++r) {
+      if (cursor[static_cast<std::size_t>(r)] == order_[static_cast<std::size_t>(r)].size()) continue;
+      const std::size_t idx = order_[static_cast<std::size_t>(r)][cursor[static_cast<std::size_t>(r)]];
+      const ChakraNode& node = node_of(r, idx);
+      std::string waiting = "its dependencies";
+      const auto key = pending_key_.find({r, idx});
+      if (key != pending_key_.end()) {
+        const Pending& pend = pending_.at(key->second);
+        std::string missing;
+        for (int m : pend.members) {
+          if (!pend.arrived.count(m)) missing += (missing.empty() ? "" : " ") + std::to_string(m);
+        }
+        waiting = "ranks " + missing + " of its group, which never reach the matching communication node";
+      }
+      throw InputError(file(r), where(r, idx) + " ('" + printable(node.name) + "') waits for " + waiting +
+                                    "; collectives must be issued in the same order on every member of a group, "
+                                    "sends must match receives");
+    }
+  }
+
+ private:
+  struct Pending {
+    std::vector<int> members;
+    std::map<int, std::size_t> arrived;   // rank -> its node
+    int type = 0;
+    std::uint64_t bytes = 0;
+    int root = 0;                         // send/recv: the sender
+    std::string label;
+    std::string group_id;
+  };
+
+  const ChakraNode& node_of(int r, std::size_t idx) const { return w_.ranks[static_cast<std::size_t>(r)].nodes[idx]; }
+  const std::string& file(int r) const { return w_.ranks[static_cast<std::size_t>(r)].file; }
+  std::string where(int r, std::size_t idx) const { return "node " + std::to_string(idx) + " (id " + std::to_string(node_of(r, idx).id) + ")"; }
+  static bool is_comm(const ChakraNode& n) {
+    return n.type == static_cast<int>(ChakraNodeType::CommColl) || n.type == static_cast<int>(ChakraNodeType::CommSend) ||
+           n.type == static_cast<int>(ChakraNodeType::CommRecv);
+  }
+  std::int64_t attr(int r, std::size_t idx, const std::string& name) const {
+    const ChakraNode& n = node_of(r, idx);
+    const auto it = n.ints.find(name);
+    if (it == n.ints.end()) throw InputError(file(r), where(r, idx) + " ('" + printable(n.name) + "') has no '" + name + "' attribute");
+    return it->second;
+  }
+
+  // Each rank's nodes in an order their dependencies allow (file order where free).
+  void order() {
+    order_.resize(static_cast<std::size_t>(n_));
+    deps_.resize(static_cast<std::size_t>(n_));
+    for (int r = 0; r < n_; ++r) {
+      const auto& nodes = w_.ranks[static_cast<std::size_t>(r)].nodes;
+      std::map<std::uint64_t, std::size_t> index;
+      for (std::size_t i = 0; i < nodes.size(); ++i) {
+        if (!index.emplace(nodes[i].id, i).second) {
+          throw InputError(file(r), where(r, i) + ": node id " + std::to_string(nodes[i].id) + " appears twice");
+        }
+      }
+      auto& deps = deps_[static_cast<std::size_t>(r)];
+      deps.assign(nodes.size(), {});
+      std::vector<std::vector<std::size_t>> succ(nodes.size());
+      std::vector<int> indegree(nodes.size(), 0);
+      for (std::size_t i = 0; i < nodes.size(); ++i) {
+        std::set<std::size_t> mine;
+        for (const auto* list : {&nodes[i].data_deps, &nodes[i].ctrl_deps}) {
+          for (std::uint64_t d : *list) {
+            const auto it = index.find(d);
+            if (it == index.end()) {
+              throw InputError(file(r), where(r, i) + " ('" + printable(nodes[i].name) + "') depends on node id " +
+                                            std::to_string(d) + ", which is not in the file");
+            }
+            mine.insert(it->second);
+          }
+        }
+        for (std::size_t d : mine) {
+          if (d == i) throw InputError(file(r), where(r, i) + " depends on itself");
+          deps[i].push_back(d);
+          succ[d].push_back(i);
+          ++indegree[i];
+        }
+      }
+      std::set<std::size_t> ready;
+      for (std::size_t i = 0; i < nodes.size(); ++i) {
+        if (indegree[i] == 0) ready.insert(i);
+      }
+      while (!ready.empty()) {
+        const std::size_t i = *ready.begin();
+        ready.erase(ready.begin());
+        order_[static_cast<std::size_t>(r)].push_back(i);
+        for (std::size_t s : succ[i]) {
+          if (--indegree[s] == 0) ready.insert(s);
+        }
+      }
+      if (order_[static_cast<std::size_t>(r)].size() != nodes.size()) {
+        throw InputError(file(r), "the dependencies of " + std::to_string(nodes.size() - order_[static_cast<std::size_t>(r)].size()) +
+                                      " nodes form a cycle");
+      }
+    }
+  }
+
+  bool deps_done(int r, std::size_t idx) const {
+    for (std::size_t d : deps_[static_cast<std::size_t>(r)][idx]) {
+      if (op_of_[static_cast<std::size_t>(r)][d] < 0) return false;
+    }
+    return true;
+  }
+  std::vector<int> dep_ops(int r, std::size_t idx) const {
+    std::vector<int> out;
+    for (std::size_t d : deps_[static_cast<std::size_t>(r)][idx]) out.push_back(op_of_[static_cast<std::size_t>(r)][d]);
+    return out;
+  }
+
+  void emit_compute(int r, std::size_t idx) {
+    const ChakraNode& node = node_of(r, idx);
+    Op op;
+    op.rank = r;
+    // Compute nodes at their duration; memory and metadata nodes take no time.
+    const bool comp = node.type == static_cast<int>(ChakraNodeType::Comp);
+    if (comp && node.duration_micros > kMaxInputTime.ps / 1000000) {
+      throw InputError(file(r), where(r, idx) + ": duration_micros " + std::to_string(node.duration_micros) + " is above 10^12");
+    }
+    op.duration = Time{comp ? node.duration_micros * 1000000 : 0};
+    op.label = p_.intern(node.name.empty() ? "node " + std::to_string(node.id) : printable(node.name));
+    op.deps = dep_ops(r, idx);
+    op.prev = last_compute_[static_cast<std::size_t>(r)];
+    p_.ops.push_back(std::move(op));
+    last_compute_[static_cast<std::size_t>(r)] = op_of_[static_cast<std::size_t>(r)][idx] = static_cast<int>(p_.ops.size()) - 1;
+  }
+
+  // Rank r reaches communication node idx: true when that completes its
+  // collective (the op is emitted), false when it waits for other members.
+  bool arrive(int r, std::size_t idx) {
+    const auto known = pending_key_.find({r, idx});
+    if (known != pending_key_.end()) return false;   // already waiting here
+    const ChakraNode& node = node_of(r, idx);
+    Pending me;
+    std::string key;
+    if (node.type == static_cast<int>(ChakraNodeType::CommColl)) {
+      me.type = static_cast<int>(attr(r, idx, "comm_type"));
+      const auto pg = node.strings.find("pg_name");
+      if (pg != node.strings.end() && !w_.groups.empty()) {
+        const auto g = w_.groups.find(pg->second);
+        if (g == w_.groups.end()) {
+          throw InputError(file(r), where(r, idx) + ": its pg_name '" + printable(pg->second) + "' is not a group of " +
+                                        w_.dir + "/comm_group.json");
+        }
+        me.members = g->second;
+        me.group_id = pg->second;
+      } else {
+        for (int m = 0; m < n_; ++m) me.members.push_back(m);
+        me.group_id = "all";
+      }
+      if (std::find(me.members.begin(), me.members.end(), r) == me.members.end()) {
+        throw InputError(file(r), where(r, idx) + ": rank " + std::to_string(r) + " is not in its process group " +
+                                      printable(me.group_id));
+      }
+      me.bytes = me.type == static_cast<int>(ChakraCollective::Barrier) ? kBarrierBytes
+                                                                         : static_cast<std::uint64_t>(std::max<std::int64_t>(0, attr(r, idx, "comm_size")));
+      const int k = seen_[static_cast<std::size_t>(r)][me.group_id]++;
+      key = "coll/" + me.group_id + "/" + std::to_string(k);
+    } else {
+      const bool send = node.type == static_cast<int>(ChakraNodeType::CommSend);
+      const std::int64_t peer = attr(r, idx, send ? "comm_dst" : "comm_src");
+      if (peer < 0 || peer >= n_ || peer == r) {
+        throw InputError(file(r), where(r, idx) + ": " + (send ? "comm_dst " : "comm_src ") + std::to_string(peer) +
+                                      " is not another rank 0.." + std::to_string(n_ - 1));
+      }
+      const int src = send ? r : static_cast<int>(peer), dst = send ? static_cast<int>(peer) : r;
+      const auto tag = node.ints.find("comm_tag");
+      const std::string pair = std::to_string(src) + ">" + std::to_string(dst) + "/" + (tag == node.ints.end() ? "" : std::to_string(tag->second));
+      me.members = {src, dst};
+      me.type = static_cast<int>(ChakraCollective::Broadcast);
+      me.bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(0, attr(r, idx, "comm_size")));
+      me.group_id = "p2p " + std::to_string(src) + "->" + std::to_string(dst);
+      const int k = seen_[static_cast<std::size_t>(r)][pair + (send ? "s" : "r")]++;
+      key = "p2p/" + pair + "/" + std::to_string(k);
+    }
+    auto [it, added] = pending_.emplace(key, me);
+    Pending& pend = it->second;
+    if (!added && (pend.type != me.type || pend.bytes != me.bytes || pend.members != me.members)) {
+      const auto [other, other_idx] = *pend.arrived.begin();
+      throw InputError(file(r), where(r, idx) + " ('" + printable(node.name) + "') does not match " + file(other) + " " +
+                                    where(other, other_idx) + " ('" + printable(node_of(other, other_idx).name) +
+                                    "'): the same collective needs the same comm_type, comm_size and group on every member");
+    }
+    pend.arrived[r] = idx;
+    pending_key_[{r, idx}] = key;
+    if (pend.arrived.size() < pend.members.size()) return false;
+    emit_collective(pend);
+    pending_.erase(key);
+    return true;
+  }
+
+  void emit_collective(const Pending& pend) {
+    const int first = pend.arrived.begin()->first;
+    const std::size_t first_idx = pend.arrived.begin()->second;
+    const ChakraNode& node = node_of(first, first_idx);
+    CollOp cop = CollOp::AllReduce;
+    switch (static_cast<ChakraCollective>(pend.type)) {
+      case ChakraCollective::AllReduce:
+      case ChakraCollective::Barrier: cop = CollOp::AllReduce; break;
+      case ChakraCollective::AllGather: cop = CollOp::AllGather; break;
+      case ChakraCollective::ReduceScatter: cop = CollOp::ReduceScatter; break;
+      case ChakraCollective::AllToAll: cop = CollOp::AlltoAll; break;
+      case ChakraCollective::Broadcast: cop = CollOp::Broadcast; break;
+      case ChakraCollective::Reduce: cop = CollOp::Reduce; break;
+      default:
+        throw InputError(file(first), where(first, first_idx) + ": comm_type " + std::to_string(pend.type) +
+                                          " (Gather, Scatter, ReduceScatterBlock or unknown) has no HCCL executor in hcclsim; "
+                                          "expected AllReduce 0, Reduce 1, AllGather 2, Broadcast 5, AllToAll 6, "
+                                          "ReduceScatter 7 or Barrier 9");
+    }
+    const int dom = domain(pend);
+    const Domain& d = p_.domains[static_cast<std::size_t>(dom)];
+    const std::uint64_t whole = chakra_bytes(cop, 1, d.members.size());
+    Part part{Group::Comm, d.view, false, cop, std::max<std::uint64_t>(1, pend.bytes / whole), MoePhase::Dispatch, MoeParams{},
+              d.members, "", -1};
+    const std::string pkey = std::to_string(d.view) + "/" + coll_op_name(cop) + "/" + std::to_string(part.count);
+    auto found = p_.part_of.find(pkey);
+    if (found == p_.part_of.end()) {
+      const TopologySpec& view = *p_.views[static_cast<std::size_t>(d.view)];
+      const PerfRequest req = part_request(view, part);
+      const std::uint64_t size = data_size_of(cop, req.ranks, req.dtype, part.count);
+      try {
+        part.executor = perf_choice(view, req, size).executor;
+      } catch (const std::invalid_argument& e) {
+        throw InputError(file(first), where(first, first_idx) + ": " + coll_op_name(cop) + " of " + std::to_string(size) +
+                                          " bytes on ranks " + members_text(d.members) + " has no HCCL executor here: " + e.what());
+      }
+      p_.parts.push_back(part);
+      found = p_.part_of.emplace(pkey, static_cast<int>(p_.parts.size()) - 1).first;
+    }
+    Op op;
+    op.coll = true;
+    op.domain = dom;
+    op.part = found->second;
+    op.label = p_.intern(d.name + " " + coll_op_name(cop) + " " + (node.name.empty() ? "node " + std::to_string(node.id) : printable(node.name)));
+    for (const auto& [r, idx] : pend.arrived) {
+      const std::vector<int> deps = dep_ops(r, idx);
+      op.deps.insert(op.deps.end(), deps.begin(), deps.end());
+    }
+    std::sort(op.deps.begin(), op.deps.end());
+    op.deps.erase(std::unique(op.deps.begin(), op.deps.end()), op.deps.end());
+    op.prev = d.last_op;
+    p_.ops.push_back(std::move(op));
+    const int id = static_cast<int>(p_.ops.size()) - 1;
+    p_.domains[static_cast<std::size_t>(dom)].last_op = id;
+    for (const auto& [r, idx] : pend.arrived) {
+      op_of_[static_cast<std::size_t>(r)][idx] = id;
+      pending_key_.erase({r, idx});
+    }
+  }
+
+  int domain(const Pending& pend) {
+    const auto found = domain_of_.find(pend.members);
+    if (found != domain_of_.end()) return found->second;
+    const int slot = static_cast<int>(p_.domains.size());
+    p_.views.push_back(std::make_unique<TopologySpec>(group_view(*p_.topology, pend.members, "the Chakra group " + members_text(pend.members))));
+    Domain d{Group::Comm, slot, pend.members, static_cast<int>(p_.views.size()) - 1, -1, "pg " + printable(pend.group_id)};
+    p_.domains.push_back(d);
+    return domain_of_.emplace(pend.members, slot).first->second;
+  }
+
+  StepPlan& p_;
+  const ChakraWorkload& w_;
+  int n_;
+  std::vector<std::vector<std::size_t>> order_;
+  std::vector<std::vector<std::vector<std::size_t>>> deps_;
+  std::vector<std::vector<int>> op_of_;
+  std::vector<int> last_compute_;
+  std::vector<std::map<std::string, int>> seen_;      // per rank: collectives met per group (and sends per pair)
+  std::map<std::string, Pending> pending_;
+  std::map<std::pair<int, std::size_t>, std::string> pending_key_;
+  std::map<std::vector<int>, int> domain_of_;
+};
+
+}  // namespace
+
+StepPlanPtr plan_chakra(const TopologySpec& topology, const ChakraWorkload& workload) {
+  const int n = static_cast<int>(workload.ranks.size());
+  if (n > topology.npus) {
+    throw InputError("option --chakra", workload.dir + " holds " + std::to_string(n) + " ranks' traces; the topology has " +
+                                            std::to_string(topology.npus) + " NPUs (give --servers or a larger topology)");
+  }
+  StepPlanPtr plan(new StepPlan);
+  plan->topology = &topology;
+  plan->request.layout.dp = n;   // the report's world: the traces' ranks
+  plan->m = 1;
+  ChakraPlanner(*plan, workload).run();
+  return plan;
+}
+
+ChakraWorkload export_chakra(const StepPlan& plan) {
+  ChakraWorkload w;
+  const int world = plan.request.layout.world();
+  w.ranks.resize(static_cast<std::size_t>(world));
+  for (int r = 0; r < world; ++r) w.ranks[static_cast<std::size_t>(r)].version = "0.0.4";
+  const auto involves = [&](const Op& op, int r) {
+    if (!op.coll) return op.rank == r;
+    const auto& m = plan.domains[static_cast<std::size_t>(op.domain)].members;
+    return std::find(m.begin(), m.end(), r) != m.end();
+  };
+  for (std::size_t i = 0; i < plan.ops.size(); ++i) {
+    const Op& op = plan.ops[i];
+    ChakraNode node;
+    node.id = i;
+    node.name = plan.labels[op.label];
+    std::vector<int> ranks;
+    if (!op.coll) {
+      node.type = static_cast<int>(ChakraNodeType::Comp);
+      node.duration_micros = static_cast<std::uint64_t>(std::llround(static_cast<double>(op.duration.ps) / 1e6));
+      ranks = {op.rank};
+    } else {
+      const Domain& d = plan.domains[static_cast<std::size_t>(op.domain)];
+      const Part& part = plan.parts[static_cast<std::size_t>(op.part)];
+      if (part.moe) {
+        throw InputError("option --export-chakra", "the deepep dispatcher's MoE kernels are not Chakra collectives; "
+                                                   "give --dispatcher alltoall or allgather");
+      }
+      node.type = static_cast<int>(ChakraNodeType::CommColl);
+      node.ints["comm_type"] = chakra_type_of(part.op);
+      node.ints["comm_size"] = static_cast<std::int64_t>(chakra_bytes(part.op, part.count, d.members.size()));
+      const std::string id = std::to_string(op.domain);
+      node.strings["pg_name"] = id;
+      w.groups[id] = d.members;
+      ranks = d.members;
+    }
+    for (int r : ranks) {
+      ChakraNode mine = node;
+      for (int dep : op.deps) {
+        if (involves(plan.ops[static_cast<std::size_t>(dep)], r)) mine.data_deps.push_back(static_cast<std::uint64_t>(dep));
+      }
+      if (op.prev >= 0 && involves(plan.ops[static_cast<std::size_t>(op.prev)], r)) mine.ctrl_deps.push_back(static_cast<std::uint64_t>(op.prev));
+      w.ranks[static_cast<std::size_t>(r)].nodes.push_back(std::move(mine));
+    }
+  }
+  return w;
 }
 
 }  // namespace hcclsim

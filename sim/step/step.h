@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "sim/link_usage.h"
+#include "sim/step/chakra.h"
 #include "sim/step/model_config.h"
 #include "sim/trace.h"
 #include "topologies/platform.h"
@@ -119,6 +120,24 @@ struct SearchRow {
   double memory_gib = 0;
 };
 std::vector<SearchRow> search_layouts(const TopologySpec& topology, const StepRequest& base, const std::string& grid);
+
+// hcclsim step --chakra DIR: a Chakra workload (one trace per rank, ranks
+// 0..n-1 on the topology's first n NPUs) as a plan. Compute nodes run at
+// their duration_micros, one after another in dependency order on their
+// rank's compute stream; memory and metadata nodes take no time; a
+// collective node (its process group from comm_group.json, else every
+// rank; comm_size read as ASTRA-sim does: the whole buffer of a rank)
+// goes through HCCL's selection like the step's groups, once every member
+// has reached it (the n-th collective of a group on each member is one
+// collective); a send and its receive are a 2-rank Broadcast from the
+// sender. Barrier is a small AllReduce (8 bytes, assumed). Throws InputError
+// naming the file and node for traces it cannot run.
+StepPlanPtr plan_chakra(const TopologySpec& topology, const ChakraWorkload& workload);
+// The plan as Chakra traces (--export-chakra): a node per compute op on its
+// rank, a COMM_COLL node on every member of a collective (pg_name = its
+// group's id in the groups), data_deps the ops it waits for on that rank,
+// ctrl_deps its stream's previous op. Durations in whole microseconds.
+ChakraWorkload export_chakra(const StepPlan& plan);
 
 StepResult run_step_detailed(Platform& platform, const StepPlan& plan, TraceWriter* trace = nullptr);
 StepResult run_step_estimate(const StepPlan& plan);

@@ -10,7 +10,8 @@ set -u
 . "$(dirname "$0")/../lib/case_script.sh"
 CASES=(bad_layout_key layout_too_large bad_batch missing_model unsupported_model_type model_missing_key
        deepep_estimate trace_estimate bad_compute_file detailed_too_large golden_json deterministic trace
-       search good_deepep good_a3_issue_example_estimate scenario_estimate scenario_slow_rank)
+       search good_deepep good_a3_issue_example_estimate scenario_estimate scenario_slow_rank
+       chakra_astra_sim chakra_round_trip chakra_export_existing chakra_missing_rank chakra_with_model chakra_not_dir)
 if [ "$name" = update ]; then name=golden_json; update=1; else update=0; fi
 start_cases
 m="$src/configs/models"
@@ -47,7 +48,17 @@ case "$name" in
   scenario_estimate)
     args=("${tiny[@]}" --layout tp=2,dp=4 --model estimate --scenario "$src/configs/scenarios/slow-rank.json")
     expect=("--scenario" "--model detailed") ;;
-  golden_json|deterministic|trace|search|good_deepep|good_a3_issue_example_estimate|scenario_slow_rank) ;;
+  chakra_export_existing)
+    mkdir -p "$tmp/out" && echo keep >"$tmp/out/step.0.et"
+    args=("${tiny[@]}" --layout tp=2,dp=4 --model estimate --export-chakra "$tmp/out")
+    expect=("--export-chakra" "step.0.et" "already exists") ;;
+  chakra_missing_rank)
+    mkdir -p "$tmp/w" && cp "$src/tests/data/chakra/astra-sim-all_reduce-8npus-1MB/all_reduce.0.et" \
+      "$src/tests/data/chakra/astra-sim-all_reduce-8npus-1MB/all_reduce.2.et" "$tmp/w/"
+    args=(step --chakra "$tmp/w"); expect=("--chakra" "all_reduce.1.et" "missing") ;;
+  chakra_with_model) args=("${tiny[@]}" --chakra "$src/tests/data/chakra/astra-sim-all_reduce-8npus-1MB"); expect=("--model-config" "leave") ;;
+  chakra_not_dir) args=(step --chakra "$tmp/none"); expect=("--chakra" "not a directory") ;;
+  golden_json|deterministic|trace|search|good_deepep|good_a3_issue_example_estimate|scenario_slow_rank|chakra_astra_sim|chakra_round_trip) ;;
   *) echo "unknown case '$name'; cases: ${CASES[*]}" >&2; exit 2 ;;
 esac
 fail=0
@@ -127,6 +138,37 @@ assert s["slowdown"] > 1.05, s["slowdown"]
 assert any("slow rank 3" in c for c in s["changes"]), s["changes"]
 PY
     ;;
+  chakra_astra_sim)
+    # ASTRA-sim's own example workloads (tests/data/chakra/README.md) on an A2
+    # server: each is the one collective perf times, through HCCL's selection.
+    for ex in all_reduce all_gather all_to_all; do
+      "$hcclsim" step --chakra "$src/tests/data/chakra/astra-sim-$ex-8npus-1MB" --format json >"$tmp/$ex.json" \
+        2>"$tmp/err.txt" || { cat "$tmp/err.txt" >&2; fail=1; }
+    done
+    py "$tmp" <<'PY' || fail=1
+import json, sys
+want = {"all_reduce": "AllReduceMeshOpbaseLoopExecutor", "all_gather": "AllGatherMeshOpbaseExecutor", "all_to_all": "RunAlltoAllVStaged"}
+for ex, executor in want.items():
+    d = json.load(open(f"{sys.argv[1]}/{ex}.json"))
+    g = d["groups"]
+    assert len(g) == 1 and g[0]["executor"] == executor and g[0]["ranks"] == list(range(8)), (ex, g)
+    assert d["step_time_us"] > 0 and d["compute_us"] == 0, (ex, d)
+PY
+    ;;
+  chakra_round_trip)
+    # A step written as Chakra traces and run from them: the same estimate
+    # (compute in whole microseconds, as Chakra stores durations).
+    echo '*,*,10' >"$tmp/c.csv"
+    step=("${tiny[@]}" --layout tp=2,pp=2,dp=2 --compute "$tmp/c.csv" --model estimate --format json)
+    "$hcclsim" "${step[@]}" --export-chakra "$tmp/et" >"$tmp/a.json" 2>"$tmp/err.txt" || { cat "$tmp/err.txt" >&2; fail=1; }
+    [ -f "$tmp/et/step.7.et" ] && [ -f "$tmp/et/comm_group.json" ] || { echo "FAIL: traces not written" >&2; fail=1; }
+    "$hcclsim" step --chakra "$tmp/et" --model estimate --format json >"$tmp/b.json" 2>"$tmp/err.txt" || { cat "$tmp/err.txt" >&2; fail=1; }
+    py "$tmp/a.json" "$tmp/b.json" <<'PY' || fail=1
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+assert abs(a["step_time_us"] - b["step_time_us"]) < 1e-3 and abs(a["compute_us"] - b["compute_us"]) < 1e-3, (a["step_time_us"], b["step_time_us"])
+PY
+    "$hcclsim" step --chakra "$tmp/et" --format csv >/dev/null 2>"$tmp/err.txt" || { cat "$tmp/err.txt" >&2; fail=1; } ;;
   good_a3_issue_example_estimate)
     # The issue's DeepSeek-V3 step on CloudMatrix384, in estimate mode.
     "$hcclsim" step --model-config "$m/deepseek-v3.json" --layout tp=1,pp=8,ep=32,dp=96 --batch global=1536,micro=1,seq=4096 \

@@ -2,8 +2,10 @@
 // program files, HCCL rank tables, sweep grids, the command-line parser,
 // hcclsim import's hccl_test logs and torch_npu communication.json files,
 // measurement files (validate, calibrate), baselines (check), MoE routing
-// files (moe --routing file:F) and scenarios (--scenario, read and applied
-// to an A2 cluster or a CloudMatrix384 of two servers).
+// files (moe --routing file:F), scenarios (--scenario, read and applied
+// to an A2 cluster or a CloudMatrix384 of two servers) and Chakra execution
+// traces (step --chakra: the file decoded, then planned as both ranks of a
+// 2-rank workload).
 // The first byte of an input picks the reader, the rest is the file (or, for
 // the command line, the words separated by newlines). A reader may refuse an
 // input only with the exceptions that hcclsim reports as bad input
@@ -42,6 +44,7 @@
 #include "sim/report/baseline.h"
 #include "sim/report/sweep.h"
 #include "sim/report/validate.h"
+#include "sim/step/step.h"
 #include "tools/dispatch.h"
 #include "topologies/cluster.h"
 #include "topologies/config.h"
@@ -105,7 +108,7 @@ const TopologySpec& cloudmatrix() {
   return t;
 }
 
-constexpr int kReaders = 12;
+constexpr int kReaders = 13;
 
 void run_one(std::uint8_t which, const std::uint8_t* data, std::size_t size) {
   switch (which % kReaders) {
@@ -168,6 +171,15 @@ void run_one(std::uint8_t which, const std::uint8_t* data, std::size_t size) {
     case 11: {
       const Scenario scenario = load_scenario(write("fuzz-scenario.json", data, size));
       apply_scenario(scenario, size % 2 == 0 ? a2_cluster() : cloudmatrix());
+      break;
+    }
+    case 12: {
+      ChakraWorkload w;
+      w.dir = "fuzz";
+      w.ranks.push_back(decode_chakra(std::string(reinterpret_cast<const char*>(data), size), "fuzz.0.et"));
+      w.ranks.push_back(w.ranks.front());
+      w.ranks.back().file = "fuzz.1.et";
+      if (w.ranks.front().nodes.size() <= 64) plan_chakra(a2_cluster(), w);
       break;
     }
   }
