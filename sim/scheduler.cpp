@@ -238,7 +238,8 @@ void Scheduler::execute(const TaskGraph& graph) {
   for (const Thread& th : graph.threads()) streams[static_cast<std::size_t>(th.rank)].push_back(&th.tasks);
   for (int n = 0; n < npus; ++n) {
     platform_.engine(n).load(&exec_, streams[static_cast<std::size_t>(n)], this,
-                             registers_used_[static_cast<std::size_t>(n)], flags_used_[static_cast<std::size_t>(n)]);
+                             registers_used_[static_cast<std::size_t>(n)], flags_used_[static_cast<std::size_t>(n)],
+                             !graph.launches_in_graph());
   }
   if (tracker_) {
     replayer_ = std::make_unique<SerialWorker<std::vector<CopyEvent>>>(

@@ -161,6 +161,11 @@ class TaskGraph {
   // (sim/used_constants.h). append() carries them over.
   void note_constant(Constant c) { noted_.add(c); }
   const UsedConstants& noted_constants() const { return noted_; }
+  // Whether the graph's own Delays stand for npu.stream.op_launch (the step
+  // launches each collective on its streams): then the stream engines do not
+  // charge it again before a stream's first task when the workload loads.
+  void set_launches_in_graph(bool in_graph) { launches_in_graph_ = in_graph; }
+  bool launches_in_graph() const { return launches_in_graph_; }
 
   // One more than the largest notify (flag) index used (0 if none).
   int notifies_used() const;
@@ -204,6 +209,7 @@ class TaskGraph {
 
   ChunkedVector<Task> tasks_;
   UsedConstants noted_;
+  bool launches_in_graph_ = false;
   std::vector<std::string> labels_{std::string()};
   std::unordered_map<std::string, LabelId> label_ids_;
   LabelId last_label_ = 0;   // the label interned last (0, the empty one, at first)

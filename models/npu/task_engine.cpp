@@ -44,7 +44,7 @@ void TaskEngine::set_params(const NpuParams& params) {
 }
 
 void TaskEngine::load(ExecProgram* tasks, const std::vector<const std::vector<std::uint32_t>*>& streams,
-                      TaskObserver* observer, int notify_registers, int flags) {
+                      TaskObserver* observer, int notify_registers, int flags, bool charge_launch) {
   tasks_ = tasks;
   observer_ = observer;
   streams_.clear();
@@ -72,7 +72,8 @@ void TaskEngine::load(ExecProgram* tasks, const std::vector<const std::vector<st
       continue;
     }
     streams_[s].head = streams_[s].tasks[0];
-    if (!start_ahead(s, now, params_.stream.op_launch)) begin_dispatch(s, now, params_.stream.op_launch);
+    const Time launch = charge_launch ? params_.stream.op_launch : Time{};
+    if (!start_ahead(s, now, launch)) begin_dispatch(s, now, launch);
   }
   step_in_next_delta();
 }

@@ -65,9 +65,11 @@ class TaskEngine : public sc_core::sc_module, public FlowListener, public Clocke
   // ids at scale, not worth a copy). Starts them at the current simulated
   // time once the simulation runs.
   // Every notify register starts clear, whatever an earlier (failed) workload left.
-  // Notify registers and flags are sized by what the workload uses.
+  // Notify registers and flags are sized by what the workload uses. Each
+  // stream's first task waits npu.stream.op_launch, unless `charge_launch`
+  // is false (the workload's own tasks launch it).
   void load(ExecProgram* tasks, const std::vector<const std::vector<std::uint32_t>*>& streams,
-            TaskObserver* observer, int notify_registers, int flags);
+            TaskObserver* observer, int notify_registers, int flags, bool charge_launch = true);
 
   // From other engines / the scheduler; handled at the current time.
   void notify_land(int reg, std::uint32_t record_task);

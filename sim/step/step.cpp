@@ -887,8 +887,10 @@ const TaskGraph& part_graph(const StepPlan& plan, int index) {
   }
   // Each collective is an operation of its own: every stream it uses pays
   // npu.stream.op_launch before its first task, as a collective run alone
-  // does (the stream engine charges it only at a run's start, and the step
-  // reuses a domain's streams).
+  // does. The step's graph says so (launches_in_graph), so the stream
+  // engines charge no launch of their own at the run's start: the first
+  // collective on a stream pays one launch, and compute starts at once, as
+  // in the estimate.
   TaskGraph launched;
   TaskGraph::ThreadIndex streams;
   const Time launch = plan.topology->npu.stream.op_launch;
@@ -1119,6 +1121,7 @@ StepResult run_step_estimate(const StepPlan& plan) {
 
 StepResult run_step_detailed(Platform& platform, const StepPlan& plan, TraceWriter* trace) {
   TaskGraph g;
+  g.set_launches_in_graph(true);   // part_graph's "op launch" delays
   const std::size_t n = plan.ops.size();
   // Notify (and flag) regions: one per (group, slot, collective) for the
   // executors' collectives, which a domain runs one after another (different

@@ -134,6 +134,22 @@ TEST_CASE("step: a TP-only step is its AllReduces as perf times them", "[step]")
   CHECK(tp->exposed_us == Approx(16 * ar_us).epsilon(1e-9));
 }
 
+TEST_CASE("step: a detailed step of compute alone takes the sum of its operators and no launch", "[step]") {
+  // The stream engines charge no op launch of their own in a step (its
+  // collectives launch themselves): compute on one rank starts at 0 and runs
+  // back to back, each task (the first too) after the stream's dispatch gap.
+  const TopologySpec spec = a2_server();
+  StepRequest req = request("tiny-llama.json", "tp=1,pp=1,dp=1", "global=3,micro=1,seq=512");
+  req.compute.add("*", "*", 10.0);
+  req.compute.add("optimizer", "*", 7.0);
+  const auto plan = plan_step(spec, req);
+  Platform platform(spec);
+  const StepResult r = run_step_detailed(platform, *plan);
+  const int tasks = 3 * kOpsPerMicroBatch + 1;
+  const double gap_us = static_cast<double>(spec.npu.stream.task_dispatch.ps) / 1e6;
+  CHECK(r.step_time_us == Approx(3 * kOpsPerMicroBatch * 10.0 + 7.0 + tasks * gap_us).epsilon(1e-12));
+}
+
 TEST_CASE("step: the detailed TP-only step is its AllReduces as perf runs them", "[step]") {
   const TopologySpec spec = a2_server();
   StepRequest req = request("tiny-llama.json", "tp=8,pp=1,dp=1", "global=1,micro=1,seq=512");
