@@ -286,17 +286,16 @@ PerfRow row_of(const PerfRequest& request, const CollectiveSpec& spec, const Exe
 
 // An estimate runs no graph: its row lists the assumed constants the
 // executor's graph for the same collective would pay, built (not run) when
-// it has at most kMaxAssumedGraphTasks tasks. A larger one would cost more
-// than the closed form itself (a 1 GiB CloudMatrix384 AllReduce: 4.9 M
-// tasks), so such a row lists every assumed constant of the profile: an
-// upper bound, never an omission.
-constexpr std::uint64_t kMaxAssumedGraphTasks = std::uint64_t{1} << 20;
+// it has at most request.assumed_graph_max_tasks tasks (2^20 by default). A
+// larger one would cost more than the closed form itself (a 1 GiB
+// CloudMatrix384 AllReduce: 4.9 M tasks), so such a row lists every assumed
+// constant of the profile: an upper bound, never an omission.
 
 std::vector<std::string> estimate_assumed(const TopologySpec& topology, const PerfRequest& request,
                                           const CollectiveSpec& spec, const ExecContext& ctx,
                                           const ExecutorChoice& choice, std::uint64_t size,
                                           std::optional<TopologyPaths>& paths) {
-  if (estimate_perf_row(topology, request, size).tasks > kMaxAssumedGraphTasks) return topology.assumed_constants;
+  if (estimate_perf_row(topology, request, size).tasks > request.assumed_graph_max_tasks) return topology.assumed_constants;
   if (!paths) paths.emplace(topology);
   const TaskGraph graph = build_executor(spec, ctx, choice);
   return assumed_constants_used(used_constants(graph, *paths), topology);

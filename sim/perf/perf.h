@@ -41,6 +41,11 @@ struct PerfRequest {
   // Every link's usage in each row (PerfRow::links), for --links and --stats;
   // the summary (PerfRow::link_summary) is always filled.
   bool link_details = false;
+  // Estimate: the largest executor graph built (not run) to list the assumed
+  // constants a row's tasks would use; a larger collective's row lists every
+  // assumed constant of the profile (an upper bound). hcclsim step, which
+  // estimates many large collectives, builds smaller ones only.
+  std::uint64_t assumed_graph_max_tasks = std::uint64_t{1} << 20;
 };
 
 struct PerfRow {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <unordered_map>
 #include <set>
 #include <stdexcept>
 
@@ -121,7 +122,7 @@ class StepPlan {
   std::map<std::tuple<int, int, int>, int> domain_of;  // (group, slot, first member) -> domain
   std::vector<Op> ops;
   std::vector<std::string> labels;
-  std::map<std::string, std::uint32_t> label_ids;
+  std::unordered_map<std::string, std::uint32_t> label_ids;   // ids in first-seen order
   std::set<std::string> compute_assumed;
   std::map<int, TaskGraph> graphs;                     // part -> its graph (detailed), built once
 
@@ -659,6 +660,7 @@ void Planner::check() {
                                            std::to_string(static_cast<std::uint64_t>(kMaxOps)) +
                                            " are planned: use fewer micro-batches (a larger micro or a smaller global)");
   }
+  p_.ops.reserve(static_cast<std::size_t>(ops));
   if (r_.phase != StepPhase::Decode && b.seq % l_.cp != 0) {
     throw InputError("option --batch", "seq=" + std::to_string(b.seq) + " is not a multiple of cp=" + std::to_string(l_.cp));
   }
@@ -860,13 +862,28 @@ void Planner::run() {
 // latest end of what it waits for (its start) and its end on each member.
 struct OpTimes {
   std::vector<std::uint64_t> start, end;          // ps; end: the latest over members
-  std::vector<std::vector<std::uint64_t>> member_end;  // collectives: per member, in the domain's order
+  // Collectives: each member's end, in the domain's order (member_end(i, k)),
+  // held as one array: op i's from member_at[i].
+  std::vector<std::uint64_t> member_ends;
+  std::vector<std::size_t> member_at;
+  std::uint64_t member_end(std::size_t op, std::size_t k) const { return member_ends[member_at[op] + k]; }
+  // Places for every collective's members (after start and end are sized).
+  void place_members(const StepPlan& plan) {
+    member_at.assign(plan.ops.size(), 0);
+    std::size_t total = 0;
+    for (std::size_t i = 0; i < plan.ops.size(); ++i) {
+      member_at[i] = total;
+      if (plan.ops[i].coll) total += plan.domains[static_cast<std::size_t>(plan.ops[i].domain)].members.size();
+    }
+    member_ends.assign(total, 0);
+  }
 };
 
-std::vector<int> preds_of(const Op& op) {
-  std::vector<int> p = op.deps;
-  if (op.prev >= 0) p.push_back(op.prev);
-  return p;
+// What an op waits for: its dependencies, then its stream's (or domain's) previous op.
+template <class F>
+void for_each_pred(const Op& op, F&& f) {
+  for (int p : op.deps) f(p);
+  if (op.prev >= 0) f(op.prev);
 }
 
 const TaskGraph& part_graph(const StepPlan& plan, int index) {
@@ -921,7 +938,7 @@ StepResult report(const StepPlan& plan, const OpTimes& times) {
       const Domain& d = plan.domains[static_cast<std::size_t>(op.domain)];
       for (std::size_t k = 0; k < d.members.size(); ++k) {
         auto& e = rank_end[static_cast<std::size_t>(d.members[k])];
-        e = std::max(e, times.member_end[i][k]);
+        e = std::max(e, times.member_end(i, k));
       }
     }
     if (last_op < 0 || times.end[i] > step_end) {
@@ -951,7 +968,7 @@ StepResult report(const StepPlan& plan, const OpTimes& times) {
     const Domain& d = plan.domains[static_cast<std::size_t>(op.domain)];
     const auto at = std::find(d.members.begin(), d.members.end(), crit);
     if (at == d.members.end()) continue;
-    const std::uint64_t end = times.member_end[i][static_cast<std::size_t>(at - d.members.begin())];
+    const std::uint64_t end = times.member_end(i, static_cast<std::size_t>(at - d.members.begin()));
     const std::string name = domain_name(d);
     by_group[name].push_back({std::min(times.start[i], end), end});
     executors[name].insert(plan.parts[static_cast<std::size_t>(op.part)].executor);
@@ -1013,12 +1030,12 @@ StepResult report(const StepPlan& plan, const OpTimes& times) {
     e.end_us = static_cast<double>(times.end[static_cast<std::size_t>(i)]) / 1e6;
     path.push_back(e);
     int next = -1;
-    for (int p : preds_of(op)) {
+    for_each_pred(op, [&](int p) {
       if (next < 0 || times.end[static_cast<std::size_t>(p)] > times.end[static_cast<std::size_t>(next)] ||
           (times.end[static_cast<std::size_t>(p)] == times.end[static_cast<std::size_t>(next)] && p < next)) {
         next = p;
       }
-    }
+    });
     i = next;
   }
   std::reverse(path.begin(), path.end());
@@ -1058,6 +1075,18 @@ std::uint64_t step_tasks(const StepPlan& plan) {
 StepResult run_step_estimate(const StepPlan& plan) {
   std::vector<double> part_ps(plan.parts.size(), 0);
   std::set<std::string> assumed;
+  // The assumed constants of an executor on a group depend on its tasks'
+  // kinds and the links they cross, not on the size: they are taken from the
+  // graph of its smallest collective alone (the DP buckets of a large step
+  // differ only in size, and their graphs over hundreds of ranks would cost
+  // more to build than the rest of the estimate).
+  std::map<std::tuple<int, int, std::string>, std::size_t> smallest;   // (view, op, executor) -> part
+  for (std::size_t i = 0; i < plan.parts.size(); ++i) {
+    const Part& part = plan.parts[i];
+    const auto key = std::tuple{part.view, static_cast<int>(part.op), part.executor};
+    const auto [it, added] = smallest.emplace(key, i);
+    if (!added && part.count < plan.parts[it->second].count) it->second = i;
+  }
   for (std::size_t i = 0; i < plan.parts.size(); ++i) {
     const Part& part = plan.parts[i];
     if (part.moe) {
@@ -1067,6 +1096,8 @@ StepResult run_step_estimate(const StepPlan& plan) {
     const TopologySpec& view = *plan.views[static_cast<std::size_t>(part.view)];
     PerfRequest req = part_request(view, part);
     req.sizes = {data_size_of(part.op, req.ranks, req.dtype, part.count)};
+    const bool lists_assumed = smallest.at(std::tuple{part.view, static_cast<int>(part.op), part.executor}) == i;
+    if (!lists_assumed) req.assumed_graph_max_tasks = 0;
     std::vector<PerfRow> rows;
     try {
       rows = estimate_perf(view, req);
@@ -1075,22 +1106,31 @@ StepResult run_step_estimate(const StepPlan& plan) {
                                              members_text(part.members) + ": " + e.what());
     }
     part_ps[i] = static_cast<double>(rows.front().time.ps);
-    assumed.insert(rows.front().assumed.begin(), rows.front().assumed.end());
+    if (lists_assumed) assumed.insert(rows.front().assumed.begin(), rows.front().assumed.end());
   }
   // Longest path over the ops (Kahn's order).
   const std::size_t n = plan.ops.size();
-  std::vector<std::vector<int>> succ(n);
+  // Successors as one array (succ[succ_at[p] .. succ_at[p + 1]) follow p).
   std::vector<int> indegree(n, 0);
+  std::vector<std::size_t> succ_at(n + 1, 0);
   for (std::size_t i = 0; i < n; ++i) {
-    for (int p : preds_of(plan.ops[i])) {
-      succ[static_cast<std::size_t>(p)].push_back(static_cast<int>(i));
+    for_each_pred(plan.ops[i], [&](int p) {
+      ++succ_at[static_cast<std::size_t>(p) + 1];
       ++indegree[i];
+    });
+  }
+  for (std::size_t i = 0; i < n; ++i) succ_at[i + 1] += succ_at[i];
+  std::vector<int> succ(succ_at[n]);
+  {
+    std::vector<std::size_t> fill(succ_at.begin(), succ_at.end() - 1);
+    for (std::size_t i = 0; i < n; ++i) {
+      for_each_pred(plan.ops[i], [&](int p) { succ[fill[static_cast<std::size_t>(p)]++] = static_cast<int>(i); });
     }
   }
   OpTimes t;
   t.start.assign(n, 0);
   t.end.assign(n, 0);
-  t.member_end.assign(n, {});
+  t.place_members(plan);
   std::vector<int> ready;
   for (std::size_t i = 0; i < n; ++i) {
     if (indegree[i] == 0) ready.push_back(static_cast<int>(i));
@@ -1102,15 +1142,16 @@ StepResult run_step_estimate(const StepPlan& plan) {
     ++done;
     const Op& op = plan.ops[static_cast<std::size_t>(i)];
     std::uint64_t start = 0;
-    for (int p : preds_of(op)) start = std::max(start, t.end[static_cast<std::size_t>(p)]);
+    for_each_pred(op, [&](int p) { start = std::max(start, t.end[static_cast<std::size_t>(p)]); });
     const std::uint64_t dur = op.coll ? static_cast<std::uint64_t>(std::llround(part_ps[static_cast<std::size_t>(op.part)])) : op.duration.ps;
     t.start[static_cast<std::size_t>(i)] = start;
     t.end[static_cast<std::size_t>(i)] = start + dur;
     if (op.coll) {
-      t.member_end[static_cast<std::size_t>(i)].assign(plan.domains[static_cast<std::size_t>(op.domain)].members.size(), start + dur);
+      const std::size_t members = plan.domains[static_cast<std::size_t>(op.domain)].members.size();
+      std::fill_n(t.member_ends.begin() + static_cast<std::ptrdiff_t>(t.member_at[static_cast<std::size_t>(i)]), members, start + dur);
     }
-    for (int s : succ[static_cast<std::size_t>(i)]) {
-      if (--indegree[static_cast<std::size_t>(s)] == 0) ready.push_back(s);
+    for (std::size_t k = succ_at[static_cast<std::size_t>(i)]; k < succ_at[static_cast<std::size_t>(i) + 1]; ++k) {
+      if (--indegree[static_cast<std::size_t>(succ[k])] == 0) ready.push_back(succ[k]);
     }
   }
   if (done != n) throw GraphError("step plan has a cycle: " + std::to_string(n - done) + " operations never become ready");
@@ -1219,12 +1260,12 @@ StepResult run_step_detailed(Platform& platform, const StepPlan& plan, TraceWrit
     }
     const auto& mem = plan.domains[static_cast<std::size_t>(op.domain)].members;
     for (std::size_t k = 0; k < mem.size(); ++k) {
-      for (int p : preds_of(op)) {
+      for_each_pred(op, [&](int p) {
         const auto t = on_rank(p, mem[k]);
-        if (!t) continue;
+        if (!t) return;
         if (firsts[i][k].empty()) g.add_dependency(*t, markers[i][k]);
         for (TaskId f : firsts[i][k]) g.add_dependency(*t, f);
-      }
+      });
     }
   }
   Scheduler scheduler(platform);
@@ -1237,7 +1278,7 @@ StepResult run_step_detailed(Platform& platform, const StepPlan& plan, TraceWrit
   OpTimes t;
   t.start.assign(n, 0);
   t.end.assign(n, 0);
-  t.member_end.assign(n, {});
+  t.place_members(plan);
   for (std::size_t i = 0; i < n; ++i) {
     const Op& op = plan.ops[i];
     if (!op.coll) {
@@ -1246,15 +1287,16 @@ StepResult run_step_detailed(Platform& platform, const StepPlan& plan, TraceWrit
       t.end[i] = tt.end.ps - begin;
       continue;
     }
-    for (TaskId m : markers[i]) {
-      t.member_end[i].push_back(result.timings[m].end.ps - begin);
-      t.end[i] = std::max(t.end[i], t.member_end[i].back());
+    for (std::size_t k = 0; k < markers[i].size(); ++k) {
+      const std::uint64_t end = result.timings[markers[i][k]].end.ps - begin;
+      t.member_ends[t.member_at[i] + k] = end;
+      t.end[i] = std::max(t.end[i], end);
     }
   }
   for (std::size_t i = 0; i < n; ++i) {  // a collective starts once what it waits for has ended
     const Op& op = plan.ops[i];
     if (!op.coll) continue;
-    for (int p : preds_of(op)) t.start[i] = std::max(t.start[i], t.end[static_cast<std::size_t>(p)]);
+    for_each_pred(op, [&](int p) { t.start[i] = std::max(t.start[i], t.end[static_cast<std::size_t>(p)]); });
   }
   StepResult r = report(plan, t);
   std::vector<LinkUsage> links = meter.stop(result.elapsed());
