@@ -161,7 +161,8 @@ class StepCommand : public Command {
       }
     }
     const std::optional<ScenarioSetup> scenario = scenario_.load(spec);
-    const StepPlanPtr plan = plan_step(spec, req);
+    const StepPlanPtr plan =
+        plan_step(spec, req, estimate && export_dir_.empty() ? StepPlanScope::Symmetric : StepPlanScope::EveryRank);
     if (!export_dir_.empty()) write_chakra(export_chakra(*plan));
     if (!estimate) {
       Footprint f;

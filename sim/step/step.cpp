@@ -125,6 +125,7 @@ class StepPlan {
   std::unordered_map<std::string, std::uint32_t> label_ids;   // ids in first-seen order
   std::set<std::string> compute_assumed;
   std::map<int, TaskGraph> graphs;                     // part -> its graph (detailed), built once
+  bool symmetric = false;                              // StepPlanScope::Symmetric: representatives' ops only
 
   std::uint32_t intern(const std::string& text) {
     auto [it, added] = label_ids.emplace(text, static_cast<std::uint32_t>(labels.size()));
@@ -243,6 +244,9 @@ class Planner {
   };
 
   int rank_of(int t, int c, int d, int s) const { return t + l_.tp * (c + l_.cp * (d + l_.dp * s)); }
+  // Whether `rank`'s operations are planned: every rank, or in a symmetric
+  // plan the representatives (TP and DP index 0: one per CP index and stage).
+  bool planned(int rank) const { return !p_.symmetric || (rank % l_.tp == 0 && rank / (l_.tp * l_.cp) % l_.dp == 0); }
   // The ranks of a stage are a run: [s x inner, (s + 1) x inner).
   int inner() const { return l_.tp * l_.cp * l_.dp; }
   // `rank`'s peer in stage `other` (same TP, CP and DP indices).
@@ -261,7 +265,8 @@ class Planner {
   Item compute(const std::string& op, const std::string& shape, Time roof, bool backward);
   std::vector<Item> layer_items(std::int64_t layer, bool backward);
   void emit(int stage, const std::vector<Item>& items, const std::string& what);
-  int add_compute(int rank, const Item& item, const std::string& label);
+  // `label`: an id of p_.intern("<what> <operator>"), the same for every rank of a stage.
+  int add_compute(int rank, const Item& item, std::uint32_t label);
   int add_coll(int domain, int part, const std::string& label, const std::vector<int>& dep_ranks, bool blocking);
   int p2p(Group g, int slot, int sender, int receiver, int chunk, int mb);
   void ring_attention(int stage, const Item& item, const std::string& what);
@@ -503,11 +508,11 @@ std::vector<Planner::Item> Planner::layer_items(std::int64_t layer, bool backwar
   return items;
 }
 
-int Planner::add_compute(int rank, const Item& item, const std::string& label) {
+int Planner::add_compute(int rank, const Item& item, std::uint32_t label) {
   Op op;
   op.rank = rank;
   op.duration = item.time;
-  op.label = p_.intern(label + " " + item.op);
+  op.label = label;
   op.deps = std::move(pending_[static_cast<std::size_t>(rank)]);
   pending_[static_cast<std::size_t>(rank)].clear();
   op.prev = last_compute_[static_cast<std::size_t>(rank)];
@@ -577,6 +582,7 @@ void Planner::ring_attention(int stage, const Item& item, const std::string& wha
   for (int k = 0; k < l_.cp; ++k) {
     std::map<int, int> sent;
     for (int rank = stage * inner(); rank < (stage + 1) * inner() && k + 1 < l_.cp; ++rank) {
+      if (!planned(rank)) continue;
       const int next = cp_ahead(rank, 1);
       const int dom = domain(Group::Cp, rank / l_.tp % l_.cp, {rank, next});
       const int id = add_coll(dom, part(dom, send), what + " ring " + std::to_string(k), {}, false);
@@ -586,9 +592,11 @@ void Planner::ring_attention(int stage, const Item& item, const std::string& wha
                                  pending_[static_cast<std::size_t>(rank)].end());
       sent[next] = id;
     }
+    const std::uint32_t label = p_.intern(what + " " + chunk.op);
     for (int rank = stage * inner(); rank < (stage + 1) * inner(); ++rank) {
+      if (!planned(rank)) continue;
       if (k > 0) pending_[static_cast<std::size_t>(rank)].push_back(received.at(rank));
-      add_compute(rank, chunk, what);
+      add_compute(rank, chunk, label);
     }
     received = std::move(sent);
   }
@@ -600,9 +608,11 @@ void Planner::emit(int stage, const std::vector<Item>& items, const std::string&
       ring_attention(stage, it, what);
       continue;
     }
+    const std::uint32_t label = it.coll ? 0 : p_.intern(what + " " + it.op);
     for (int rank = stage * inner(); rank < (stage + 1) * inner(); ++rank) {
+      if (!planned(rank)) continue;
       if (!it.coll) {
-        add_compute(rank, it, what);
+        add_compute(rank, it, label);
         continue;
       }
       const std::vector<int> members = group_members(it.group, rank, 0);
@@ -660,7 +670,7 @@ void Planner::check() {
                                            std::to_string(static_cast<std::uint64_t>(kMaxOps)) +
                                            " are planned: use fewer micro-batches (a larger micro or a smaller global)");
   }
-  p_.ops.reserve(static_cast<std::size_t>(ops));
+  p_.ops.reserve(static_cast<std::size_t>(p_.symmetric ? ops / (l_.tp * l_.dp) : ops));
   if (r_.phase != StepPhase::Decode && b.seq % l_.cp != 0) {
     throw InputError("option --batch", "seq=" + std::to_string(b.seq) + " is not a multiple of cp=" + std::to_string(l_.cp));
   }
@@ -728,12 +738,15 @@ void Planner::run() {
         it.cop = CollOp::ReduceScatter;
         it.count = ceil_div(static_cast<std::uint64_t>(acc), static_cast<std::uint64_t>(size));
         for (int rank = s * inner(); rank < (s + 1) * inner(); ++rank) {
+          if (!planned(rank)) continue;
           const std::vector<int> members = group_members(it.group, rank, 0);
           if (members.front() != rank) continue;
           const int dom = domain(it.group, 0, members);
           // On a DP stream of its own, after the members' last compute (--overlap-grad-reduce).
           std::vector<int> deps;
-          for (int r : members) deps.push_back(last_compute_[static_cast<std::size_t>(r)]);
+          for (int r : members) {   // (a symmetric plan has no ops on the members it does not plan)
+            if (last_compute_[static_cast<std::size_t>(r)] >= 0) deps.push_back(last_compute_[static_cast<std::size_t>(r)]);
+          }
           const int id = add_coll(dom, part(dom, it), "grads", {}, false);
           p_.ops[static_cast<std::size_t>(id)].deps = deps;
           for (int r : members) end_waits_[static_cast<std::size_t>(r)].push_back(id);
@@ -750,6 +763,7 @@ void Planner::run() {
       // Input from the previous chunk (forward) or gradient from the next (backward).
       const bool needs_input = a.fwd ? g > 0 : g < chunks - 1;
       for (int rank = s * inner(); rank < (s + 1) * inner() && needs_input && l_.pp > 1; ++rank) {
+        if (!planned(rank)) continue;
         const int other = a.fwd ? (s + l_.pp - 1) % l_.pp : (s + 1) % l_.pp;
         const Group pg = a.fwd ? Group::PpFwd : Group::PpBwd;
         const int slot = a.fwd ? other : s;
@@ -816,6 +830,7 @@ void Planner::run() {
       const bool sends = a.fwd ? !last_chunk : !first_chunk;
       if (sends && l_.pp > 1) {
         for (int rank = s * inner(); rank < (s + 1) * inner(); ++rank) {
+          if (!planned(rank)) continue;
           const int other = a.fwd ? (s + 1) % l_.pp : (s + l_.pp - 1) % l_.pp;
           const Group pg = a.fwd ? Group::PpFwd : Group::PpBwd;
           const int slot = a.fwd ? s : other;
@@ -829,6 +844,7 @@ void Planner::run() {
       flush(true, expert_acc);
       // The optimizer on each rank's shard, after its gradients are reduced; then the parameters are gathered.
       for (int rank = s * inner(); rank < (s + 1) * inner(); ++rank) {
+        if (!planned(rank)) continue;
         auto& waits = end_waits_[static_cast<std::size_t>(rank)];
         pending_[static_cast<std::size_t>(rank)].insert(pending_[static_cast<std::size_t>(rank)].end(), waits.begin(), waits.end());
       }
@@ -1052,15 +1068,23 @@ void add_assumed(StepResult& r, const std::vector<std::string>& more) {
 
 }  // namespace
 
-StepPlanPtr plan_step(const TopologySpec& topology, const StepRequest& request) {
+StepPlanPtr plan_step(const TopologySpec& topology, const StepRequest& request, StepPlanScope scope) {
   StepPlanPtr plan(new StepPlan);
   plan->topology = &topology;
   plan->request = request;
+  plan->symmetric = scope == StepPlanScope::Symmetric;
   Planner(*plan).run();
   return plan;
 }
 
+std::uint64_t step_plan_ops(const StepPlan& plan) { return plan.ops.size(); }
+
+void require_every_rank(const StepPlan& plan, const char* what) {
+  if (plan.symmetric) throw std::logic_error(std::string(what) + " needs a plan of every rank (StepPlanScope::EveryRank)");
+}
+
 std::uint64_t step_tasks(const StepPlan& plan) {
+  require_every_rank(plan, "step_tasks");
   std::uint64_t tasks = 0;
   for (const Op& op : plan.ops) {
     if (!op.coll) {
@@ -1161,6 +1185,7 @@ StepResult run_step_estimate(const StepPlan& plan) {
 }
 
 StepResult run_step_detailed(Platform& platform, const StepPlan& plan, TraceWriter* trace) {
+  require_every_rank(plan, "the detailed step");
   TaskGraph g;
   g.set_launches_in_graph(true);   // part_graph's "op launch" delays
   const std::size_t n = plan.ops.size();
@@ -1412,7 +1437,7 @@ std::vector<SearchRow> search_layouts(const TopologySpec& topology, const StepRe
                   rows.push_back(row);
                   continue;
                 }
-                const StepResult r = run_step_estimate(*plan_step(topology, req));
+                const StepResult r = run_step_estimate(*plan_step(topology, req, StepPlanScope::Symmetric));
                 row.valid = true;
                 row.step_time_us = r.step_time_us;
                 row.compute_us = r.compute_us;
@@ -1791,6 +1816,7 @@ StepPlanPtr plan_chakra(const TopologySpec& topology, const ChakraWorkload& work
 }
 
 ChakraWorkload export_chakra(const StepPlan& plan) {
+  require_every_rank(plan, "--export-chakra");
   ChakraWorkload w;
   const int world = plan.request.layout.world();
   w.ranks.resize(static_cast<std::size_t>(world));

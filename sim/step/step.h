@@ -104,7 +104,17 @@ struct StepPlanDeleter {
   void operator()(StepPlan* p) const;
 };
 using StepPlanPtr = std::unique_ptr<StepPlan, StepPlanDeleter>;
-StepPlanPtr plan_step(const TopologySpec& topology, const StepRequest& request);
+// EveryRank: every rank's operations (the detailed back end, --export-chakra).
+// Symmetric: the estimate alone, which has no contention, and the layout's
+// ranks of one stage and CP index are alike (same operations, uniform
+// routing): only TP and DP index 0 of each are planned, and collectives wait
+// for those members; its times and report equal the every-rank plan's (a
+// test checks it) at 1 / (tp x dp) of the operations.
+enum class StepPlanScope : std::uint8_t { EveryRank, Symmetric };
+StepPlanPtr plan_step(const TopologySpec& topology, const StepRequest& request,
+                      StepPlanScope scope = StepPlanScope::EveryRank);
+// Operations the plan holds.
+std::uint64_t step_plan_ops(const StepPlan& plan);
 // Tasks the detailed run will hold (for the memory pre-check).
 std::uint64_t step_tasks(const StepPlan& plan);
 

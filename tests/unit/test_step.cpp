@@ -298,3 +298,46 @@ TEST_CASE("step: ring attention hides the CP sends under the attention steps", "
   CHECK(r.compute_us == Approx(4 * (1000.0 + 2000.0)).epsilon(1e-12));
   CHECK(r.step_time_us == Approx(r.compute_us).epsilon(1e-12));
 }
+
+TEST_CASE("step: the symmetric estimate plan gives the every-rank plan's report exactly", "[step]") {
+  // The estimate plans TP and DP index 0 only (StepPlanScope::Symmetric);
+  // on every kind of group the report is the same to the last picosecond.
+  struct Case {
+    const char* model;
+    const char* layout;
+    const char* batch;
+    StepPhase phase;
+  };
+  const Case cases[] = {
+      {"tiny-llama.json", "tp=2,pp=2,dp=2", "global=4,micro=1,seq=512", StepPhase::Train},
+      {"tiny-llama.json", "tp=2,dp=2,pp=2,vpp=2", "global=8,micro=1,seq=512", StepPhase::Train},
+      {"tiny-llama.json", "tp=2,cp=2,dp=2", "global=4,micro=1,seq=1024", StepPhase::Train},
+      {"tiny-llama.json", "tp=4,dp=2", "global=8,micro=1,seq=512", StepPhase::Decode},
+      {"tiny-moe.json", "tp=1,pp=2,dp=4,ep=2", "global=8,micro=1,seq=256", StepPhase::Train},
+      {"tiny-moe.json", "tp=2,dp=4,ep=4", "global=8,micro=1,seq=256", StepPhase::Prefill},
+  };
+  const TopologySpec spec = a2_server();
+  for (const Case& c : cases) {
+    StepRequest req = request(c.model, c.layout, c.batch);
+    req.phase = c.phase;
+    INFO(c.model << " " << c.layout << " " << c.batch);
+    const auto every = plan_step(spec, req, StepPlanScope::EveryRank);
+    const auto symmetric = plan_step(spec, req, StepPlanScope::Symmetric);
+    CHECK(step_plan_ops(*symmetric) < step_plan_ops(*every));
+    const StepResult a = run_step_estimate(*every);
+    const StepResult b = run_step_estimate(*symmetric);
+    CHECK(a.step_time_us == b.step_time_us);
+    CHECK(a.compute_us == b.compute_us);
+    CHECK(a.bubble_us == b.bubble_us);
+    CHECK(a.critical_rank == b.critical_rank);
+    REQUIRE(a.groups.size() == b.groups.size());
+    for (std::size_t i = 0; i < a.groups.size(); ++i) {
+      CHECK(a.groups[i].group == b.groups[i].group);
+      CHECK(a.groups[i].ranks == b.groups[i].ranks);
+      CHECK(a.groups[i].time_us == b.groups[i].time_us);
+      CHECK(a.groups[i].exposed_us == b.groups[i].exposed_us);
+    }
+    REQUIRE(a.critical_path.size() == b.critical_path.size());
+    for (std::size_t i = 0; i < a.critical_path.size(); ++i) CHECK(a.critical_path[i].op == b.critical_path[i].op);
+  }
+}
