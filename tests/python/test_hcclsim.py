@@ -109,3 +109,11 @@ def test_step_is_the_commands_step():
     assert {g["group"] for g in d["groups"]} == {"tp", "dp"}
     assert d == command_json("step", "--model-config", model, "--layout", "tp=2,dp=4",
                              "--batch", "global=4,micro=1,seq=512", "--model", "estimate")
+
+
+def test_step_runs_chakra_traces():
+    # ASTRA-sim's 8-NPU AllReduce example: one collective on HCCL's executor.
+    traces = os.path.join(SOURCE, "tests/data/chakra/astra-sim-all_reduce-8npus-1MB")
+    d = hcclsim.step(chakra=traces, model="estimate")
+    assert [g["executor"] for g in d["groups"]] == ["AllReduceMeshOpbaseLoopExecutor"]
+    assert d == command_json("step", "--chakra", traces, "--model", "estimate")
