@@ -66,7 +66,7 @@ Platform::Platform(const TopologySpec& spec) : spec_(spec), clock_(std::make_uni
   for (int n = 0; n < spec.npus; ++n) {
     const std::string name = "npu" + std::to_string(n);
     engines_.push_back(
-        std::make_unique<TaskEngine>((name + "_engine").c_str(), n, npu_params_of(spec, n), *network_, *clock_));
+        std::make_unique<TaskEngine>(name.c_str(), n, npu_params_of(spec, n), *network_, *clock_));
     local_memory_.push_back(
         std::make_unique<Channel>((name + "_memory").c_str(), spec.npu.local_memory, name + " local memory", *clock_));
   }

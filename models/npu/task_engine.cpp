@@ -30,9 +30,12 @@ TaskEngine::TaskEngine(sc_core::sc_module_name name, int rank, const NpuParams& 
       params_(params),
       network_(network),
       clock_(clock),
-      sdma_(params.sdma.engines),
-      aic_(params.cores.aic),
-      aiv_(params.cores.aiv) {}
+      notify_("notify"),
+      flags_("flags"),
+      sdma_("sdma", params.sdma.engines),
+      aic_("aic", params.cores.aic),
+      aiv_("aiv", params.cores.aiv),
+      rdma_("rdma") {}
 
 void TaskEngine::set_params(const NpuParams& params) {
   if (params.sdma.engines != params_.sdma.engines || params.cores.aic != params_.cores.aic ||
@@ -53,13 +56,9 @@ void TaskEngine::load(ExecProgram* tasks, const std::vector<const std::vector<st
   // A workload starts from clean notifies: a wait left blocked by a failed
   // run names a stream of that run, and a record that landed after its wait
   // gave up must not release a wait of this one.
-  registers_.assign(static_cast<std::size_t>(notify_registers), Register{});
-  flags_.assign(static_cast<std::size_t>(flags), 0);
-  flag_watchers_.assign(static_cast<std::size_t>(flags), {});
-  flag_set_by_.assign(static_cast<std::size_t>(flags), 0);
-  qp_of_peer_.clear();
-  queue_pairs_.clear();
-  lost_on_.clear();
+  notify_.reset(notify_registers);
+  flags_.reset(flags);
+  rdma_.reset();
   const std::uint64_t now = sc_core::sc_time_stamp().value();
   for (std::uint32_t s = 0; s < streams.size(); ++s) {
     streams_[s].tasks = streams[s]->data();
@@ -117,13 +116,13 @@ void TaskEngine::flow_finished(Flow& flow) {
 }
 
 std::uint32_t TaskEngine::new_rdma_op() {
-  if (!free_rdma_ops_.empty()) {
-    const std::uint32_t op = free_rdma_ops_.back();
-    free_rdma_ops_.pop_back();
+  if (!rdma_.free_ops.empty()) {
+    const std::uint32_t op = rdma_.free_ops.back();
+    rdma_.free_ops.pop_back();
     return op;
   }
-  const auto op = static_cast<std::uint32_t>(rdma_ops_.size());
-  RdmaOp& added = rdma_ops_.emplace_back();
+  const auto op = static_cast<std::uint32_t>(rdma_.ops.size());
+  RdmaOp& added = rdma_.ops.emplace_back();
   added.flow.listener = this;
   added.flow.tag = kRdmaTag + op;
   return op;
@@ -133,7 +132,7 @@ std::uint32_t TaskEngine::new_rdma_op() {
 void TaskEngine::post_rdma(std::uint32_t s, std::uint64_t now) {
   const ExecTask& task = head(s);
   const std::uint32_t op_index = new_rdma_op();
-  RdmaOp& op = rdma_ops_[op_index];
+  RdmaOp& op = rdma_.ops[op_index];
   op.task = head_id(s);
   op.notify = task.kind == ExecKind::RdmaNotify;
   op.arrived = false;
@@ -163,26 +162,26 @@ void TaskEngine::post_rdma(std::uint32_t s, std::uint64_t now) {
 TaskEngine::QueuePair& TaskEngine::queue_pair(Stream& st, int peer) {
   if (st.qp_peer != peer) {
     st.qp_peer = peer;
-    auto it = std::lower_bound(qp_of_peer_.begin(), qp_of_peer_.end(), peer,
+    auto it = std::lower_bound(rdma_.qp_of_peer.begin(), rdma_.qp_of_peer.end(), peer,
                                [](const std::pair<int, std::uint32_t>& e, int p) { return e.first < p; });
-    if (it == qp_of_peer_.end() || it->first != peer) {
-      it = qp_of_peer_.insert(it, {peer, static_cast<std::uint32_t>(queue_pairs_.size())});
-      queue_pairs_.emplace_back();
+    if (it == rdma_.qp_of_peer.end() || it->first != peer) {
+      it = rdma_.qp_of_peer.insert(it, {peer, static_cast<std::uint32_t>(rdma_.queue_pairs.size())});
+      rdma_.queue_pairs.emplace_back();
     }
-    st.qp = &queue_pairs_[it->second];
+    st.qp = &rdma_.queue_pairs[it->second];
   }
   return *st.qp;
 }
 
 void TaskEngine::rdma_arrived(std::uint32_t op_index, std::uint64_t now) {
-  RdmaOp& op = rdma_ops_[op_index];
+  RdmaOp& op = rdma_.ops[op_index];
   QueuePair& qp = *op.qp;
   op.arrived = true;
   if (!op.notify) {
     observer_->data_landed(op.task, Time{now});
     auto it = std::find(qp.outstanding.begin(), qp.outstanding.end(), op.seq);
     qp.outstanding.erase(it);
-    free_rdma_ops_.push_back(op_index);
+    rdma_.free_ops.push_back(op_index);
   }
   land_ready_notifies(qp);
 }
@@ -191,11 +190,11 @@ void TaskEngine::rdma_arrived(std::uint32_t op_index, std::uint64_t now) {
 void TaskEngine::land_ready_notifies(QueuePair& qp) {
   std::size_t landed = 0;
   for (; landed < qp.notifies.size(); ++landed) {
-    const RdmaOp& op = rdma_ops_[qp.notifies[landed]];
+    const RdmaOp& op = rdma_.ops[qp.notifies[landed]];
     const bool writes_done = qp.outstanding.empty() || qp.outstanding.front() > op.seq;
     if (!op.arrived || !writes_done) break;
     op.target->notify_land(op.reg, op.task);
-    free_rdma_ops_.push_back(qp.notifies[landed]);
+    rdma_.free_ops.push_back(qp.notifies[landed]);
   }
   qp.notifies.erase(qp.notifies.begin(), qp.notifies.begin() + static_cast<std::ptrdiff_t>(landed));
 }
@@ -342,7 +341,7 @@ void TaskEngine::handle_timer(const Timer& t, std::uint64_t now) {
     }
     case TimerKind::Timeout:
       if (st.phase == Phase::Notify && st.token == t.token) {
-        registers_[head(t.stream).notify].state = Register::kIdle;
+        notify_.registers[head(t.stream).notify].state = Register::kIdle;
         const Time started{st.since_ps};
         st.phase = Phase::Failed;
         st.since_ps = now;
@@ -357,7 +356,7 @@ void TaskEngine::handle_input(const Input& in, std::uint64_t now) {
   switch (in.kind) {
     case InputKind::Land: {
       const int reg = static_cast<int>(in.value);
-      Register& r = registers_[reg];
+      Register& r = notify_.registers[reg];
       const std::int32_t w = r.state;
       if (w >= 0) {
         r.state = Register::kIdle;
@@ -365,8 +364,8 @@ void TaskEngine::handle_input(const Input& in, std::uint64_t now) {
         observer_->wait_released(head_id(static_cast<std::uint32_t>(w)), in.record);
         complete(static_cast<std::uint32_t>(w), now);
       } else if (w == Register::kSet) {
-        ++records_lost_;
-        ++lost_on_[reg];
+        ++notify_.records_lost;
+        ++notify_.lost_on[reg];
       } else {
         r.state = Register::kSet;
         r.set_by = in.record;
@@ -386,13 +385,13 @@ void TaskEngine::handle_input(const Input& in, std::uint64_t now) {
       break;
     case InputKind::FlagLand: {
       const auto flag = static_cast<std::size_t>(in.value);
-      ++flags_[flag];
-      flag_set_by_[flag] = in.record;
+      ++flags_.values[flag];
+      flags_.set_by[flag] = in.record;
       // Tell the satisfied pollers, in the order they began polling.
-      std::vector<FlagWatcher>& watchers = flag_watchers_[flag];
+      std::vector<FlagWatcher>& watchers = flags_.watchers[flag];
       std::size_t kept = 0;
       for (const FlagWatcher& w : watchers) {
-        if (w.value <= flags_[flag]) {
+        if (w.value <= flags_.values[flag]) {
           w.engine->flag_seen(w.stream, in.record);
         } else {
           watchers[kept++] = w;
@@ -403,10 +402,10 @@ void TaskEngine::handle_input(const Input& in, std::uint64_t now) {
     }
     case InputKind::FlagWatch: {
       const auto flag = static_cast<std::size_t>(in.value);
-      if (flags_[flag] >= in.record) {
-        in.from->flag_seen(in.stream, flag_set_by_[flag]);
+      if (flags_.values[flag] >= in.record) {
+        in.from->flag_seen(in.stream, flags_.set_by[flag]);
       } else {
-        flag_watchers_[flag].push_back(FlagWatcher{in.record, in.from, in.stream});
+        flags_.watchers[flag].push_back(FlagWatcher{in.record, in.from, in.stream});
       }
       break;
     }
@@ -427,9 +426,9 @@ void TaskEngine::poll_flag(std::uint32_t s, std::uint64_t now) {
 void TaskEngine::release_mover(const ExecTask& task, std::uint64_t now) {
   if (task.aiv) {
     if (task.cores == 0) return;
-    aiv_.release(task.cores, [&](std::uint32_t w) { core_granted(w, now); });
+    aiv_.pool.release(task.cores, [&](std::uint32_t w) { core_granted(w, now); });
   } else {
-    sdma_.release(1, [&](std::uint32_t w) { begin_transfer(w, now); });
+    sdma_.pool.release(1, [&](std::uint32_t w) { begin_transfer(w, now); });
   }
 }
 
@@ -455,7 +454,7 @@ void TaskEngine::try_start(std::uint32_t s, std::uint64_t now) {
       break;
     case ExecKind::NotifyWait: {
       observer_->task_started(head_id(s), Time{now});
-      Register& r = registers_[task.notify];
+      Register& r = notify_.registers[task.notify];
       if (r.state == Register::kSet) {
         r.state = Register::kIdle;
         observer_->wait_released(head_id(s), r.set_by);
@@ -472,7 +471,7 @@ void TaskEngine::try_start(std::uint32_t s, std::uint64_t now) {
       st.phase = task.aiv ? Phase::Cores : Phase::Sdma;
       if (task.aiv && task.cores == 0) {
         begin_transfer(s, now);   // a core's write pipe: the core is its kernel's already
-      } else if (task.aiv ? aiv_.acquire(s, task.cores) : sdma_.acquire(s, 1)) {
+      } else if (task.aiv ? aiv_.pool.acquire(s, task.cores) : sdma_.pool.acquire(s, 1)) {
         begin_transfer(s, now);
       }
       break;

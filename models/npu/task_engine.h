@@ -42,6 +42,7 @@
 #include "models/link/network.h"
 #include "models/npu/exec_task.h"
 #include "models/npu/resource_pool.h"
+#include "models/npu/units.h"
 #include "models/params.h"
 #include "models/wake_clock.h"
 
@@ -53,6 +54,7 @@ class TaskEngine : public sc_core::sc_module, public FlowListener, public Clocke
   // engine, for its own timers and for inputs. Both outlive the engine.
   TaskEngine(sc_core::sc_module_name name, int rank, const NpuParams& params, Network& network, WakeClock& clock);
 
+  const char* kind() const override { return "hcclsim::TaskEngine"; }
   int rank() const { return rank_; }
   const NpuParams& params() const { return params_; }
   // Other timing constants for the next workloads (`hcclsim calibrate`
@@ -93,15 +95,15 @@ class TaskEngine : public sc_core::sc_module, public FlowListener, public Clocke
   };
   // One entry per stream not yet done, for deadlock reports.
   std::vector<std::pair<std::uint32_t, StreamState>> unfinished() const;
-  bool register_set(int reg) const { return registers_[reg].state == Register::kSet; }
-  std::uint32_t flag_value(int flag) const { return flags_[static_cast<std::size_t>(flag)]; }
+  bool register_set(int reg) const { return notify_.registers[static_cast<std::size_t>(reg)].state == Register::kSet; }
+  std::uint32_t flag_value(int flag) const { return flags_.values[static_cast<std::size_t>(flag)]; }
 
   std::uint64_t activations() const { return activations_; }
-  std::uint64_t records_lost() const { return records_lost_; }
+  std::uint64_t records_lost() const { return notify_.records_lost; }
   // Records that landed on register `reg` while it was already set (lost).
   std::uint64_t records_lost_on(int reg) const {
-    const auto found = lost_on_.find(reg);
-    return found == lost_on_.end() ? 0 : found->second;
+    const auto found = notify_.lost_on.find(reg);
+    return found == notify_.lost_on.end() ? 0 : found->second;
   }
 
  private:
@@ -122,12 +124,10 @@ class TaskEngine : public sc_core::sc_module, public FlowListener, public Clocke
     TaskEngine* from = nullptr; // FlagWatch: the waiting engine
     std::uint32_t stream = 0;   // FlagWatch: its stream
   };
-  struct FlagWatcher {
-    std::uint32_t value;
-    TaskEngine* engine;
-    std::uint32_t stream;
-  };
-  struct QueuePair;
+  using FlagWatcher = FlagMemory::Watcher;
+  using Register = NotifyUnit::Register;
+  using QueuePair = RdmaQueuePairs::QueuePair;
+  using RdmaOp = RdmaQueuePairs::Op;
   struct Stream {
     const std::uint32_t* tasks = nullptr;  // the caller's list (see load)
     std::size_t count = 0;
@@ -166,7 +166,7 @@ class TaskEngine : public sc_core::sc_module, public FlowListener, public Clocke
   void set_timer(std::uint32_t s, TimerKind kind, std::uint64_t at);
   ExecTask& head(std::uint32_t s) { return (*tasks_)[head_id(s)]; }
   std::uint32_t head_id(std::uint32_t s) const { return streams_[s].head; }
-  ResourcePool& cores_of(CoreKind kind) { return kind == CoreKind::Aic ? aic_ : aiv_; }
+  ResourcePool& cores_of(CoreKind kind) { return kind == CoreKind::Aic ? aic_.pool : aiv_.pool; }
 
   int rank_;
   NpuParams params_;
@@ -177,57 +177,21 @@ class TaskEngine : public sc_core::sc_module, public FlowListener, public Clocke
   TaskObserver* observer_ = nullptr;
   std::vector<Stream> streams_;
   std::size_t done_streams_ = 0;
-  // A notify register's state in one place: a wait or a landing reads all
-  // of it, and separate arrays cost a cache miss each at thousands of NPUs.
-  // A register is idle, waited on by one stream, or set (never both: a
-  // record landing on a waited register releases the wait at once).
-  struct Register {
-    static constexpr std::int32_t kIdle = -1;
-    static constexpr std::int32_t kSet = -2;
-    std::int32_t state = kIdle;       // a stream blocked on it (>= 0), kIdle or kSet
-    std::uint32_t set_by = 0;         // kSet: the record task that set it
-  };
-  std::vector<Register> registers_;
-  std::vector<std::uint32_t> flags_;                      // flag counters in memory
-  std::vector<std::vector<FlagWatcher>> flag_watchers_;    // polls not yet satisfied, per flag
-  std::vector<std::uint32_t> flag_set_by_;                // last FlagSet that landed on each flag
-  ResourcePool sdma_;
-  ResourcePool aic_;
-  ResourcePool aiv_;
+  // The units (children in the module hierarchy).
+  NotifyUnit notify_;
+  FlagMemory flags_;
+  UnitPool sdma_;
+  UnitPool aic_;
+  UnitPool aiv_;
+  RdmaQueuePairs rdma_;
   std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>> timers_;
   std::uint64_t timer_seq_ = 0;
   std::vector<Input> inbox_;
   std::vector<Input> draining_;
   bool delta_asked_ = false;   // a step in the clock's next delta round is due
   std::uint64_t activations_ = 0;
-  std::uint64_t records_lost_ = 0;
-  std::unordered_map<int, std::uint64_t> lost_on_;
 
-  // RDMA work requests in flight, and per peer the queue pair's order.
-  struct RdmaOp {
-    Flow flow;
-    std::uint32_t task = 0;
-    // A notify: the register it sets (copied from its task, which is cold by the time it lands).
-    TaskEngine* target = nullptr;
-    int reg = 0;
-    bool notify = false;
-    bool arrived = false;
-    std::uint64_t seq = 0;          // write: its post number; notify: writes posted before it
-    QueuePair* qp = nullptr;        // the queue pair it was posted on
-  };
-  struct QueuePair {
-    std::uint64_t posted_writes = 0;
-    std::vector<std::uint64_t> outstanding;   // seqs of writes not yet arrived, in post order
-    std::vector<std::uint32_t> notifies;      // notify ops in post order, not yet landed
-  };
   std::uint32_t new_rdma_op();
-  std::deque<RdmaOp> rdma_ops_;   // a deque: flows in flight keep their address as it grows
-  std::vector<std::uint32_t> free_rdma_ops_;
-  // Queue pairs by peer NPU: an NPU talks to few of thousands, so a sorted
-  // array of (peer, index into queue_pairs_) searched by halves, a few
-  // adjacent lines, rather than a hash map's bucket and node.
-  std::vector<std::pair<int, std::uint32_t>> qp_of_peer_;
-  std::deque<QueuePair> queue_pairs_;   // a deque: operations in flight point to theirs
 };
 
 const char* phase_name(TaskEngine::Phase phase);
