@@ -100,6 +100,7 @@ class WakeQueue {
 class WakeClock : public sc_core::sc_module {
  public:
   explicit WakeClock(sc_core::sc_module_name name);
+  const char* kind() const override { return "hcclsim::WakeClock"; }
 
   static constexpr std::uint64_t kNever = std::numeric_limits<std::uint64_t>::max();
 

@@ -62,6 +62,7 @@ std::unique_ptr<Command> make_calibrate_command();
 std::unique_ptr<Command> make_moe_command();
 std::unique_ptr<Command> make_recommend_command();
 std::unique_ptr<Command> make_step_command();
+std::unique_ptr<Command> make_describe_command();
 
 // hcclsim's version: the project VERSION and, when the source was a git
 // checkout at configure time, `git describe` ("0.1.0 (3acce5e-dirty)").

@@ -17,6 +17,7 @@ std::vector<std::unique_ptr<Command>> make_commands() {
   commands.push_back(make_calibrate_command());
   commands.push_back(make_moe_command());
   commands.push_back(make_step_command());
+  commands.push_back(make_describe_command());
   return commands;
 }
 

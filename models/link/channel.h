@@ -93,6 +93,7 @@ class Channel : public sc_core::sc_module, public Clocked {
  public:
   Channel(sc_core::sc_module_name name, const ChannelParams& params, std::string label, WakeClock& clock);
 
+  const char* kind() const override { return "hcclsim::Channel"; }
   const std::string& label() const { return label_; }
   const ChannelParams& params() const { return params_; }
   // Other constants for the next workloads, between runs (the flow network

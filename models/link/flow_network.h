@@ -47,6 +47,7 @@ class FlowNetwork final : public sc_core::sc_module, public Network, public Cloc
   // `clock` steps the network (it outlives it).
   FlowNetwork(sc_core::sc_module_name name, WakeClock& clock, FlowBatching batching = {});
 
+  const char* kind() const override { return "hcclsim::FlowNetwork"; }
   // Every channel a flow may cross, before the first flow starts.
   void add_channel(Channel& channel);
   // The channels' rates and latencies read again after Channel::set_params

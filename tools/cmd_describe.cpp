@@ -1,0 +1,150 @@
+// `hcclsim describe`: the SystemC module hierarchy a topology elaborates into
+// (each NPU's stream engine and its units, the local memories, the links and
+// switch ports by kind), read back from SystemC itself, so what it prints is
+// what a run simulates.
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <systemc>
+
+#include "models/link/channel.h"
+#include "models/link/flow_network.h"
+#include "models/wake_clock.h"
+#include "models/npu/task_engine.h"
+#include "models/npu/units.h"
+#include "tools/cli_common.h"
+#include "tools/command.h"
+#include "topologies/platform.h"
+
+namespace hcclsim {
+namespace {
+
+// A module's name with each run of digits as '#': "npu12.sdma" -> "npu#.sdma".
+std::string pattern_of(const std::string& name) {
+  std::string out;
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    if (std::isdigit(static_cast<unsigned char>(name[i]))) {
+      if (out.empty() || out.back() != '#') out += '#';
+    } else {
+      out += name[i];
+    }
+  }
+  return out;
+}
+
+std::string rate_text(Bandwidth b) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f GB/s", static_cast<double>(b.bytes_per_s) / 1e9);
+  return buf;
+}
+std::string time_text(Time t) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3f us", static_cast<double>(t.ps) / 1e6);
+  return buf;
+}
+
+// What one module is, in a line (its unit counts or its link's rate).
+std::string detail_of(const sc_core::sc_object& o) {
+  if (const auto* pool = dynamic_cast<const UnitPool*>(&o)) {
+    const std::string leaf = o.basename();
+    const std::string what = leaf == "sdma" ? "SDMA engines" : leaf == "aic" ? "AI Cube cores" : "AI Vector cores";
+    return std::to_string(pool->pool.total()) + " " + what;
+  }
+  if (dynamic_cast<const NotifyUnit*>(&o) != nullptr) return "notify registers (as many as a workload uses)";
+  if (dynamic_cast<const FlagMemory*>(&o) != nullptr) return "flag counters in memory (AIV kernels)";
+  if (dynamic_cast<const RdmaQueuePairs*>(&o) != nullptr) return "RDMA queue pairs, one per peer used";
+  if (dynamic_cast<const TaskEngine*>(&o) != nullptr) return "an NPU's stream engine: its streams, and the timing kernel that drives its units";
+  if (dynamic_cast<const WakeClock*>(&o) != nullptr) return "steps every engine and channel at the times they ask for";
+  if (dynamic_cast<const FlowNetwork*>(&o) != nullptr) return "flow model: max-min fair shares of the channels";
+  if (const auto* ch = dynamic_cast<const Channel*>(&o)) {
+    const ChannelParams& p = ch->params();
+    // A link by its kind; an NPU's own channel (local memory, AIV port) by its label.
+    std::string d = p.kind == LinkKind::Memory ? ch->label().substr(ch->label().find(' ') + 1) : std::string(link_kind_name(p.kind));
+    d += ", " + rate_text(p.bandwidth) + " one way, latency " + time_text(p.latency);
+    if (p.write_bandwidth.bytes_per_s != 0) d += ", writes at most " + rate_text(p.write_bandwidth);
+    return d;
+  }
+  return "";
+}
+
+struct Group {
+  std::string kind;
+  std::string detail;
+  std::string first, last;
+  int count = 0;
+};
+
+class DescribeCommand : public Command {
+ public:
+  std::string name() const override { return "describe"; }
+  std::string summary() const override {
+    return "the SystemC module hierarchy a topology elaborates into: each NPU's stream engine and units (notify "
+           "registers, flags, SDMA engines, AIC / AIV cores, RDMA queue pairs), local memories, links by kind";
+  }
+  void declare(CLI::App& app) override {
+    topology_.declare(app);
+    app.add_option("--format", format_, "table (default) | json")->type_name("F");
+  }
+  int run(CommandContext& ctx) override {
+    if (format_ != "table" && format_ != "json") {
+      throw InputError("option --format", "unknown format '" + format_ + "'; expected table or json");
+    }
+    std::string described;
+    const TopologySpec spec = topology_.load(&described);
+    platform_kept_until_exit(spec);
+    // Modules grouped by their name's pattern (npu#, npu#.sdma, hccs_npu#__npu#), in first-seen order.
+    std::vector<std::string> order;
+    std::map<std::string, Group> groups;
+    std::vector<const sc_core::sc_object*> todo;
+    for (const sc_core::sc_object* o : sc_core::sc_get_top_level_objects()) todo.push_back(o);
+    for (std::size_t i = 0; i < todo.size(); ++i) {
+      const sc_core::sc_object* o = todo[i];
+      const std::string name = o->name();
+      const std::string key = pattern_of(name);
+      auto [it, added] = groups.emplace(key, Group{o->kind(), detail_of(*o), name, name, 0});
+      if (added) order.push_back(key);
+      it->second.last = name;
+      ++it->second.count;
+      for (const sc_core::sc_object* child : o->get_child_objects()) todo.push_back(child);
+    }
+    std::stable_sort(order.begin(), order.end());   // children after their parent's pattern
+    if (format_ == "json") {
+      nlohmann::json modules = nlohmann::json::array();
+      for (const std::string& key : order) {
+        const Group& g = groups[key];
+        modules.push_back({{"pattern", key}, {"kind", g.kind}, {"count", g.count}, {"first", g.first}, {"last", g.last},
+                           {"detail", g.detail}});
+      }
+      *ctx.out << nlohmann::json{{"topology", spec.name}, {"npus", spec.npus}, {"profile", spec.profile_file},
+                                 {"modules", modules}}
+                      .dump(2)
+               << "\n";
+      return 0;
+    }
+    *ctx.out << "# " << described << ": " << spec.npus << " NPUs (" << spec.npu.model << "), profile "
+             << spec.profile_file << "; SystemC modules by name pattern (# = a number)\n";
+    char line[512];
+    for (const std::string& key : order) {
+      const Group& g = groups[key];
+      const std::size_t depth = static_cast<std::size_t>(std::count(key.begin(), key.end(), '.'));
+      const std::string names = g.count == 1 ? g.first : g.first + " .. " + g.last;
+      std::snprintf(line, sizeof line, "%*s%-44s %6d x %-24s %s\n", static_cast<int>(2 * depth), "", names.c_str(), g.count,
+                    g.kind.c_str(), g.detail.c_str());
+      *ctx.out << line;
+    }
+    return 0;
+  }
+
+ private:
+  TopologyOptions topology_;
+  std::string format_ = "table";
+};
+
+}  // namespace
+
+std::unique_ptr<Command> make_describe_command() { return std::make_unique<DescribeCommand>(); }
+
+}  // namespace hcclsim
