@@ -164,15 +164,9 @@ class StepCommand : public Command {
     const StepPlanPtr plan =
         plan_step(spec, req, estimate && export_dir_.empty() ? StepPlanScope::Symmetric : StepPlanScope::EveryRank);
     if (!export_dir_.empty()) write_chakra(export_chakra(*plan));
-    if (!estimate) {
-      Footprint f;
-      f.tasks = step_tasks(*plan);
-      f.bytes = f.tasks * kBytesPerTask + static_cast<std::uint64_t>(spec.npus) * kPlatformBytesPerNpu;
-      const std::string why = footprint_problem(f, "the step (" + req.layout.describe() + ")", memory_limit_.bytes());
-      if (!why.empty()) {  // (perf's advice after ". Use" names perf's options)
-        throw InputError("option --layout", why.substr(0, why.find(". Use")) +
-                                                ". Use --model estimate, fewer micro-batches or a smaller layout");
-      }
+    if (!estimate) {  // (perf's advice after ". Use" names perf's options)
+      check_footprint(*plan, spec, "option --layout", "the step (" + req.layout.describe() + ")",
+                      ". Use --model estimate, fewer micro-batches or a smaller layout");
     }
     const MemoryUse mem = step_memory(req);
     if (spec.npu.memory.hbm_capacity > 0 && mem.total() > spec.npu.memory.hbm_capacity && !ctx.replay) {
@@ -181,6 +175,24 @@ class StepCommand : public Command {
                 << mem.optimizer / (1ULL << 30) << ", activations " << mem.activations / (1ULL << 30)
                 << " GiB); the profile gives " << spec.npu.memory.hbm_capacity / (1ULL << 30) << " GiB\n";
     }
+    return run_plan(ctx, spec, *plan, req, estimate, scenario);
+  }
+
+ private:
+  // A detailed run whose tasks would not fit under --max-memory is refused before it starts.
+  void check_footprint(const StepPlan& plan, const TopologySpec& spec, const std::string& option, const std::string& what,
+                       const std::string& advice) const {
+    Footprint f;
+    f.tasks = step_tasks(plan);
+    f.bytes = f.tasks * kBytesPerTask + static_cast<std::uint64_t>(spec.npus) * kPlatformBytesPerNpu;
+    const std::string why = footprint_problem(f, what, memory_limit_.bytes());
+    if (!why.empty()) throw InputError(option, why.substr(0, why.find(". Use")) + advice);
+  }
+
+  // Runs a plan on the back end asked for (under --scenario: healthy, then
+  // each draw) and writes the result, the trace and the statistics.
+  int run_plan(CommandContext& ctx, const TopologySpec& spec, const StepPlan& plan, const StepRequest& req, bool estimate,
+               const std::optional<ScenarioSetup>& scenario) {
     std::optional<OutputFile> out_file;
     std::optional<OutputFile> trace_out;
     if (!out_file_.empty()) out_file.emplace("--out", out_file_);
@@ -190,14 +202,14 @@ class StepCommand : public Command {
     StepResult r;
     std::optional<ScenarioOutcome> outcome;
     if (estimate) {
-      r = run_step_estimate(*plan);
+      r = run_step_estimate(plan);
     } else if (!scenario) {
-      r = run_step_detailed(platform_kept_until_exit(spec), *plan, trace_out ? &trace : nullptr);
+      r = run_step_detailed(platform_kept_until_exit(spec), plan, trace_out ? &trace : nullptr);
     } else {
       Platform& platform = platform_kept_until_exit(spec);
       std::vector<StepResult> draws;  // the healthy run, then each draw
       outcome = run_scenario(platform, *scenario, [&] {
-        draws.push_back(run_step_detailed(platform, *plan, nullptr));
+        draws.push_back(run_step_detailed(platform, plan, nullptr));
         const StepResult& d = draws.back();
         const Time time{static_cast<std::uint64_t>(std::llround(d.step_time_us * 1e6))};
         return ScenarioPoint{time, d.busiest_links.empty() ? std::string()
@@ -217,7 +229,6 @@ class StepCommand : public Command {
     return 0;
   }
 
- private:
   // --chakra DIR: the workload's plan on either back end, reported as a step.
   int run_chakra(CommandContext& ctx, bool estimate) {
     for (const auto& [given, option] : {std::pair{!model_file_.empty(), "--model-config"}, std::pair{!layout_.empty(), "--layout"},
@@ -232,35 +243,13 @@ class StepCommand : public Command {
     const TopologySpec spec = topology_.load(&topology_file);
     const StepPlanPtr plan = plan_chakra(spec, workload);
     if (!export_dir_.empty()) write_chakra(export_chakra(*plan));
-    if (!estimate) {
-      Footprint f;
-      f.tasks = step_tasks(*plan);
-      f.bytes = f.tasks * kBytesPerTask + static_cast<std::uint64_t>(spec.npus) * kPlatformBytesPerNpu;
-      const std::string why = footprint_problem(f, "the Chakra workload " + chakra_dir_, memory_limit_.bytes());
-      if (!why.empty()) throw InputError("option --chakra", why.substr(0, why.find(". Use")) + ". Use --model estimate");
-    }
-    std::optional<OutputFile> out_file;
-    std::optional<OutputFile> trace_out;
-    if (!out_file_.empty()) out_file.emplace("--out", out_file_);
-    if (!trace_file_.empty()) trace_out.emplace("--trace", trace_file_);
-    WallClock clock;
-    TraceWriter trace;
-    const StepResult r = estimate ? run_step_estimate(*plan)
-                                  : run_step_detailed(platform_kept_until_exit(spec), *plan, trace_out ? &trace : nullptr);
-    std::ostream& out = out_file ? out_file->stream() : *ctx.out;
+    if (!estimate) check_footprint(*plan, spec, "option --chakra", "the Chakra workload " + chakra_dir_, ". Use --model estimate");
     StepRequest none;
     none.model.file = chakra_dir_;
     none.model.model_type = "chakra, " + std::to_string(workload.ranks.size()) + " ranks";
     none.layout = Layout{};
     none.layout.dp = static_cast<int>(workload.ranks.size());
-    write(out, r, none, spec, nullptr);
-    if (out_file) out_file->close();
-    if (trace_out) {
-      trace.write(trace_out->stream());
-      trace_out->close();
-    }
-    if (stats_) print_stats(clock, r.tasks, 0);
-    return 0;
+    return run_plan(ctx, spec, *plan, none, estimate, std::nullopt);
   }
 
   // --export-chakra DIR: every file through a temporary renamed at the end;

@@ -45,6 +45,14 @@ PerfRequest tp_all_reduce(const TopologySpec& spec) {
   return pr;
 }
 
+// A small step of a grid: model config, layout, batch, phase.
+struct Case {
+  const char* model;
+  const char* layout;
+  const char* batch;
+  StepPhase phase;
+};
+
 // tiny-llama (4 layers): per micro-batch a forward of embedding + 4 x 6
 // operators + lm_head and as many backward: 52 operators.
 constexpr int kOpsPerMicroBatch = 52;
@@ -250,12 +258,6 @@ TEST_CASE("step: bad layouts are refused naming the option", "[step]") {
 TEST_CASE("step: the estimate is within 5% of the detailed step on a grid of small models", "[step]") {
   // Layouts whose groups do not share links on an A2 server's full mesh
   // (the estimate models no contention between groups; see the PP test).
-  struct Case {
-    const char* model;
-    const char* layout;
-    const char* batch;
-    StepPhase phase;
-  };
   const Case cases[] = {
       {"tiny-llama.json", "tp=8", "global=1,micro=1,seq=512", StepPhase::Train},
       {"tiny-llama.json", "tp=2,pp=2,dp=2", "global=4,micro=1,seq=512", StepPhase::Train},
@@ -302,12 +304,6 @@ TEST_CASE("step: ring attention hides the CP sends under the attention steps", "
 TEST_CASE("step: the symmetric estimate plan gives the every-rank plan's report exactly", "[step]") {
   // The estimate plans TP and DP index 0 only (StepPlanScope::Symmetric);
   // on every kind of group the report is the same to the last picosecond.
-  struct Case {
-    const char* model;
-    const char* layout;
-    const char* batch;
-    StepPhase phase;
-  };
   const Case cases[] = {
       {"tiny-llama.json", "tp=2,pp=2,dp=2", "global=4,micro=1,seq=512", StepPhase::Train},
       {"tiny-llama.json", "tp=2,dp=2,pp=2,vpp=2", "global=8,micro=1,seq=512", StepPhase::Train},
