@@ -1513,7 +1513,7 @@ class ChakraPlanner {
           }
           if (!deps_done(r, idx)) break;
           const ChakraNode& node = node_of(r, idx);
-          if (!is_comm(node)) {
+          if (!is_comm(node) || alone(r, idx)) {
             emit_compute(r, idx);
             ++at;
             progress = true;
@@ -1652,6 +1652,38 @@ class ChakraPlanner {
     last_compute_[static_cast<std::size_t>(r)] = op_of_[static_cast<std::size_t>(r)][idx] = static_cast<int>(p_.ops.size()) - 1;
   }
 
+  // A collective node's process group: its pg_name's entry in
+  // comm_group.json, else every rank (`id` gets the group's name).
+  std::vector<int> group_of(int r, std::size_t idx, std::string* id) const {
+    const ChakraNode& node = node_of(r, idx);
+    std::vector<int> members;
+    const auto pg = node.strings.find("pg_name");
+    if (pg != node.strings.end() && !w_.groups.empty()) {
+      const auto g = w_.groups.find(pg->second);
+      if (g == w_.groups.end()) {
+        throw InputError(file(r), where(r, idx) + ": its pg_name '" + printable(pg->second) + "' is not a group of " +
+                                      w_.dir + "/comm_group.json");
+      }
+      members = g->second;
+      *id = pg->second;
+    } else {
+      for (int m = 0; m < n_; ++m) members.push_back(m);
+      *id = "all";
+    }
+    if (std::find(members.begin(), members.end(), r) == members.end()) {
+      throw InputError(file(r), where(r, idx) + ": rank " + std::to_string(r) + " is not in its process group " +
+                                    printable(*id));
+    }
+    return members;
+  }
+  // A collective of a group of one rank moves nothing between NPUs: an
+  // ordering point that takes no time, as memory nodes are.
+  bool alone(int r, std::size_t idx) const {
+    if (node_of(r, idx).type != static_cast<int>(ChakraNodeType::CommColl)) return false;
+    std::string id;
+    return group_of(r, idx, &id).size() == 1;
+  }
+
   // Rank r reaches communication node idx: true when that completes its
   // collective (the op is emitted), false when it waits for other members.
   bool arrive(int r, std::size_t idx) {
@@ -1662,23 +1694,7 @@ class ChakraPlanner {
     std::string key;
     if (node.type == static_cast<int>(ChakraNodeType::CommColl)) {
       me.type = static_cast<int>(attr(r, idx, "comm_type"));
-      const auto pg = node.strings.find("pg_name");
-      if (pg != node.strings.end() && !w_.groups.empty()) {
-        const auto g = w_.groups.find(pg->second);
-        if (g == w_.groups.end()) {
-          throw InputError(file(r), where(r, idx) + ": its pg_name '" + printable(pg->second) + "' is not a group of " +
-                                        w_.dir + "/comm_group.json");
-        }
-        me.members = g->second;
-        me.group_id = pg->second;
-      } else {
-        for (int m = 0; m < n_; ++m) me.members.push_back(m);
-        me.group_id = "all";
-      }
-      if (std::find(me.members.begin(), me.members.end(), r) == me.members.end()) {
-        throw InputError(file(r), where(r, idx) + ": rank " + std::to_string(r) + " is not in its process group " +
-                                      printable(me.group_id));
-      }
+      me.members = group_of(r, idx, &me.group_id);
       me.bytes = me.type == static_cast<int>(ChakraCollective::Barrier) ? kBarrierBytes
                                                                          : static_cast<std::uint64_t>(std::max<std::int64_t>(0, attr(r, idx, "comm_size")));
       const int k = seen_[static_cast<std::size_t>(r)][me.group_id]++;
@@ -1746,6 +1762,14 @@ class ChakraPlanner {
       const TopologySpec& view = *p_.views[static_cast<std::size_t>(d.view)];
       const PerfRequest req = part_request(view, part);
       const std::uint64_t size = data_size_of(cop, req.ranks, req.dtype, part.count);
+      // A comm_size is the trace's word: bounded as the estimate bounds perf's
+      // sizes (at most 65536 loops over the HCCL buffer), for either back end.
+      if (!estimate_problem(req, size).empty()) {
+        throw InputError(file(first), where(first, first_idx) + ": comm_size " + std::to_string(pend.bytes) + " is " +
+                                          std::to_string(size / std::max<std::uint64_t>(req.buffer_bytes, 1)) +
+                                          " times the profile's HCCL buffer (" + std::to_string(req.buffer_bytes) +
+                                          " bytes); hcclsim runs at most 65536 loops of a collective over it");
+      }
       try {
         part.executor = perf_choice(view, req, size).executor;
       } catch (const std::invalid_argument& e) {

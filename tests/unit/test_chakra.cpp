@@ -126,6 +126,10 @@ TEST_CASE("chakra: collectives out of order across ranks are refused by node", "
   CHECK_THROWS_WITH(plan_chakra(spec, w), Catch::Contains("a.1.et") && Catch::Contains("node id 9"));
   w.ranks[1].nodes = {};
   CHECK_THROWS_WITH(plan_chakra(spec, w), Catch::Contains("a.0.et") && Catch::Contains("ranks 1"));
+  // A comm_size of 2^50 bytes would loop millions of times over the HCCL buffer.
+  w.ranks[0].nodes = {coll(1, ChakraCollective::AllReduce, std::int64_t{1} << 50)};
+  w.ranks[1].nodes = {coll(1, ChakraCollective::AllReduce, std::int64_t{1} << 50)};
+  CHECK_THROWS_WITH(plan_chakra(spec, w), Catch::Contains("a.0.et") && Catch::Contains("comm_size 1125899906842624"));
 }
 
 TEST_CASE("chakra: a step exported and run again as Chakra traces keeps its step time", "[chakra]") {
@@ -147,3 +151,25 @@ TEST_CASE("chakra: a step exported and run again as Chakra traces keeps its step
   CHECK(again.step_time_us == Approx(direct.step_time_us).epsilon(1e-12));
   CHECK(again.compute_us == Approx(direct.compute_us).epsilon(1e-12));
 }
+
+TEST_CASE("chakra: a collective of a one-rank group takes no time in either back end", "[chakra]") {
+  const TopologySpec spec = a2_server();
+  ChakraWorkload w;
+  w.dir = "mem";
+  w.groups = {{"7", {0}}, {"8", {1}}};
+  w.ranks.resize(2);
+  for (int r = 0; r < 2; ++r) {
+    ChakraNode c = coll(2, ChakraCollective::AllReduce, 4096, {1});
+    c.strings["pg_name"] = r == 0 ? "7" : "8";
+    w.ranks[static_cast<std::size_t>(r)].nodes = {comp(1, 10), c, comp(3, 4, {2})};
+  }
+  const auto plan = plan_chakra(spec, w);
+  const StepResult est = run_step_estimate(*plan);
+  CHECK(est.step_time_us == Approx(14.0).epsilon(1e-12));
+  CHECK(est.groups.empty());
+  Platform platform(spec);
+  const StepResult det = run_step_detailed(platform, *plan);
+  CHECK(det.groups.empty());
+  CHECK(det.compute_us == Approx(14.0).epsilon(1e-12));
+}
+
