@@ -97,6 +97,9 @@ class StepCommand : public Command {
                    "its group alone (no contention between groups; no busiest links), the same schedule")
         ->type_name("M");
     app.add_option("--format", format_, "table (default) | json | csv")->type_name("F");
+    app.add_flag("--per-layer", per_layer_,
+                 "also per model layer on the critical rank, over its micro-batches and both directions: compute_us, "
+                 "communication_us (its collectives under way) and exposed_us (table and json: \"layers\")");
     app.add_option("--out", out_file_, "write the result to FILE instead of stdout")->type_name("FILE");
     app.add_option("--trace", trace_file_,
                    "Chrome trace (detailed): a process per rank, a track per stream (compute, tp/, cp<c>/, ep/, dp/, pp<s>f/ "
@@ -128,6 +131,10 @@ class StepCommand : public Command {
       throw InputError("option --trace", "a trace needs --model detailed (the estimate runs no tasks)");
     }
     req.sequence_parallel = !no_sp_;
+    if (per_layer_ && format_ == "csv") {
+      throw InputError("option --per-layer", "the per-layer figures are in the table and in json's \"layers\"; give "
+                                             "--format table or json");
+    }
     if (!chakra_dir_.empty()) return run_chakra(ctx, estimate);
     if (model_file_.empty()) throw InputError("option --model-config", "give a model (--model-config FILE) or a Chakra workload (--chakra DIR)");
     if (batch_.empty()) throw InputError("option --batch", "give --batch global=N,micro=N,seq=N (with --model-config)");
@@ -345,6 +352,14 @@ class StepCommand : public Command {
                             {"bubble_us", round3(r.bubble_us)},       {"groups", groups},
                             {"critical_path", path},                  {"busiest_links", links},
                             {"assumed", r.assumed}};
+      if (per_layer_) {
+        nlohmann::json layers = nlohmann::json::array();
+        for (const StepLayerResult& l : r.layers) {
+          layers.push_back({{"layer", l.layer}, {"compute_us", round3(l.compute_us)},
+                            {"communication_us", round3(l.communication_us)}, {"exposed_us", round3(l.exposed_us)}});
+        }
+        doc["layers"] = layers;
+      }
       if (scenario != nullptr) doc["scenario"] = scenario_json(*scenario);
       out << doc.dump(2) << "\n";
       return;
@@ -385,6 +400,15 @@ class StepCommand : public Command {
                     ranks.c_str(), g.executor.c_str());
       out << line;
     }
+    if (per_layer_) {
+      out << "per layer on rank " << r.critical_rank << " (all micro-batches, forward and backward):\n";
+      std::snprintf(line, sizeof line, "  %5s %14s %18s %12s\n", "layer", "compute_us", "communication_us", "exposed_us");
+      out << line;
+      for (const StepLayerResult& l : r.layers) {
+        std::snprintf(line, sizeof line, "  %5d %14.3f %18.3f %12.3f\n", l.layer, l.compute_us, l.communication_us, l.exposed_us);
+        out << line;
+      }
+    }
     const std::size_t shown = std::min<std::size_t>(r.critical_path.size(), 12);
     out << "critical path (" << r.critical_path.size() << " operations; the last " << shown << "):\n";
     for (std::size_t i = r.critical_path.size() - shown; i < r.critical_path.size(); ++i) {
@@ -421,6 +445,7 @@ class StepCommand : public Command {
   std::string trace_file_;
   MemoryLimit memory_limit_;
   bool stats_ = false;
+  bool per_layer_ = false;
   ScenarioOptions scenario_;
 };
 

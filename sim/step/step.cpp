@@ -96,6 +96,7 @@ struct Op {
   std::uint32_t label = 0;
   std::vector<int> deps;       // ops that must end first (on this op's ranks)
   int prev = -1;               // the previous op of its stream (compute) or domain (collective)
+  std::int32_t layer = -1;     // the model layer it belongs to (-1: embedding, head, sends, optimizer, DP)
 };
 
 // A step's layers per model chunk: as even as possible, the first chunks one more.
@@ -283,6 +284,7 @@ class Planner {
   std::vector<std::vector<int>> pending_;  // per rank: what its next compute waits for
   std::map<std::tuple<int, int, int, int>, int> p2p_op_;  // (group, global chunk, mb, receiver)
   std::vector<std::vector<int>> end_waits_;   // per rank: the gradient reductions its optimizer waits for
+  std::int32_t layer_ = -1;                   // the layer whose operations are being emitted
 };
 
 std::vector<int> Planner::group_members(Group g, int rank, int slot) const {
@@ -513,6 +515,7 @@ int Planner::add_compute(int rank, const Item& item, std::uint32_t label) {
   op.rank = rank;
   op.duration = item.time;
   op.label = label;
+  op.layer = layer_;
   op.deps = std::move(pending_[static_cast<std::size_t>(rank)]);
   pending_[static_cast<std::size_t>(rank)].clear();
   op.prev = last_compute_[static_cast<std::size_t>(rank)];
@@ -537,6 +540,7 @@ int Planner::add_coll(int dom, int part, const std::string& label, const std::ve
     op.deps.insert(op.deps.end(), pend.begin(), pend.end());
   }
   op.prev = d.last_op;
+  op.layer = layer_;
   p_.ops.push_back(std::move(op));
   const int id = static_cast<int>(p_.ops.size()) - 1;
   d.last_op = id;
@@ -780,7 +784,9 @@ void Planner::run() {
       const bool last_mb_bwd = !a.fwd && a.mb == m - 1;
       if (a.fwd) {
         for (std::int64_t layer = starts[g]; layer < starts[g + 1]; ++layer) {
+          layer_ = static_cast<std::int32_t>(layer);
           emit(s, layer_items(layer, false), what + " L" + std::to_string(layer));
+          layer_ = -1;
         }
         if (last_chunk) {
           const double w = static_cast<double>(mc_.vocab) * h / l_.tp;
@@ -803,7 +809,9 @@ void Planner::run() {
           if (last_mb_bwd) dense_acc += static_cast<std::int64_t>(w);
         }
         for (std::int64_t layer = starts[g + 1] - 1; layer >= starts[g]; --layer) {
+          layer_ = static_cast<std::int32_t>(layer);
           emit(s, layer_items(layer, true), what + " L" + std::to_string(layer));
+          layer_ = -1;
           if (last_mb_bwd) {
             std::int64_t dense = mc_.attention_params() / l_.tp;
             std::int64_t expert = 0;
@@ -1056,6 +1064,32 @@ StepResult report(const StepPlan& plan, const OpTimes& times) {
   }
   std::reverse(path.begin(), path.end());
   out.critical_path = std::move(path);
+  // Per layer on the critical rank, over its micro-batches and both directions.
+  std::map<std::int32_t, std::pair<std::vector<Interval>, std::vector<Interval>>> by_layer;   // compute, communication
+  for (std::size_t i = 0; i < plan.ops.size(); ++i) {
+    const Op& op = plan.ops[i];
+    if (op.layer < 0) continue;
+    if (!op.coll) {
+      if (op.rank == crit) by_layer[op.layer].first.push_back({times.start[i], times.end[i]});
+      continue;
+    }
+    const Domain& d = plan.domains[static_cast<std::size_t>(op.domain)];
+    const auto at = std::find(d.members.begin(), d.members.end(), crit);
+    if (at == d.members.end()) continue;
+    const std::uint64_t end = times.member_end(i, static_cast<std::size_t>(at - d.members.begin()));
+    by_layer[op.layer].second.push_back({std::min(times.start[i], end), end});
+  }
+  for (const auto& [layer, iv] : by_layer) {
+    StepLayerResult l;
+    l.layer = layer;
+    const std::uint64_t comp = measure(iv.first);
+    std::vector<Interval> both = iv.first;
+    both.insert(both.end(), iv.second.begin(), iv.second.end());
+    l.compute_us = static_cast<double>(comp) / 1e6;
+    l.communication_us = static_cast<double>(measure(iv.second)) / 1e6;
+    l.exposed_us = static_cast<double>(measure(both) - comp) / 1e6;
+    out.layers.push_back(l);
+  }
   out.assumed.assign(plan.compute_assumed.begin(), plan.compute_assumed.end());
   return out;
 }

@@ -85,12 +85,21 @@ struct StepPathEntry {
   double start_us = 0, end_us = 0;
 };
 
+// One model layer on the critical rank, over its micro-batches and both
+// directions: its compute, the time its collectives were under way, and
+// the part of that no compute of the layer covers.
+struct StepLayerResult {
+  int layer = 0;
+  double compute_us = 0, communication_us = 0, exposed_us = 0;
+};
+
 struct StepResult {
   double step_time_us = 0, compute_us = 0, bubble_us = 0;
   int critical_rank = 0;
   int micro_batches = 0;
   std::vector<StepGroupResult> groups;
   std::vector<StepPathEntry> critical_path;
+  std::vector<StepLayerResult> layers;      // by layer (a Chakra workload has none)
   std::vector<LinkUsage> busiest_links;     // detailed only, by utilization, at most 8
   std::vector<std::string> assumed;
   std::uint64_t tasks = 0;

@@ -11,7 +11,8 @@ set -u
 CASES=(bad_layout_key layout_too_large bad_batch missing_model unsupported_model_type model_missing_key
        deepep_estimate trace_estimate bad_compute_file detailed_too_large golden_json deterministic trace
        search good_deepep good_a3_issue_example_estimate scenario_estimate scenario_slow_rank
-       chakra_astra_sim chakra_round_trip chakra_export_existing chakra_missing_rank chakra_with_model chakra_not_dir)
+       chakra_astra_sim chakra_round_trip chakra_export_existing chakra_missing_rank chakra_with_model chakra_not_dir
+       per_layer_csv per_layer_json)
 if [ "$name" = update ]; then name=golden_json; update=1; else update=0; fi
 start_cases
 m="$src/configs/models"
@@ -58,7 +59,8 @@ case "$name" in
     args=(step --chakra "$tmp/w"); expect=("--chakra" "all_reduce.1.et" "missing") ;;
   chakra_with_model) args=("${tiny[@]}" --chakra "$src/tests/data/chakra/astra-sim-all_reduce-8npus-1MB"); expect=("--model-config" "leave") ;;
   chakra_not_dir) args=(step --chakra "$tmp/none"); expect=("--chakra" "not a directory") ;;
-  golden_json|deterministic|trace|search|good_deepep|good_a3_issue_example_estimate|scenario_slow_rank|chakra_astra_sim|chakra_round_trip) ;;
+  per_layer_csv) args=("${tiny[@]}" --layout tp=2,dp=4 --per-layer --format csv); expect=("--per-layer" "json") ;;
+  golden_json|deterministic|trace|search|good_deepep|good_a3_issue_example_estimate|scenario_slow_rank|chakra_astra_sim|chakra_round_trip|per_layer_json) ;;
   *) echo "unknown case '$name'; cases: ${CASES[*]}" >&2; exit 2 ;;
 esac
 fail=0
@@ -136,6 +138,22 @@ assert abs(s["healthy_time_us"] - healthy["step_time_us"]) < 1e-3, (s["healthy_t
 assert abs(s["p50_us"] - d["step_time_us"]) < 1e-3, (s["p50_us"], d["step_time_us"])
 assert s["slowdown"] > 1.05, s["slowdown"]
 assert any("slow rank 3" in c for c in s["changes"]), s["changes"]
+PY
+    ;;
+  per_layer_json)
+    # Stage 0 of tiny-llama on pp=2 holds layers 0 and 1; their TP collectives are part of the tp group's time.
+    "$hcclsim" "${tiny[@]}" --layout tp=2,pp=2,dp=2 --per-layer --format json >"$tmp/out.json" 2>"$tmp/err.txt" ||
+      { cat "$tmp/err.txt" >&2; fail=1; }
+    py "$tmp/out.json" <<'PY' || fail=1
+import json, sys
+d = json.load(open(sys.argv[1]))
+layers = d["layers"]
+assert [l["layer"] for l in layers] == [0, 1], layers
+tp = [g for g in d["groups"] if g["group"] == "tp"][0]
+assert sum(l["communication_us"] for l in layers) <= tp["time_us"] + 1e-3, (layers, tp)
+for l in layers:
+    assert set(l) == {"layer", "compute_us", "communication_us", "exposed_us"}, l
+    assert l["compute_us"] > 0 and 0 <= l["exposed_us"] <= l["communication_us"] + 1e-3, l
 PY
     ;;
   chakra_astra_sim)

@@ -337,3 +337,30 @@ TEST_CASE("step: the symmetric estimate plan gives the every-rank plan's report 
     for (std::size_t i = 0; i < a.critical_path.size(); ++i) CHECK(a.critical_path[i].op == b.critical_path[i].op);
   }
 }
+
+TEST_CASE("step: per layer the critical rank's compute is its operators and a blocking TP collective is exposed", "[step]") {
+  const TopologySpec spec = a2_server();
+  // tiny-llama, 4 layers, 3 micro-batches: per layer 6 operators forward and
+  // 6 backward of 10 us each.
+  StepRequest req = request("tiny-llama.json", "tp=1,pp=1,dp=1", "global=3,micro=1,seq=512");
+  req.compute.add("*", "*", 10.0);
+  const StepResult alone = run_step_estimate(*plan_step(spec, req));
+  REQUIRE(alone.layers.size() == 4);
+  for (int l = 0; l < 4; ++l) {
+    CHECK(alone.layers[static_cast<std::size_t>(l)].layer == l);
+    CHECK(alone.layers[static_cast<std::size_t>(l)].compute_us == Approx(3 * 12 * 10.0).epsilon(1e-12));
+    CHECK(alone.layers[static_cast<std::size_t>(l)].communication_us == 0);
+  }
+  // tp = 8 without sequence parallelism: per layer and micro-batch two
+  // AllReduces forward and two backward, on the compute stream (exposed).
+  req = request("tiny-llama.json", "tp=8,pp=1,dp=1", "global=1,micro=1,seq=512");
+  req.sequence_parallel = false;
+  req.compute.add("*", "*", 10.0);
+  const StepResult tp = run_step_estimate(*plan_step(spec, req));
+  const double ar_us = static_cast<double>(estimate_perf(spec, tp_all_reduce(spec)).front().time.ps) / 1e6;
+  REQUIRE(tp.layers.size() == 4);
+  for (const StepLayerResult& l : tp.layers) {
+    CHECK(l.communication_us == Approx(4 * ar_us).epsilon(1e-9));
+    CHECK(l.exposed_us == Approx(4 * ar_us).epsilon(1e-9));
+  }
+}
