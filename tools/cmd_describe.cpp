@@ -15,6 +15,7 @@
 #include "models/wake_clock.h"
 #include "models/npu/task_engine.h"
 #include "models/npu/units.h"
+#include "sim/perf/perf.h"
 #include "tools/cli_common.h"
 #include "tools/command.h"
 #include "topologies/platform.h"
@@ -35,16 +36,7 @@ std::string pattern_of(const std::string& name) {
   return out;
 }
 
-std::string rate_text(Bandwidth b) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.2f GB/s", static_cast<double>(b.bytes_per_s) / 1e9);
-  return buf;
-}
-std::string time_text(Time t) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.3f us", static_cast<double>(t.ps) / 1e6);
-  return buf;
-}
+std::string rate_text(Bandwidth b) { return format_fixed(b.gbps(), 2) + " GB/s"; }
 
 // What one module is, in a line (its unit counts or its link's rate).
 std::string detail_of(const sc_core::sc_object& o) {
@@ -63,7 +55,7 @@ std::string detail_of(const sc_core::sc_object& o) {
     const ChannelParams& p = ch->params();
     // A link by its kind; an NPU's own channel (local memory, AIV port) by its label.
     std::string d = p.kind == LinkKind::Memory ? ch->label().substr(ch->label().find(' ') + 1) : std::string(link_kind_name(p.kind));
-    d += ", " + rate_text(p.bandwidth) + " one way, latency " + time_text(p.latency);
+    d += ", " + rate_text(p.bandwidth) + " one way, latency " + format_us(p.latency) + " us";
     if (p.write_bandwidth.bytes_per_s != 0) d += ", writes at most " + rate_text(p.write_bandwidth);
     return d;
   }
@@ -87,6 +79,7 @@ class DescribeCommand : public Command {
   void declare(CLI::App& app) override {
     topology_.declare(app);
     app.add_option("--format", format_, "table (default) | json")->type_name("F");
+    memory_limit_.declare(app);
   }
   int run(CommandContext& ctx) override {
     if (format_ != "table" && format_ != "json") {
@@ -94,6 +87,10 @@ class DescribeCommand : public Command {
     }
     std::string described;
     const TopologySpec spec = topology_.load(&described);
+    Footprint f;   // elaborating the platform alone: no tasks
+    f.bytes = static_cast<std::uint64_t>(spec.npus) * kPlatformBytesPerNpu;
+    const std::string why = footprint_problem(f, "the platform of " + described, memory_limit_.bytes());
+    if (!why.empty()) throw InputError("option --servers", why.substr(0, why.find(". Use")) + ". Use fewer --servers");
     platform_kept_until_exit(spec);
     // Modules grouped by their name's pattern (npu#, npu#.sdma, hccs_npu#__npu#), in first-seen order.
     std::vector<std::string> order;
@@ -141,6 +138,7 @@ class DescribeCommand : public Command {
  private:
   TopologyOptions topology_;
   std::string format_ = "table";
+  MemoryLimit memory_limit_;
 };
 
 }  // namespace

@@ -1802,7 +1802,8 @@ class ChakraPlanner {
         throw InputError(file(first), where(first, first_idx) + ": comm_size " + std::to_string(pend.bytes) + " is " +
                                           std::to_string(size / std::max<std::uint64_t>(req.buffer_bytes, 1)) +
                                           " times the profile's HCCL buffer (" + std::to_string(req.buffer_bytes) +
-                                          " bytes); hcclsim runs at most 65536 loops of a collective over it");
+                                          " bytes); hcclsim runs at most " + std::to_string(kMaxEstimateLoops) +
+                                          " loops of a collective over it");
       }
       try {
         part.executor = perf_choice(view, req, size).executor;

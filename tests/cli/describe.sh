@@ -6,7 +6,7 @@
 set -u
 # shellcheck source=../lib/case_script.sh
 . "$(dirname "$0")/../lib/case_script.sh"
-CASES=(describe_a2_server describe_a3_server describe_bad_format describe_bad_topology)
+CASES=(describe_a2_server describe_a3_server describe_bad_format describe_bad_topology describe_too_large)
 start_cases
 expect_rc=2
 expect=()
@@ -37,6 +37,8 @@ assert m["npu#_memory"]["count"] == npus
 PY
     "$hcclsim" describe "${topo[@]}" >"$tmp/out.txt" 2>"$tmp/err.txt" || fail=1
     grep -q "npu0.sdma .. npu$((npus - 1)).sdma" "$tmp/out.txt" || { echo "FAIL: table lacks the SDMA units" >&2; fail=1; } ;;
+  describe_too_large)
+    args=(describe --topology "$src/configs/topologies/a2-cluster.json" --servers 65536); expect=("--servers" "--max-memory"); run_case ;;
   describe_bad_format) args=(describe --format yaml); expect=("--format" "yaml"); run_case ;;
   describe_bad_topology)
     echo '{"name": "x"}' >"$tmp/t.json"
