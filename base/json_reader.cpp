@@ -177,6 +177,10 @@ Bandwidth read_bandwidth(const json& v, const JsonLocation& loc) {
   return parse_unit(v, loc, "56GBps", [](const std::string& s) { return parse_bandwidth(s); });
 }
 
+std::uint64_t read_flops(const json& v, const JsonLocation& loc) {
+  return parse_unit(v, loc, "8TFLOPS", [](const std::string& s) { return parse_flops(s); });
+}
+
 }  // namespace
 
 std::string printable(std::string_view text) {
@@ -409,6 +413,8 @@ Bandwidth ObjectReader::bandwidth_or(const std::string& key, Bandwidth fallback)
   const json* v = optional_value(key);
   return v == nullptr ? fallback : read_bandwidth(*v, location_of(key));
 }
+
+std::uint64_t ObjectReader::required_flops(const std::string& key) { return read_flops(get(key), location_of(key)); }
 
 ObjectReader ObjectReader::required_object(const std::string& key) {
   return ObjectReader(get(key), location_of(key));

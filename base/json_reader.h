@@ -100,6 +100,7 @@ class ObjectReader {
   std::uint64_t size_or(const std::string& key, std::uint64_t fallback);
   Bandwidth required_bandwidth(const std::string& key);
   Bandwidth bandwidth_or(const std::string& key, Bandwidth fallback);
+  std::uint64_t required_flops(const std::string& key);   // "14.7TFLOPS": operations per second
 
   // Nested values. required_array checks the value is an array.
   ObjectReader required_object(const std::string& key);

@@ -80,6 +80,13 @@ constexpr UnitDef kBandwidthUnits[] = {
     {"Tb/s", 1000000000000ULL, 8},
 };
 
+constexpr UnitDef kFlopsUnits[] = {
+    {"FLOPS", 1, 1},
+    {"GFLOPS", 1000000000ULL, 1},
+    {"TFLOPS", 1000000000000ULL, 1},
+    {"PFLOPS", 1000000000000000ULL, 1},
+};
+
 // What is being parsed, for messages.
 struct Kind {
   std::string_view noun;       // "time"
@@ -94,6 +101,9 @@ constexpr Kind kSizeKind{"size", "bytes", "64KiB",
 constexpr Kind kBandwidthKind{"bandwidth", "bytes per second", "56GBps",
                               "Bps, KBps, MBps, GBps, TBps (bytes/s; also written GB/s), "
                               "bps, Kbps, Mbps, Gbps, Tbps (bits/s; also written Gb/s)"};
+
+constexpr Kind kFlopsKind{"compute rate", "floating-point operations per second", "8TFLOPS",
+                          "FLOPS, GFLOPS, TFLOPS, PFLOPS"};
 
 std::string quoted(std::string_view text) {
   std::string out = "\"";
@@ -264,6 +274,12 @@ Bandwidth parse_bandwidth(std::string_view text) {
     throw UnitError(quoted(text) + " is zero; a bandwidth must be greater than zero");
   }
   return Bandwidth{v};
+}
+
+std::uint64_t parse_flops(std::string_view text) {
+  const std::uint64_t v = parse_quantity(text, kFlopsKind, kFlopsUnits, count_of(kFlopsUnits), nullptr);
+  if (v == 0) throw UnitError(quoted(text) + " is zero; a compute rate must be greater than zero");
+  return v;
 }
 
 std::string format_size(std::uint64_t bytes) {

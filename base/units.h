@@ -69,6 +69,10 @@ std::uint64_t parse_size(std::string_view text, bool allow_bare_bytes = false);
 // "56GBps", "56GB/s", "200Gbps", "200Gb/s" (bits), "1.5TBps", "500MBps".
 Bandwidth parse_bandwidth(std::string_view text);
 
+// Compute rates: "14.7TFLOPS", "500GFLOPS", "1PFLOPS", "8000000FLOPS"
+// (decimal), in floating-point operations per second.
+std::uint64_t parse_flops(std::string_view text);
+
 // Human forms used in reports: "8K", "1M", "1G" when exact, else bytes.
 std::string format_size(std::uint64_t bytes);
 // Fixed 3-decimal microseconds from picoseconds, computed in integers.

@@ -29,31 +29,6 @@ ChannelParams read_channel(ObjectReader r) {
   return c;
 }
 
-// "13.5TFLOPS" -> flops per second. The digits are exactly those of a
-// decimal size ("13.5TB"), so the size parser does the exact arithmetic.
-std::uint64_t read_flops(ObjectReader& r, const std::string& key) {
-  const JsonLocation loc = r.location_of(key);
-  const nlohmann::json* v = &r.required_value(key);
-  if (v->is_object()) {  // a cited constant
-    ObjectReader cited(*v, loc);
-    cited.required_string("source");
-    v = &cited.required_value("value");
-    cited.finish();
-  }
-  const std::string text = v->is_string() ? v->get<std::string>() : std::string();
-  for (const auto& [suffix, as_size] : {std::pair{"TFLOPS", "TB"}, std::pair{"GFLOPS", "GB"}}) {
-    const std::string s = suffix;
-    if (text.size() > s.size() && text.compare(text.size() - s.size(), s.size(), s) == 0) {
-      try {
-        return parse_size(text.substr(0, text.size() - s.size()) + as_size);
-      } catch (const UnitError& e) {
-        loc.fail(e.what());
-      }
-    }
-  }
-  loc.fail("expected a string with a unit such as \"8TFLOPS\" or \"500GFLOPS\"");
-}
-
 // The "cluster" object of a topology file, as a layout for make_cluster.
 ClusterLayout read_cluster(ObjectReader c, const std::string& name, int servers_override) {
   ClusterLayout layout;
@@ -255,7 +230,7 @@ HardwareProfile read_profile(const nlohmann::json& doc, const std::string& file)
       ObjectReader cores = npu.required_object("cores");
       p.cores.aic = static_cast<int>(cores.required_int_in("aic", 0, 1024));
       p.cores.aiv = static_cast<int>(cores.required_int_in("aiv", 0, 1024));
-      p.cores.aic_flops_per_s = read_flops(cores, "aic_fp16_rate");
+      p.cores.aic_flops_per_s = cores.required_flops("aic_fp16_rate");
       p.cores.aiv_bandwidth = cores.required_bandwidth("aiv_bandwidth");
       cores.finish();
     }

@@ -25,13 +25,14 @@ namespace fs = std::filesystem;
 
 // ---- The constants: where they are, their unit and bounds ----
 
-enum class Quantity { Time, Bandwidth, Size };
+enum class Quantity { Time, Bandwidth, Size, Rate };
 
 std::uint64_t parse_quantity(Quantity q, const std::string& text) {
   switch (q) {
     case Quantity::Time: return parse_time(text).ps;
     case Quantity::Bandwidth: return parse_bandwidth(text).bytes_per_s;
     case Quantity::Size: return parse_size(text);
+    case Quantity::Rate: return parse_flops(text);
   }
   return 0;
 }
@@ -42,6 +43,7 @@ const char* base_unit(Quantity q) {
     case Quantity::Time: return "ps";
     case Quantity::Bandwidth: return "Bps";
     case Quantity::Size: return "B";
+    case Quantity::Rate: return "FLOPS";
   }
   return "";
 }
@@ -96,7 +98,7 @@ FitParam read_constant(const nlohmann::json& profile, const std::string& file, c
   c.low_text = (*at)["bounds"][0].get<std::string>();
   c.high_text = (*at)["bounds"][1].get<std::string>();
   bool parsed = false;
-  for (const Quantity q : {Quantity::Time, Quantity::Bandwidth, Quantity::Size}) {
+  for (const Quantity q : {Quantity::Time, Quantity::Bandwidth, Quantity::Size, Quantity::Rate}) {
     try {
       c.value = parse_quantity(q, c.value_text);
       c.kind = q;
@@ -105,7 +107,7 @@ FitParam read_constant(const nlohmann::json& profile, const std::string& file, c
     } catch (const UnitError&) {
     }
   }
-  if (!parsed) throw InputError(where, "'" + shown + "' is not a time, a bandwidth or a size (" + c.value_text + ")");
+  if (!parsed) throw InputError(where, "'" + shown + "' is not a time, a bandwidth, a size or a compute rate (" + c.value_text + ")");
   // The profile reader checked the bounds' units and order.
   c.low = parse_quantity(c.kind, c.low_text);
   c.high = parse_quantity(c.kind, c.high_text);

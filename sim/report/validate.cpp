@@ -17,6 +17,7 @@
 #include "sim/moe/moe.h"
 #include "sim/perf/perf.h"
 #include "sim/scheduler.h"
+#include "sim/step/step.h"
 #include "topologies/config.h"
 
 namespace hcclsim {
@@ -40,6 +41,51 @@ std::string resolve(const std::string& path, const std::string& measurement_file
 std::string option_text(const nlohmann::json& v) {
   if (v.is_string()) return v.get<std::string>();
   return v.dump();
+}
+
+// A step point's request, as `hcclsim step` builds it from its options.
+// Errors name the point's options in the file (`where`) when it is read.
+StepRequest step_request_of(const MeasuredPoint& p, const JsonLocation& where) {
+  static const std::set<std::string> known{"model", "layout", "batch", "phase", "dispatcher", "sequence_parallel"};
+  for (const auto& entry : p.options) {
+    if (known.count(entry.first) == 0) {
+      where.key(entry.first).fail("unknown step option; expected model, layout, batch, phase, dispatcher or "
+                                  "sequence_parallel");
+    }
+  }
+  for (const char* key : {"model", "layout", "batch"}) {
+    if (p.options.count(key) == 0) where.fail(std::string("a step point needs options.") + key);
+  }
+  auto option_or = [&](const char* key, const char* fallback) {
+    const auto it = p.options.find(key);
+    return it == p.options.end() ? std::string(fallback) : it->second;
+  };
+  StepRequest req;
+  try {
+    req.layout = parse_layout(p.options.at("layout"), "layout");
+  } catch (const InputError& e) {
+    where.key("layout").fail(e.message());
+  }
+  try {
+    req.batch = parse_batch(p.options.at("batch"));
+  } catch (const InputError& e) {
+    where.key("batch").fail(e.message());
+  }
+  const std::string phase = option_or("phase", "train");
+  if (phase == "train") req.phase = StepPhase::Train;
+  else if (phase == "prefill") req.phase = StepPhase::Prefill;
+  else if (phase == "decode") req.phase = StepPhase::Decode;
+  else where.key("phase").fail("unknown phase '" + phase + "'; expected train, prefill or decode");
+  const std::string dispatcher = option_or("dispatcher", "alltoall");
+  if (dispatcher == "alltoall") req.dispatcher = Dispatcher::AlltoAll;
+  else if (dispatcher == "allgather") req.dispatcher = Dispatcher::AllGather;
+  else where.key("dispatcher").fail("unknown dispatcher '" + dispatcher + "'; expected alltoall or allgather (a "
+                                    "step point runs on the estimate, which has no deepep kernels)");
+  const std::string sp = option_or("sequence_parallel", "true");
+  if (sp != "true" && sp != "false") where.key("sequence_parallel").fail("expected true or false");
+  req.sequence_parallel = sp == "true";
+  req.model = read_model_config(p.model_file);
+  return req;
 }
 
 }  // namespace
@@ -71,10 +117,17 @@ std::vector<MeasuredPoint> load_measurements(const std::string& file) {
     p.servers = static_cast<int>(r.int_in_or("servers", 1, 1 << 16, -1));
     p.ranks = static_cast<int>(r.int_in_or("ranks", 1, 1 << 20, 0));
     std::vector<std::string> ops = measured_collective_ops();
-    for (const char* extra : {"p2p_write", "p2p_read", "p2p_notify", "moe_dispatch", "moe_combine"}) ops.push_back(extra);
+    for (const char* extra : {"p2p_write", "p2p_read", "p2p_notify", "moe_dispatch", "moe_combine", "step"}) {
+      ops.push_back(extra);
+    }
     p.op = r.required_choice("op", ops);
     p.dtype = r.choice_or("dtype", data_type_names(), "fp16");
-    p.metric = r.required_choice("metric", {"time_us", "algbw_GBps", "busbw_GBps"});
+    p.metric = r.required_choice("metric", {"time_us", "algbw_GBps", "busbw_GBps", "tokens_per_npu_s"});
+    const bool step = p.op == "step";
+    if (step != (p.metric == "tokens_per_npu_s") && !(step && p.metric == "time_us")) {
+      r.location_of("metric").fail(step ? "a step point's metric is time_us or tokens_per_npu_s"
+                                        : "tokens_per_npu_s is the metric of a step point only");
+    }
     const nlohmann::json& value = r.required_value("value");
     if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() <= 0) {
       r.location_of("value").fail("expected a positive number (the measured " + p.metric + ")");
@@ -112,6 +165,13 @@ std::vector<MeasuredPoint> load_measurements(const std::string& file) {
                                       "on-chip copy) may stay on one, a " + p.options.at("method") + " " + p.op +
                                       " needs two");
       }
+    } else if (step) {
+      const JsonLocation options = r.location_of("options");
+      if (p.options.count("model") != 0) {
+        p.model_file = resolve(p.options.at("model"), file);
+        if (!fs::exists(p.model_file)) options.key("model").fail("no such file: " + p.options.at("model"));
+      }
+      (void)step_request_of(p, options);   // refuses bad options now, naming them in the file
     } else if (!moe) {
       p.size_bytes = static_cast<std::uint64_t>(r.required_int_in("size_bytes", 1, std::int64_t{1} << 50));
       p.size_means = r.required_choice("size_means", {"input_per_rank", "output_per_rank", "hccl_test"});
@@ -156,7 +216,7 @@ std::string measurements_json(const std::vector<MeasuredPoint>& points, const st
   for (std::size_t i = 0; i < points.size(); ++i) {
     const MeasuredPoint& p = points[i];
     const bool p2p = p.op.rfind("p2p_", 0) == 0;
-    const bool moe = p.op.rfind("moe_", 0) == 0;
+    const bool moe = p.op.rfind("moe_", 0) == 0 || p.op == "step";   // (no dtype or size of their own)
     nlohmann::ordered_json o;
     o["id"] = p.id;
     o["group"] = p.group;
@@ -300,6 +360,19 @@ double run_moe_point(Platform& platform, const MeasuredPoint& point, std::string
   if (scope == "kernel") return run.kernel_time_us;
   if (point.metric == "time_us") return run.time_mean_us;
   return run.bandwidth_gbps;
+}
+
+// A step point: `hcclsim step --model estimate` with the point's options.
+double run_step_point(const Platform& platform, const MeasuredPoint& point, std::string* what) {
+  const StepRequest req = step_request_of(point, JsonLocation{"point " + point.id, "$.options"});
+  const StepPlanPtr plan = plan_step(platform.spec(), req, StepPlanScope::Symmetric);
+  const StepResult result = run_step_estimate(*plan);
+  *what = "step estimate " + req.layout.describe();
+  if (point.metric == "time_us") return result.step_time_us;
+  // Tokens a step processes: every sequence's tokens, one per sequence in decode.
+  const double tokens = static_cast<double>(req.batch.global) *
+                        static_cast<double>(req.phase == StepPhase::Decode ? 1 : req.batch.seq);
+  return tokens / (result.step_time_us * 1e-6) / static_cast<double>(req.layout.world());
 }
 
 double run_p2p(Platform& platform, const MeasuredPoint& p, std::string* what) {
@@ -502,6 +575,8 @@ ValidationResult PointRunner::run(const MeasuredPoint& p, bool estimate) {
       r.simulated = run_p2p(platform, p, &r.executor);
     } else if (p.op.rfind("moe_", 0) == 0) {
       r.simulated = run_moe_point(platform, p, &r.executor);
+    } else if (p.op == "step") {
+      r.simulated = run_step_point(platform, p, &r.executor);
     } else if (estimate) {
       r.simulated = metric_of(p, estimate_perf(platform.spec(), perf_request_of(platform.spec(), p)).front(), &r.executor);
     } else {

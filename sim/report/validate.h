@@ -7,7 +7,10 @@
 // Point-to-point rows use op "p2p_write", "p2p_read" or "p2p_notify" with
 // block_bytes / total_bytes and options.method single_task | batch | domain.
 // MoE rows use op "moe_dispatch" / "moe_combine" with the MoE parameters
-// under options.
+// under options. Step rows use op "step" with options.model (a Hugging Face
+// config.json, resolved as the topology is), layout, batch, phase and
+// dispatcher as `hcclsim step` takes them, and metric time_us or
+// tokens_per_npu_s (tokens a step processes / its time / NPUs).
 #pragma once
 
 #include <cstdint>
@@ -30,13 +33,14 @@ struct MeasuredPoint {
   std::string group;
   std::string topology;        // as written in the file
   std::string topology_file;   // resolved path
+  std::string model_file;      // a step point: options.model resolved
   int servers = -1;            // -1: as the topology says
   int ranks = 0;               // 0: every NPU
-  std::string op;              // a perf op name, p2p_write / p2p_read / p2p_notify, moe_dispatch / moe_combine
+  std::string op;              // a perf op name, p2p_write / p2p_read / p2p_notify, moe_dispatch / moe_combine, step
   std::string dtype = "fp16";
   std::uint64_t size_bytes = 0;
   std::string size_means = "hccl_test";   // input_per_rank | output_per_rank | hccl_test
-  std::string metric = "time_us";         // time_us | algbw_GBps | busbw_GBps
+  std::string metric = "time_us";         // time_us | algbw_GBps | busbw_GBps | tokens_per_npu_s (step)
   double value = 0;
   std::map<std::string, std::string> options;  // strings as written (numbers as their text)
   std::string source;
@@ -116,7 +120,9 @@ class PointRunner {
 };
 
 // Whether `--model estimate` has a form for the point: collectives do;
-// point-to-point and MoE points run on the SystemC model only.
+// point-to-point and MoE points run on the SystemC model only. Step points
+// always run on the step's estimate (a real step is hundreds of millions of
+// tasks), so they have one too.
 bool has_closed_form(const MeasuredPoint& p);
 
 // Runs every point (each topology elaborated once, all before the first

@@ -5,12 +5,19 @@
 
 #include "fixtures.h"
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
 #include <functional>
 #include <set>
 #include <string>
 
+#include "base/error.h"
 #include "base/json_reader.h"
 #include "sim/report/validate.h"
+#include "sim/step/step.h"
+#include "topologies/config.h"
 
 using namespace hcclsim;
 
@@ -90,4 +97,75 @@ TEST_CASE("a group's mean without known gaps leaves out exactly the gap rows", "
   CHECK_FALSE(groups[1].mean_abs_error_without_gaps_pct);   // no row left to average
   const std::string table = validation_table(results, groups);
   CHECK(table.find("without gaps") != std::string::npos);
+}
+
+namespace {
+
+// A measurement file of one step point on one A2 server (tiny-llama), with
+// `options` and `metric` as given.
+std::string write_step_point(const std::string& name, const std::string& options, const std::string& metric) {
+  const std::string path = "/tmp/hcclsim_test_step_point_" + std::to_string(::getpid()) + "_" + name + ".json";
+  std::ofstream(path, std::ios::binary)
+      << "{\"points\": [{\"id\": \"S/1\", \"group\": \"S\", \"topology\": \"" << source_file("configs/topologies/a2-server.json")
+      << "\", \"op\": \"step\", \"metric\": \"" << metric << "\", \"value\": 1000, \"options\": " << options
+      << ", \"source\": \"test\"}]}";
+  return path;
+}
+
+std::string model_option() { return "\"model\": \"" + source_file("configs/models/tiny-llama.json") + "\""; }
+
+}  // namespace
+
+TEST_CASE("a step point is the step's estimate, in tokens per NPU per second or its time", "[calibration]") {
+  const std::string options = "{" + model_option() + ", \"layout\": \"tp=2,pp=2,dp=2\", \"batch\": \"global=8,micro=1,seq=512\"}";
+  StepRequest req;
+  req.model = read_model_config(source_file("configs/models/tiny-llama.json"));
+  req.layout = parse_layout("tp=2,pp=2,dp=2");
+  req.batch = parse_batch("global=8,micro=1,seq=512");
+  const TopologySpec spec = load_topology(source_file("configs/topologies/a2-server.json"));
+  const double step_us = run_step_estimate(*plan_step(spec, req)).step_time_us;
+  REQUIRE(step_us > 0);
+
+  const std::string rate_file = write_step_point("rate", options, "tokens_per_npu_s");
+  const std::vector<MeasuredPoint> rate_points = load_measurements(rate_file);
+  const ValidationResult rate = run_validation(rate_points).front();
+  // 8 sequences of 512 tokens over 8 NPUs in step_us.
+  CHECK(rate.simulated == Approx(8.0 * 512.0 / (step_us * 1e-6) / 8.0).epsilon(1e-12));
+  CHECK(rate.error_pct == Approx(100.0 * (rate.simulated - 1000) / 1000).epsilon(1e-12));
+  // Written back, the point reads the same (no dtype or size of its own).
+  const std::string again = "/tmp/hcclsim_test_step_point_" + std::to_string(::getpid()) + "_again.json";
+  std::ofstream(again, std::ios::binary) << measurements_json(rate_points, "test");
+  CHECK(load_measurements(again).front().options == rate_points.front().options);
+
+  const std::string time_file = write_step_point("time", options, "time_us");
+  CHECK(run_validation(load_measurements(time_file)).front().simulated == Approx(step_us).epsilon(1e-12));
+  for (const std::string& f : {rate_file, time_file, again}) std::remove(f.c_str());
+}
+
+TEST_CASE("a step point's bad options are refused naming the point's JSON path", "[calibration]") {
+  struct Case {
+    std::string options, metric, expect;
+  };
+  const std::vector<Case> cases = {
+      {"{" + model_option() + ", \"batch\": \"global=8,micro=1,seq=512\"}", "tokens_per_npu_s", "options.layout"},
+      {"{" + model_option() + ", \"layout\": \"tp=2,pq=2\", \"batch\": \"global=8,micro=1,seq=512\"}", "tokens_per_npu_s",
+       "$.points[0].options.layout"},
+      {"{" + model_option() + ", \"layout\": \"tp=2\", \"batch\": \"global=8,seq=8\", \"phase\": \"warmup\"}", "time_us",
+       "$.points[0].options.phase"},
+      {"{\"model\": \"no/such/model.json\", \"layout\": \"tp=2\", \"batch\": \"global=8,seq=8\"}", "time_us",
+       "$.points[0].options.model"},
+      {"{" + model_option() + ", \"layout\": \"tp=2\", \"batch\": \"global=8,seq=8\", \"zero\": 3}", "time_us",
+       "$.points[0].options.zero"},
+      {"{" + model_option() + ", \"layout\": \"tp=2\", \"batch\": \"global=8,seq=8\"}", "algbw_GBps", "$.points[0].metric"},
+  };
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const std::string file = write_step_point("bad" + std::to_string(i), cases[i].options, cases[i].metric);
+    try {
+      load_measurements(file);
+      FAIL("case " << i << " was accepted");
+    } catch (const InputError& e) {
+      CHECK_THAT(std::string(e.what()), Catch::Contains(cases[i].expect));
+    }
+    std::remove(file.c_str());
+  }
 }
