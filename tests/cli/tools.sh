@@ -255,7 +255,8 @@ PY
     # (npu.aiv.copy_fixed is set by the A2 MoE rows now, so the flag poll stands in for the AIV constants)
     check "normal dispatch lists the AIV flag poll" contains "$tmp/moe.json" '"npu.aiv.flag_poll"'
     program="$src/configs/programs/fused-matmul-allgather.json"
-    "$hcclsim" run --program "$program" >"$tmp/run.txt" 2>"$tmp/err.txt"
+    # (on A3: the A2 AIC rate is fitted to the A2-STEP-1 rows, the A3 one still assumed)
+    "$hcclsim" run --program "$program" --topology "$src/configs/topologies/a3-server.json" >"$tmp/run.txt" 2>"$tmp/err.txt"
     check "run table exits 0" [ $? -eq 0 ]
     check "run's table has the footnote, the matmul's rate in it" \
       bash -c "grep -F -- '$footnote' '$tmp/run.txt' | grep -qF npu.cores.aic_fp16_rate"
