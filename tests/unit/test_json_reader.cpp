@@ -322,3 +322,19 @@ TEST_CASE("finish on an empty object passes", "[json][finish]") {
   ObjectReader r(j, kRoot);
   CHECK_NOTHROW(r.finish());
 }
+
+TEST_CASE("a compute rate reads plain or as a cited constant within its bounds", "[json][reader]") {
+  const json j = json::parse(R"({"plain": "14.7TFLOPS",
+    "cited": {"value": "8.379TFLOPS", "bounds": ["5.88TFLOPS", "14.7TFLOPS"], "source": "fitted"},
+    "outside": {"value": "20TFLOPS", "bounds": ["5.88TFLOPS", "14.7TFLOPS"], "source": "fitted"},
+    "bytes": "14.7TB"})");
+  ObjectReader r(j, kRoot);
+  CHECK(r.required_flops("plain") == 14700000000000ULL);
+  CHECK(r.required_flops("cited") == 8379000000000ULL);
+  const InputError outside = input_error_of([&] { r.required_flops("outside"); });
+  CHECK(outside.where() == "cfg.json at $.outside.bounds");
+  CHECK_THAT(outside.message(), Contains("outside its bounds"));
+  const InputError bytes = input_error_of([&] { r.required_flops("bytes"); });
+  CHECK(bytes.where() == "cfg.json at $.bytes");
+  CHECK_THAT(bytes.message(), Contains("TFLOPS"));
+}

@@ -270,3 +270,20 @@ TEST_CASE("format_us handles the largest time", "[units][format]") {
   CHECK(format_us(max, 3) == "18446744073709.552");
   CHECK(format_us(max, 0) == "18446744073710");
 }
+
+// ------------------------------------------------------------- parse_flops
+
+TEST_CASE("parse_flops reads decimal operations per second", "[units][flops]") {
+  CHECK(parse_flops("14.7TFLOPS") == 14700000000000ULL);
+  CHECK(parse_flops("8.379TFLOPS") == 8379000000000ULL);
+  CHECK(parse_flops("500GFLOPS") == 500000000000ULL);
+  CHECK(parse_flops("1PFLOPS") == 1000000000000000ULL);
+  CHECK(parse_flops("8379000000000FLOPS") == 8379000000000ULL);   // the fit's trial values
+}
+
+TEST_CASE("parse_flops refuses zero, a bare number and other units", "[units][flops]") {
+  REQUIRE_THROWS_WITH(parse_flops("0TFLOPS"), Contains("greater than zero"));
+  REQUIRE_THROWS_WITH(parse_flops("14.7"), Contains("TFLOPS"));
+  REQUIRE_THROWS_AS(parse_flops("14.7TB"), UnitError);
+  REQUIRE_THROWS_AS(parse_flops("0.5FLOPS"), UnitError);
+}
