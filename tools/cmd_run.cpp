@@ -110,9 +110,7 @@ int RunCommand::run(CommandContext& ctx) {
       footprint_problem(Footprint{0, static_cast<std::uint64_t>(spec.npus) * kPlatformBytesPerNpu},
                         "a platform of " + std::to_string(spec.npus) + " NPUs", memory_limit_.bytes());
   if (!too_large.empty()) throw InputError(topology_file, too_large);
-  Program program(spec.npus, spec.npu);
-  program.set_npus_per_server(spec.npus_per_server);
-  program.set_sdma_domains(spec.sdma_domain_of);
+  Program program(spec);
   const LoadedProgram loaded = load_program(program_file, program);
   Program::Built built;
   try {
@@ -251,7 +249,8 @@ int RunCommand::run(CommandContext& ctx) {
     for (const Program::HandleInfo& h : built.handles) {
       const Span s = span_of(h.tasks);
       nlohmann::json item{{"domain", h.domain}, {"handle", h.handle}, {"name", handle_name(h.domain, h.handle)},
-                          {"op", h.op}, {"repeat", h.repeat}, {"start_us", std::stod(format_us(s.start, 6))},
+                          {"op", h.op}, {"executor", h.executor}, {"ranks", h.ranks}, {"repeat", h.repeat},
+                          {"start_us", std::stod(format_us(s.start, 6))},
                           {"end_us", std::stod(format_us(s.end, 6))},
                           {"duration_us", std::stod(format_us(s.end - s.start, 6))}};
       // The same span per rank: InterHcclGroupSync and Wait act per rank.
@@ -314,9 +313,10 @@ int RunCommand::run(CommandContext& ctx) {
                 "duration_us");
     for (const Program::HandleInfo& h : built.handles) {
       const Span s = span_of(h.tasks);
-      out << line("%-12s %6d %-12s %7d %14s %14s %14s\n", handle_name(h.domain, h.handle).c_str(), h.domain,
+      out << line("%-12s %6d %-12s %7d %14s %14s %14s", handle_name(h.domain, h.handle).c_str(), h.domain,
                   h.op.c_str(), h.repeat, format_us(s.start).c_str(), format_us(s.end).c_str(),
                   format_us(s.end - s.start).c_str());
+      out << (h.executor.empty() ? std::string() : "  " + h.executor + " on " + std::to_string(h.ranks) + " ranks") << "\n";
     }
     for (std::size_t i = 0; i < built.moe_calls.size(); ++i) {
       const Program::MoeCallInfo& c = built.moe_calls[i];

@@ -64,6 +64,12 @@ Program::KernelStep Program::make_step(StepKind kind, int context, int domain, H
   return step;
 }
 
+Program::Program(const TopologySpec& topology)
+    : ranks_(topology.npus),
+      topology_(std::make_shared<const TopologySpec>(topology)),
+      sdma_domains_(topology.sdma_domain_of),
+      npu_(topology.npu) {}
+
 Program::Program(int ranks, const NpuParams& npu) : ranks_(ranks), npu_(npu) {}
 
 HcclResult Program::fail(HcclResult code, const std::string& message) {

@@ -27,6 +27,7 @@
 #include "sim/moe/moe.h"
 #include "sim/scheduler.h"
 #include "sim/task_graph.h"
+#include "topologies/platform_spec.h"
 
 namespace hcclsim {
 
@@ -75,19 +76,16 @@ using HcclComm = Communicator*;
 
 class Program {
  public:
-  // `ranks`: NPUs of the platform; `arch` decides which calls exist.
-  // The product's API limits come from npu.hccl_api (its profile).
+  // A program on `topology`: its NPUs, their profile (the product's API
+  // limits come from npu.hccl_api), servers and SDMA domains. build() runs
+  // each prepared collective on the executor HCCL selects for its domain, as
+  // `hcclsim perf` does (sim/executors).
+  explicit Program(const TopologySpec& topology);
+  // Only `ranks` NPUs with `npu`'s profile and no topology: enough to record
+  // calls and check HCCL's API limits; build() refuses a collective.
   Program(int ranks, const NpuParams& npu);
 
   int ranks() const { return ranks_; }
-  // NPUs per server of the topology (default: all in one). A domain across
-  // servers then runs its collectives hierarchically and must consist of
-  // whole servers in rank order.
-  void set_npus_per_server(int npus) { npus_per_server_ = npus; }
-  // The SDMA domain of each NPU (TopologySpec::sdma_domain_of; default
-  // empty: one domain). MoE calls across domains send by RDMA. Set before
-  // recording MoE calls.
-  void set_sdma_domains(std::vector<int> domain_of) { sdma_domains_ = std::move(domain_of); }
   // The message of the last call that did not return HCCL_SUCCESS.
   const std::string& last_error() const { return last_error_; }
 
@@ -174,6 +172,8 @@ class Program {
     std::string op;
     int repeat;
     std::vector<std::vector<TaskId>> tasks;  // per repeat, every task of the expansion
+    std::string executor;     // HCCL's executor that ran it ("" for a batch write)
+    int ranks = 0;            // the domain's
   };
   struct QueryInfo {
     int rank;
@@ -204,14 +204,14 @@ class Program {
   struct HostOp;
   struct KernelStep;
   HcclResult fail(HcclResult code, const std::string& message);
-  TaskGraph expand(const CollectiveSpec& spec, const std::vector<int>& members, int domain) const;
+  TaskGraph expand(const CollectiveSpec& spec, const std::vector<int>& members, int domain, std::string* executor) const;
   ThreadRec* thread(ThreadHandle handle);
   KernelRec& kernel(int rank, CoreKind core);
   struct ContextState;
   ContextState* context(int rank, CoreKind core, int ctx, HcclResult* result);
 
   int ranks_;
-  int npus_per_server_ = 0;  // 0: one server
+  std::shared_ptr<const TopologySpec> topology_;   // null: limits only
   std::vector<int> sdma_domains_;  // per NPU; empty: one domain
   NpuParams npu_;
   std::string last_error_;

@@ -3,8 +3,8 @@
 // Host threads become streams named "d<domain>/<ENGINE>/thread<i>"; each
 // keeps its notifies at a base of its own in its rank's notify registers.
 // Kernel calls run in order on "kernel/AIC" or "kernel/AIV". Each prepared
-// collective repeat is expanded by the level-0 algorithm into streams
-// "d<domain>/<HOST|AICPU>/Main", ".../Plane<i>", using the domain's notify region;
+// collective repeat runs the executor HCCL selects for its domain (as perf) on streams
+// "d<domain>/<HOST|AICPU>/Main", ".../Plane<i>", using a notify region of its own;
 // on every rank its first tasks wait for that repeat's Commit, for the
 // previous collective of the domain (one domain runs its tasks in order) and
 // for the handles named by earlier InterHcclGroupSync calls. A zero-length
@@ -23,8 +23,9 @@
 #include <optional>
 #include <set>
 
-#include "sim/collectives/hierarchy.h"
+#include "sim/perf/perf.h"
 #include "sim/program/program.h"
+#include "topologies/group_view.h"
 
 namespace hcclsim {
 
@@ -39,26 +40,29 @@ std::string domain_prefix(int domain) { return "d" + std::to_string(domain) + "/
 
 }  // namespace
 
-// A domain inside one server runs the level-0 algorithm; one across servers
-// runs the hierarchical form with HCCL's choice of algorithms.
-TaskGraph Program::expand(const CollectiveSpec& spec, const std::vector<int>& members, int domain) const {
-  const int per_server = npus_per_server_ > 0 ? npus_per_server_ : ranks_;
-  const int first_server = members.front() / per_server;
-  bool one_server = true;
-  for (int m : members) one_server = one_server && m / per_server == first_server;
-  if (one_server) return build_collective(spec, default_level0(spec.op));
-  const int p = static_cast<int>(members.size());
-  bool whole_servers = members.front() % per_server == 0 && p % per_server == 0;
-  for (int k = 1; k < p && whole_servers; ++k) whole_servers = members[static_cast<std::size_t>(k)] == members.front() + k;
-  if (!whole_servers) {
-    throw ProgramError("domain " + std::to_string(domain) + " spans servers but is not a run of whole servers in rank "
-                       "order; hcclsim composes collectives across servers only over whole servers");
+// A domain's collective runs the executor HCCL selects for it, as `hcclsim
+// perf` selects and builds it (sim/executors), on the domain's view of the
+// topology: its members as ranks 0..n-1, with their servers and supernodes.
+TaskGraph Program::expand(const CollectiveSpec& spec, const std::vector<int>& members, int domain,
+                          std::string* executor) const {
+  const std::string where = "domain " + std::to_string(domain);
+  if (!topology_) {
+    throw ProgramError(where + ": a collective is built on the program's topology; this program has none (made "
+                       "from a rank count and a profile, for API limits only)");
   }
-  Hierarchy h;
-  h.per_server = per_server;
-  h.servers_per_pod = p / per_server;
-  const std::uint64_t bytes = spec.count * data_type_size(spec.dtype);
-  return build_hierarchical(spec, h, choose_algorithm(spec.op, h, bytes, Bandwidth{}, AlgoRequest{}));
+  try {
+    const TopologySpec view = group_view(*topology_, members, "its members");
+    PerfRequest request;
+    request.op = spec.op;
+    request.ranks = static_cast<int>(members.size());
+    request.dtype = spec.dtype;
+    const ExecContext ctx = exec_context(view, request);
+    const ExecutorChoice choice = select_executor(spec, ctx);
+    *executor = choice.executor;
+    return build_executor(spec, ctx, choice);
+  } catch (const std::invalid_argument& e) {
+    throw ProgramError(where + ": " + e.what());
+  }
 }
 
 Program::Built Program::build() const {
@@ -229,7 +233,10 @@ Program::Built Program::build() const {
 
   // Expand each handle's collective once (repeats are identical).
   std::map<std::pair<int, int>, TaskGraph> parts;  // (domain, handle)
-  std::map<int, int> region_size;
+  std::map<std::pair<int, int>, std::string> part_executor;
+  // Each handle's collective keeps a notify region of its own: the executors
+  // number their notifies independently, and a notify belongs to one thread.
+  std::map<std::pair<int, int>, int> region_size;  // (domain, handle)
   for (auto& [domain, plan] : plans) {
     const std::size_t handles = plan.per_rank.front().size();
     for (std::size_t r = 0; r < plan.per_rank.size(); ++r) {
@@ -272,18 +279,18 @@ Program::Built Program::build() const {
           for (int r = 0; r < p; ++r) spec.alltoallv_counts.push_back(plan.per_rank[static_cast<std::size_t>(r)][h]->args.send_counts);
         }
         if (p < 2) throw ProgramError("domain " + std::to_string(domain) + " has one rank: a collective needs two");
-        part = expand(spec, plan.members, domain);
+        part = expand(spec, plan.members, domain, &part_executor[{domain, static_cast<int>(h)}]);
       }
-      region_size[domain] = std::max(region_size[domain], part.notifies_used());
+      region_size[{domain, static_cast<int>(h)}] = part.notifies_used();
       parts.emplace(std::pair{domain, static_cast<int>(h)}, std::move(part));
     }
   }
   int host_notifies = 0;
   for (int n : next_notify) host_notifies = std::max(host_notifies, n);
-  std::map<int, int> region_base;
+  std::map<std::pair<int, int>, int> region_base;  // (domain, handle)
   int next_region = host_notifies;
-  for (const auto& [domain, size] : region_size) {
-    region_base[domain] = next_region;
+  for (const auto& [key, size] : region_size) {
+    region_base[key] = next_region;
     next_region += size;
   }
 
@@ -309,10 +316,12 @@ Program::Built Program::build() const {
       const TaskGraph& part = parts.at({domain, static_cast<int>(h)});
       const PrepareArgs& a = plan.per_rank[0][h]->args;
       HandleInfo info{domain, plan.members[0], static_cast<HcclHandle>(h),
-                      a.batch_write ? "batch_write" : (a.alltoallv ? "alltoallv" : coll_op_name(a.op)), a.repeat, {}};
+                      a.batch_write ? "batch_write" : (a.alltoallv ? "alltoallv" : coll_op_name(a.op)), a.repeat, {},
+                      part_executor[{domain, static_cast<int>(h)}], static_cast<int>(plan.members.size())};
       for (int rep = 0; rep < a.repeat; ++rep) {
         const std::vector<TaskId> ids =
-            g.append(part, plan.members, region_base[domain], domain_prefix(domain) + expansion, &domain_threads);
+            g.append(part, plan.members, region_base.at({domain, static_cast<int>(h)}), domain_prefix(domain) + expansion,
+                     &domain_threads);
         info.tasks.push_back(ids);
         RepeatPart rp{domain, static_cast<int>(h), rep, {}};
         for (const Thread& th : part.threads()) {

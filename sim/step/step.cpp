@@ -15,6 +15,7 @@
 #include "sim/scheduler.h"
 #include "sim/step/chakra.h"
 #include "sim/used_constants.h"
+#include "topologies/group_view.h"
 
 namespace hcclsim {
 
@@ -139,68 +140,6 @@ void StepPlanDeleter::operator()(StepPlan* p) const { delete p; }
 
 namespace {
 
-// The topology with `members` first (in their order) and the other NPUs after:
-// HCCL's selection and the closed forms see the group as ranks 0..n-1, with its
-// own servers (numbered as first met) and supernodes.
-TopologySpec group_view(const TopologySpec& spec, const std::vector<int>& members, const std::string& what) {
-  const int n = spec.npus;
-  std::vector<int> order = members;
-  std::vector<char> taken(static_cast<std::size_t>(n), 0);
-  for (int r : members) taken[static_cast<std::size_t>(r)] = 1;
-  for (int r = 0; r < n; ++r) {
-    if (!taken[static_cast<std::size_t>(r)]) order.push_back(r);
-  }
-  std::vector<int> new_of(static_cast<std::size_t>(n));
-  for (int i = 0; i < n; ++i) new_of[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])] = i;
-  TopologySpec v = spec;
-  for (LinkSpec& l : v.links) {
-    if (l.a < n) l.a = new_of[static_cast<std::size_t>(l.a)];
-    if (l.b < n) l.b = new_of[static_cast<std::size_t>(l.b)];
-  }
-  auto permute = [&](std::vector<int>& per_npu) {
-    if (per_npu.size() < static_cast<std::size_t>(n)) return;
-    std::vector<int> out = per_npu;
-    for (int i = 0; i < n; ++i) out[static_cast<std::size_t>(i)] = per_npu[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])];
-    per_npu = std::move(out);
-  };
-  permute(v.sdma_domain_of);
-  for (FabricSpec& f : v.fabrics) {
-    permute(f.leaf_of);
-    if (f.spines_of.size() >= static_cast<std::size_t>(n)) {
-      std::vector<std::vector<int>> out = f.spines_of;
-      for (int i = 0; i < n; ++i) out[static_cast<std::size_t>(i)] = f.spines_of[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])];
-      f.spines_of = std::move(out);
-    }
-  }
-  std::map<int, int> server_number;
-  v.server_of.assign(static_cast<std::size_t>(n), 0);
-  for (int i = 0; i < n; ++i) {
-    const int s = server_of(spec, order[static_cast<std::size_t>(i)]);
-    v.server_of[static_cast<std::size_t>(i)] = server_number.emplace(s, static_cast<int>(server_number.size())).first->second;
-  }
-  int first_server = 0;
-  for (int r : members) first_server += server_of(spec, r) == server_of(spec, members.front()) ? 1 : 0;
-  v.npus_per_server = first_server;
-  if (spec.npus_per_chip > 1) {
-    bool kept = true, shared = false;
-    const std::size_t p = members.size();
-    for (std::size_t i = 0; i < p; ++i) {
-      for (std::size_t j = i + 1; j < p; ++j) {
-        const bool before = members[i] / spec.npus_per_chip == members[j] / spec.npus_per_chip;
-        const bool after = static_cast<int>(i) / spec.npus_per_chip == static_cast<int>(j) / spec.npus_per_chip;
-        kept = kept && before == after;
-        shared = shared || before;
-      }
-    }
-    if (!kept && shared) {
-      throw InputError("option --layout", what + " takes some dies of a chip but not in pairs; hcclsim cannot "
-                                                 "place it as one HCCL domain (use a group of whole chips or one die per chip)");
-    }
-    if (!kept) v.npus_per_chip = 1;
-  }
-  return v;
-}
-
 std::string members_text(const std::vector<int>& members) {
   std::string s = "{";
   for (std::size_t i = 0; i < members.size(); ++i) {
@@ -310,7 +249,11 @@ int Planner::domain(Group g, int slot, const std::vector<int>& members) {
   auto view = p_.view_of.find({static_cast<int>(g), slot});
   if (view == p_.view_of.end()) {
     const std::string what = "layout " + l_.describe() + ": the " + group_name(g) + " group " + members_text(members);
-    p_.views.push_back(std::make_unique<TopologySpec>(group_view(t_, members, what)));
+    try {
+      p_.views.push_back(std::make_unique<TopologySpec>(group_view(t_, members, what)));
+    } catch (const std::invalid_argument& e) {
+      throw InputError("option --layout", e.what());
+    }
     view = p_.view_of.emplace(std::pair{static_cast<int>(g), slot}, static_cast<int>(p_.views.size()) - 1).first;
   }
   Domain dom{g, slot, members, view->second, -1, ""};
@@ -1839,7 +1782,11 @@ class ChakraPlanner {
     const auto found = domain_of_.find(pend.members);
     if (found != domain_of_.end()) return found->second;
     const int slot = static_cast<int>(p_.domains.size());
-    p_.views.push_back(std::make_unique<TopologySpec>(group_view(*p_.topology, pend.members, "the Chakra group " + members_text(pend.members))));
+    try {
+      p_.views.push_back(std::make_unique<TopologySpec>(group_view(*p_.topology, pend.members, "the Chakra group " + members_text(pend.members))));
+    } catch (const std::invalid_argument& e) {
+      throw InputError("option --chakra", e.what());
+    }
     Domain d{Group::Comm, slot, pend.members, static_cast<int>(p_.views.size()) - 1, -1, "pg " + printable(pend.group_id)};
     p_.domains.push_back(d);
     return domain_of_.emplace(pend.members, slot).first->second;

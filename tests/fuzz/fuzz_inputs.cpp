@@ -115,8 +115,7 @@ void run_one(std::uint8_t which, const std::uint8_t* data, std::size_t size) {
     case 0: load_profile(write("profiles/fuzz.json", data, size)); break;
     case 1: load_topology(write("topologies/fuzz.json", data, size), std::nullopt, -1); break;
     case 2: {
-      Program program(16, a3_profile().npu);
-      program.set_npus_per_server(8);
+      Program program(cloudmatrix());
       load_program(write("fuzz-program.json", data, size), program);
       program.build();
       break;

@@ -34,7 +34,7 @@ std::string a3_server() { return source_file("configs/topologies/a3-server.json"
 
 
 Program program_for(const Platform& platform) {
-  return Program(platform.npus(), platform.spec().npu);
+  return Program(platform.spec());
 }
 
 // Earliest start and latest end of `ids` restricted to tasks on `rank`.
@@ -566,7 +566,7 @@ TEST_CASE("program: a host wait that nothing records is refused before the run",
 
 TEST_CASE("program: a Wait on a handle that is never committed makes build throw ProgramError", "[program][build]") {
   const TopologySpec spec = load_topology(a2_server());
-  Program p(spec.npus, spec.npu);
+  Program p(spec);
   REQUIRE(p.add_domain(3, {0, 1}) == HCCL_SUCCESS);
   for (int r : {0, 1}) {
     init_aiv(p, r, 3);

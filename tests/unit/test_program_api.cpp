@@ -29,7 +29,7 @@ namespace {
 using hcclsim::testing::source_file;
 
 Program program_for(const Platform& platform) {
-  return Program(platform.npus(), platform.spec().npu);
+  return Program(platform.spec());
 }
 
 struct Span {
@@ -283,7 +283,7 @@ TEST_CASE("api: the HcclThreadAcquire seed in C++ - each wait ends exactly when 
 
 TEST_CASE("api: the host wrappers return HCCL's result codes", "[api][result]") {
   const TopologySpec spec = load_topology(source_file("configs/topologies/a2-server.json"));
-  Program program(spec.npus, spec.npu);
+  Program program(spec);
   REQUIRE(program.add_domain(0, {0, 1}) == HCCL_SUCCESS);
   HcclComm comm = program.comm(0, 0);
   CHECK(program.comm(0, 5) == nullptr);
@@ -326,7 +326,7 @@ TEST_CASE("api: the host wrappers return HCCL's result codes", "[api][result]") 
 
 TEST_CASE("api: the kernel wrappers return HCCL's result codes on A2", "[api][result]") {
   const TopologySpec spec = load_topology(source_file("configs/topologies/a2-server.json"));
-  Program program(spec.npus, spec.npu);
+  Program program(spec);
   REQUIRE(program.add_domain(0, {0, 1}) == HCCL_SUCCESS);
   REQUIRE(program.add_domain(1, {0, 1}) == HCCL_SUCCESS);
   KernelScope aiv(program, 0, CoreKind::Aiv, {0, 1});
@@ -397,7 +397,7 @@ TEST_CASE("api: the kernel wrappers return HCCL's result codes on A2", "[api][re
 TEST_CASE("api: AlltoAllV and InterHcclGroupSync pass on A3 and AlltoAllV takes one count per domain rank",
           "[api][result][a3]") {
   const TopologySpec spec = load_topology(source_file("configs/topologies/a3-server.json"));
-  Program program(spec.npus, spec.npu);
+  Program program(spec);
   REQUIRE(program.add_domain(0, {0, 1, 2}) == HCCL_SUCCESS);
   REQUIRE(program.add_domain(1, {0, 1, 2}) == HCCL_SUCCESS);
   KernelScope aiv(program, 0, CoreKind::Aiv, {0, 1});

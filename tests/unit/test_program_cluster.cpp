@@ -1,6 +1,8 @@
-// Programs whose domains span servers run their collectives hierarchically.
+// A program's collectives run the executor `hcclsim perf` selects for their
+// domain: across servers hierarchically, on A3 A3's executors.
 #include <catch2/catch.hpp>
 
+#include "sim/perf/perf.h"
 #include "sim/program/program.h"
 #include "sim/scheduler.h"
 #include "topologies/config.h"
@@ -29,8 +31,7 @@ void all_reduce_kernel(Program& program, const std::vector<int>& ranks) {
 TEST_CASE("a program domain over two whole A2 servers runs its AllReduce across them", "[program][cluster]") {
   const TopologySpec spec =
       load_topology(std::string(HCCLSIM_SOURCE_DIR) + "/configs/topologies/a2-cluster.json", {}, 2);
-  Program program(spec.npus, spec.npu);
-  program.set_npus_per_server(spec.npus_per_server);
+  Program program(spec);
   std::vector<int> all(16);
   for (int r = 0; r < 16; ++r) all[static_cast<std::size_t>(r)] = r;
   all_reduce_kernel(program, all);
@@ -45,11 +46,40 @@ TEST_CASE("a program domain over two whole A2 servers runs its AllReduce across 
   CHECK(r.failure.empty());
 }
 
-TEST_CASE("a program domain across servers that is not whole servers is refused", "[program][cluster]") {
+TEST_CASE("a program domain of part of two servers runs the executor perf selects for that group", "[program][cluster]") {
   const TopologySpec spec =
       load_topology(std::string(HCCLSIM_SOURCE_DIR) + "/configs/topologies/a2-cluster.json", {}, 2);
-  Program program(spec.npus, spec.npu);
-  program.set_npus_per_server(spec.npus_per_server);
+  Program program(spec);
   all_reduce_kernel(program, {6, 7, 8, 9});  // two NPUs of each server
-  CHECK_THROWS_WITH(program.build(), Catch::Contains("whole servers"));
+  const Program::Built built = program.build();
+  Platform platform(spec);
+  Scheduler sched(platform);
+  const RunResult r = sched.run(built.graph);
+  CHECK(r.failure.empty());
+  // HCCL's hierarchical executor for 2 + 2 ranks: a phase inside each
+  // server, one between them (P1), one inside again, as perf builds it.
+  bool between = false;
+  for (const Thread& th : built.graph.threads()) between = between || th.name.find("/P1/") != std::string::npos;
+  CHECK(between);
+}
+
+TEST_CASE("a program's collective runs the executor perf runs for the same ranks and size, on A3 too", "[program][cluster]") {
+  for (const char* topology : {"a2-server.json", "a3-server.json"}) {
+    INFO(topology);
+    const TopologySpec spec = load_topology(std::string(HCCLSIM_SOURCE_DIR) + "/configs/topologies/" + topology);
+    Program program(spec);
+    all_reduce_kernel(program, {0, 1, 2, 3, 4, 5, 6, 7});
+    const Program::Built built = program.build();
+    REQUIRE(built.handles.size() == 1);
+    PerfRequest request;
+    request.op = CollOp::AllReduce;
+    request.ranks = 8;
+    request.dtype = DataType::Fp16;
+    request.sizes = {(std::uint64_t{1} << 20) * 2};   // count 2^20 fp16 elements
+    request.buffer_bytes = spec.npu.hccl_buffer_bytes;
+    const std::string perf_executor = estimate_perf(spec, request).front().executor;
+    CHECK(built.handles.front().executor == perf_executor);
+    CHECK(built.handles.front().ranks == 8);
+  }
+  // (Before, every program domain inside a server ran A2's mesh: an A3 program too.)
 }

@@ -36,10 +36,7 @@ using hcclsim::testing::source_file;
 // A program on the platform's NPUs, servers and SDMA domains (as `hcclsim run` sets them up).
 struct ProgramOn : Program {
   explicit ProgramOn(const Platform& platform)
-      : Program(platform.npus(), platform.spec().npu) {
-    set_npus_per_server(platform.spec().npus_per_server);
-    set_sdma_domains(platform.spec().sdma_domain_of);
-  }
+      : Program(platform.spec()) {}
 };
 
 std::vector<int> first_ranks(int n) {
