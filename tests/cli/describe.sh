@@ -38,7 +38,9 @@ PY
     "$hcclsim" describe "${topo[@]}" >"$tmp/out.txt" 2>"$tmp/err.txt" || fail=1
     grep -q "npu0.sdma .. npu$((npus - 1)).sdma" "$tmp/out.txt" || { echo "FAIL: table lacks the SDMA units" >&2; fail=1; } ;;
   describe_too_large)
-    args=(describe --topology "$src/configs/topologies/a2-cluster.json" --servers 65536); expect=("--servers" "--max-memory"); run_case ;;
+    args=(describe --topology "$src/configs/topologies/a2-cluster.json" --servers 65536); expect=("--servers" "--max-memory"); run_case
+    # (a platform has no tasks to count: the message gives none)
+    ! grep -q "tasks)" "$tmp/err.txt" || { echo "FAIL: the refusal counts tasks a platform does not have" >&2; fail=1; } ;;
   describe_bad_format) args=(describe --format yaml); expect=("--format" "yaml"); run_case ;;
   describe_bad_topology)
     echo '{"name": "x"}' >"$tmp/t.json"
