@@ -2219,18 +2219,4 @@ const std::vector<EstimateFabric::RankStep>& EstimateFabric::rank_steps(
   return found->second;
 }
 
-const EstimateFn* find_estimate(const std::string& name) {
-  static const std::map<std::string, EstimateFn> all = [] {
-    std::map<std::string, EstimateFn> out;
-    register_mesh_estimates(out);
-    register_level1_estimates(out);
-    register_hierarchical_estimates(out);
-    register_ring_estimates(out);
-    register_aiv_estimates(out);
-    return out;
-  }();
-  const auto it = all.find(name);
-  return it == all.end() ? nullptr : &it->second;
-}
-
 }  // namespace hcclsim

@@ -612,17 +612,9 @@ class EstimateFabric {
 std::vector<double> max_min_shares(const std::vector<const std::vector<int>*>& paths, const std::vector<double>& limit,
                                    const std::vector<double>& capacity, const std::vector<double>& weight = {});
 
-// An executor's closed form: the collective's time in ps.
+// An executor's closed form: the collective's time in ps. Each is
+// registered with its executor (Executor::estimate, sim/executors); the
+// forms of sim/estimate/*.cpp are attached there by name.
 using EstimateFn = std::function<double(const CollectiveSpec&, const ExecContext&, const AlgoPlan&, const EstimateFabric&)>;
-
-// The closed form registered for HCCL's executor `name`, or nullptr.
-const EstimateFn* find_estimate(const std::string& name);
-
-// Registration, called once by find_estimate (sim/estimate/*.cpp).
-void register_mesh_estimates(std::map<std::string, EstimateFn>& out);
-void register_level1_estimates(std::map<std::string, EstimateFn>& out);
-void register_hierarchical_estimates(std::map<std::string, EstimateFn>& out);
-void register_ring_estimates(std::map<std::string, EstimateFn>& out);
-void register_aiv_estimates(std::map<std::string, EstimateFn>& out);
 
 }  // namespace hcclsim

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -61,6 +62,8 @@ struct ExecutorChoice {
   std::string describe(const ExecContext& ctx, CollOp op) const;
 };
 
+class EstimateFabric;
+
 struct Executor {
   std::string name;                        // HCCL's executor name
   std::string source;                      // the HCCL source file its structure follows
@@ -68,6 +71,10 @@ struct Executor {
   // Empty when the executor can run `spec` in `ctx`; otherwise why not.
   std::function<std::string(const CollectiveSpec&, const ExecContext&)> refuses;
   std::function<TaskGraph(const CollectiveSpec&, const ExecContext&, const AlgoPlan&)> build;
+  // Its closed form for --model estimate (sim/estimate): the collective's
+  // time in ps on the estimate's fabric. Empty: the detailed model only.
+  using Estimate = std::function<double(const CollectiveSpec&, const ExecContext&, const AlgoPlan&, const EstimateFabric&)>;
+  Estimate estimate;
 };
 
 // Every registered executor, in registration order.
@@ -138,10 +145,21 @@ struct DirectFullmeshPlan {
 };
 DirectFullmeshPlan direct_fullmesh_plan(const CollectiveSpec& spec, std::uint64_t largest_pair, bool alltoallv);
 
-// Registration, called once by executors() in a fixed order.
+// The closed form of HCCL's executor `name`, or nullptr (no such executor,
+// or one the estimate has no form for).
+const Executor::Estimate* find_estimate(const std::string& name);
+
+// Registration, called once by executors() in a fixed order: the builders
+// (sim/executors/*.cpp), then the closed forms by executor name
+// (sim/estimate/*.cpp), each of which must name a registered executor.
 void register_mesh_executors(std::vector<Executor>& out);
 void register_ring_executors(std::vector<Executor>& out);
 void register_aiv_executors(std::vector<Executor>& out);
 void register_hierarchical_executors(std::vector<Executor>& out);
+void register_mesh_estimates(std::map<std::string, Executor::Estimate>& out);
+void register_level1_estimates(std::map<std::string, Executor::Estimate>& out);
+void register_hierarchical_estimates(std::map<std::string, Executor::Estimate>& out);
+void register_ring_estimates(std::map<std::string, Executor::Estimate>& out);
+void register_aiv_estimates(std::map<std::string, Executor::Estimate>& out);
 
 }  // namespace hcclsim

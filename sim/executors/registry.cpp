@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <map>
 #include <stdexcept>
 
@@ -46,9 +47,25 @@ const std::vector<Executor>& executors() {
     for (const Executor& e : out) {
       if (seen[e.name]++ > 0) throw std::logic_error("executor " + e.name + " registered twice");
     }
+    std::map<std::string, Executor::Estimate> forms;
+    register_mesh_estimates(forms);
+    register_level1_estimates(forms);
+    register_hierarchical_estimates(forms);
+    register_ring_estimates(forms);
+    register_aiv_estimates(forms);
+    for (auto& [name, form] : forms) {
+      auto e = std::find_if(out.begin(), out.end(), [&](const Executor& x) { return x.name == name; });
+      if (e == out.end()) throw std::logic_error("a closed form names " + name + ", which no executor registers");
+      e->estimate = std::move(form);
+    }
     return out;
   }();
   return all;
+}
+
+const Executor::Estimate* find_estimate(const std::string& name) {
+  const Executor* e = find_executor(name);
+  return e != nullptr && e->estimate ? &e->estimate : nullptr;
 }
 
 const Executor* find_executor(const std::string& name) {
