@@ -15,7 +15,7 @@
 #include <map>
 #include <stdexcept>
 
-#include "sim/collectives/hccl_algo.h"
+#include "sim/executors/hccl_algo.h"
 #include "sim/perf/perf.h"
 #include "topologies/cluster.h"
 #include "topologies/config.h"

@@ -14,7 +14,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "sim/collectives/hierarchy.h"
+#include "sim/executors/hierarchy.h"
 #include "sim/scenario/scenario_run.h"
 #include "base/error.h"
 #include "sim/trace.h"

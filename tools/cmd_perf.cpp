@@ -4,7 +4,7 @@
 #include <iostream>
 #include <optional>
 
-#include "sim/collectives/hccl_algo.h"
+#include "sim/executors/hccl_algo.h"
 #include "sim/perf/perf.h"
 #include "sim/report/link_stats.h"
 #include "sim/report/row_transport.h"

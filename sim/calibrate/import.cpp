@@ -9,7 +9,7 @@
 #include <map>
 #include <string_view>
 
-#include "sim/collectives/collective.h"
+#include "sim/executors/collective.h"
 #include "base/error.h"
 #include "base/json_reader.h"
 #include "sim/perf/perf.h"

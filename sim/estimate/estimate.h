@@ -247,7 +247,7 @@ class EstimateFabric {
   int npus() const { return spec_.npus; }
 
   // The ring forms add a steady run of identical full slices at once
-  // (sim/estimate/ring.cpp, Hierarchical::slices); with `follow` they
+  // (sim/executors/ring_estimate.cpp, Hierarchical::slices); with `follow` they
   // follow every slice instead (the tests compare the two).
   void follow_every_slice(bool follow) { follow_every_slice_ = follow; }
   bool follows_every_slice() const { return follow_every_slice_; }
@@ -614,7 +614,7 @@ std::vector<double> max_min_shares(const std::vector<const std::vector<int>*>& p
 
 // An executor's closed form: the collective's time in ps. Each is
 // registered with its executor (Executor::estimate, sim/executors); the
-// forms of sim/estimate/*.cpp are attached there by name.
+// forms of sim/executors/*_estimate.cpp are attached there by name.
 using EstimateFn = std::function<double(const CollectiveSpec&, const ExecContext&, const AlgoPlan&, const EstimateFabric&)>;
 
 }  // namespace hcclsim

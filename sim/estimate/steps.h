@@ -1,4 +1,4 @@
-// Step primitives shared by the closed forms (sim/estimate/*.cpp): the
+// Step primitives shared by the closed forms (sim/executors/*_estimate.cpp): the
 // stream rules of the scheduler applied to one representative rank whose
 // peers are exactly as far along as it is. Times are ps from the start of
 // the collective. A "free" time is when a stream's previous task ended: its
@@ -39,7 +39,7 @@ inline double sdma_task(const StepCosts& c, double free, double fixed, double by
   return free + c.dispatch + fixed + (bytes > 0 ? bytes / rate + latency : 0.0);
 }
 
-// A guarded transfer of the level-1 emitter (sim/collectives/level1.cpp)
+// A guarded transfer of the level-1 emitter (sim/executors/level1.cpp)
 // between two ranks on one stream each, every rank both sending and
 // receiving the same way: the receiver records "ready", the sender waits
 // for it, writes `bytes` (at `rate`) and records "done", the receiver
@@ -72,7 +72,7 @@ inline double guarded_step(const StepCosts& c, double free, double bytes, double
 }
 
 // One fork / handshake / body / handshake / join phase of the mesh
-// templates (sim/collectives/exec_builder.h) on a representative rank:
+// templates (sim/executors/exec_builder.h) on a representative rank:
 // Main records "go" to k slave streams in turn (slave i free at
 // first + (i+1)(d + Rl)); stream i is paired with stream partner(i) of its
 // peer (which, every rank alike, is free when this rank's stream

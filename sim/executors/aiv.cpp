@@ -24,7 +24,7 @@
 // refuses them), the barrier/flag-clearing kernel every 1000 launches.
 #include <algorithm>
 
-#include "sim/collectives/exec_builder.h"
+#include "sim/executors/exec_builder.h"
 #include "sim/executors/aiv.h"
 #include "sim/executors/executor.h"
 

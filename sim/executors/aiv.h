@@ -1,5 +1,5 @@
 // The AIV kernels' fixed sizes (sim/executors/aiv.cpp builds the kernels,
-// sim/estimate/aiv.cpp evaluates them in closed form; both read these).
+// sim/executors/aiv_estimate.cpp evaluates them in closed form; both read these).
 #pragma once
 
 #include <cstdint>

@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "models/params.h"
-#include "sim/collectives/collective.h"
-#include "sim/collectives/hierarchy.h"
+#include "sim/executors/collective.h"
+#include "sim/executors/hierarchy.h"
 
 namespace hcclsim {
 
@@ -151,7 +151,7 @@ const Executor::Estimate* find_estimate(const std::string& name);
 
 // Registration, called once by executors() in a fixed order: the builders
 // (sim/executors/*.cpp), then the closed forms by executor name
-// (sim/estimate/*.cpp), each of which must name a registered executor.
+// (sim/executors/*_estimate.cpp), each of which must name a registered executor.
 void register_mesh_executors(std::vector<Executor>& out);
 void register_ring_executors(std::vector<Executor>& out);
 void register_aiv_executors(std::vector<Executor>& out);

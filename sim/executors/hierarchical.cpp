@@ -1,7 +1,7 @@
 // Executors that compose level-0 and level-1 algorithms (A2 clusters), and
 // the flat "Comm" executors HCCL falls back to (one level-1 algorithm over
 // every rank of the communicator). Compositions live in
-// sim/collectives/hierarchy, level-1 algorithms in sim/collectives/level1.
+// sim/executors/hierarchy, level-1 algorithms in sim/executors/level1.
 #include "sim/executors/executor.h"
 
 namespace hcclsim {

@@ -11,7 +11,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "sim/collectives/exec_builder.h"
+#include "sim/executors/exec_builder.h"
 #include "sim/executors/executor.h"
 
 namespace hcclsim {

@@ -3,7 +3,7 @@
 // the servers of a supernode one level-1 plane per die index, across
 // supernodes level 2 (hcomm src/legacy/ascend910/algorithm/impl/
 // coll_executor/*/ *_for_910_93_executor.cc). The level-0 ring forms live in
-// sim/collectives/ring.cpp; the composition in sim/collectives/hierarchy.
+// sim/executors/ring.cpp; the composition in sim/executors/hierarchy.
 #include "sim/executors/executor.h"
 
 namespace hcclsim {

@@ -8,7 +8,7 @@
 #include <set>
 #include <tuple>
 
-#include "sim/collectives/exec_builder.h"
+#include "sim/executors/exec_builder.h"
 #include "base/error.h"
 #include "base/json_reader.h"
 #include "sim/scheduler.h"

@@ -45,7 +45,7 @@
 #include <vector>
 
 #include "models/params.h"
-#include "sim/collectives/hierarchy.h"
+#include "sim/executors/hierarchy.h"
 #include "sim/task_graph.h"
 #include "topologies/platform.h"
 

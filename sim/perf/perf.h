@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/collectives/collective.h"
-#include "sim/collectives/hierarchy.h"
+#include "sim/executors/collective.h"
+#include "sim/executors/hierarchy.h"
 #include "sim/executors/executor.h"
 #include "sim/link_usage.h"
 #include "sim/scenario/scenario_run.h"

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "models/params.h"
-#include "sim/collectives/collective.h"
+#include "sim/executors/collective.h"
 #include "sim/moe/moe.h"
 #include "sim/scheduler.h"
 #include "sim/task_graph.h"

@@ -4,7 +4,7 @@
 #include <map>
 #include <stdexcept>
 
-#include "sim/collectives/hccl_algo.h"
+#include "sim/executors/hccl_algo.h"
 #include "base/error.h"
 #include "sim/estimate/estimate.h"
 #include "base/units.h"

@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <iostream>
 
-#include "sim/collectives/hccl_algo.h"
+#include "sim/executors/hccl_algo.h"
 #include "base/error.h"
 #include "base/json_reader.h"
 #include "sim/report/row_writer.h"

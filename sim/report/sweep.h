@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/collectives/collective.h"
+#include "sim/executors/collective.h"
 #include "sim/perf/perf.h"
 #include "sim/report/row_transport.h"
 #include "topologies/platform.h"

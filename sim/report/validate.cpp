@@ -13,7 +13,7 @@
 
 #include "base/error.h"
 #include "base/json_reader.h"
-#include "sim/collectives/hccl_algo.h"
+#include "sim/executors/hccl_algo.h"
 #include "sim/moe/moe.h"
 #include "sim/perf/perf.h"
 #include "sim/scheduler.h"

@@ -1,4 +1,4 @@
-// Unit tests for the level-0 collectives (sim/collectives) on the real A2
+// Unit tests for the level-0 collectives (sim/executors) on the real A2
 // server topology: every op, rank count and algorithm passes the data check
 // and is never faster than the link-bandwidth lower bound of its algorithm;
 // other data types, reduction ops and roots; and a deliberately broken
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/collectives/collective.h"
+#include "sim/executors/collective.h"
 #include "sim/data_check.h"
 #include "sim/perf/perf.h"
 #include "sim/scheduler.h"

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/collectives/collective.h"
-#include "sim/collectives/level1.h"
+#include "sim/executors/collective.h"
+#include "sim/executors/level1.h"
 #include "sim/data_check.h"
 #include "sim/scheduler.h"
 #include "topologies/cluster.h"

@@ -8,7 +8,7 @@
 // server), they are held to 0.1% as well, so that a change of one task on
 // the critical path (a record, a dispatch gap, a copy) fails here and not
 // only a 5% drift. So are the AIV kernels of one server (--expansion aiv,
-// A2 and A3; sim/estimate/aiv.cpp follows every core). The level-1
+// A2 and A3; sim/executors/aiv_estimate.cpp follows every core). The level-1
 // Broadcast and Reduce across A2 servers are followed write by write, every plane's rail at once (the root's scatter writes in flight during its
 // all-gather, a reduce's loops overlapping): held to 1% and 0.1%. Points
 // where the estimate is known to leave something out are listed with the

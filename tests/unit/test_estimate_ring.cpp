@@ -1,4 +1,4 @@
-// `--model estimate` for the ring executors (sim/estimate/ring.cpp) against
+// `--model estimate` for the ring executors (sim/executors/ring_estimate.cpp) against
 // the detailed model, on the real A3 profiles: one server (16 dies) and one
 // CloudMatrix384 supernode of 2 and 4 servers, every NPU a rank, fp16, sizes
 // 8K, 1M, 64M and 1G (hccl_test's data_size), without the data check. Each

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/collectives/level1.h"
+#include "sim/executors/level1.h"
 #include "sim/executors/executor.h"
 
 using namespace hcclsim;

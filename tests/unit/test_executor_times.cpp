@@ -586,7 +586,7 @@ double ring_step(const K& c, double h, bool reduce) {
   return (c.d + c.Rr) + (c.d + c.W) + (c.d + c.read_from(h, reduce)) + (c.d + c.Rr) + (c.d + c.W);
 }
 
-// The double ring on A3 (sim/collectives/ring.cpp): ring 0 on slave 0,
+// The double ring on A3 (sim/executors/ring.cpp): ring 0 on slave 0,
 // ring 1 on Main, their local-copy streams on slaves 1 and 2; each ring
 // carries h = half of every slice. `fork_start`: when Main's first fork
 // record starts. Returns when Main (ring 1) ends its join.

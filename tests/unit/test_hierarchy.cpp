@@ -1,4 +1,4 @@
-// Unit tests for the hierarchical collectives (sim/collectives/hierarchy.h):
+// Unit tests for the hierarchical collectives (sim/executors/hierarchy.h):
 // level 0 (mesh) inside a server, level 1 on the rails between servers,
 // level 2 between A3 supernodes, run through run_perf as `hcclsim perf`
 // runs them. Every op x level-1 algorithm x server count (2..5, non-powers
@@ -21,10 +21,10 @@
 #include <string>
 #include <vector>
 
-#include "sim/collectives/collective.h"
-#include "sim/collectives/hccl_algo.h"
-#include "sim/collectives/hierarchy.h"
-#include "sim/collectives/level1.h"
+#include "sim/executors/collective.h"
+#include "sim/executors/hccl_algo.h"
+#include "sim/executors/hierarchy.h"
+#include "sim/executors/level1.h"
 #include "sim/perf/perf.h"
 #include "topologies/cluster.h"
 #include "topologies/config.h"

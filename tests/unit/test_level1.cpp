@@ -1,5 +1,5 @@
 // Unit tests for the level-1 (between servers) algorithms of
-// sim/collectives/level1.h on a RoCE cluster of one-NPU servers, so that
+// sim/executors/level1.h on a RoCE cluster of one-NPU servers, so that
 // every transfer is an RDMA write and every cross-rank notify an RDMA
 // record: each algorithm x op x rank count (powers of two and not) x size
 // (small, odd, several loops over a small HCCL buffer) passes the data
@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/collectives/collective.h"
-#include "sim/collectives/level1.h"
+#include "sim/executors/collective.h"
+#include "sim/executors/level1.h"
 #include "sim/data_check.h"
 #include "sim/perf/perf.h"
 #include "sim/scheduler.h"

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/collectives/plan.h"
+#include "sim/executors/plan.h"
 #include "sim/moe/moe.h"
 #include "sim/scheduler.h"
 #include "sim/task_graph.h"

@@ -2,7 +2,7 @@
 // later ones; the data must still come out right, and it must pay off.
 #include <catch2/catch.hpp>
 
-#include "sim/collectives/hccl_algo.h"
+#include "sim/executors/hccl_algo.h"
 #include "sim/perf/perf.h"
 #include "topologies/config.h"
 

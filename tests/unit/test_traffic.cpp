@@ -55,7 +55,7 @@
 #include <vector>
 
 #include "fixtures.h"
-#include "sim/collectives/level1.h"
+#include "sim/executors/level1.h"
 #include "sim/executors/aiv.h"
 #include "sim/executors/executor.h"
 #include "sim/perf/perf.h"
@@ -408,7 +408,7 @@ std::vector<u64> loop_sizes(u64 total, u64 per_loop) {
   return out;
 }
 
-// The level compositions (sim/collectives/hierarchy.cpp; one server: the
+// The level compositions (sim/executors/hierarchy.cpp; one server: the
 // level-0 form alone). `rings`: 0 = the A2 mesh, 1 = a single ring, 2 =
 // the A3 double ring. Per slice of the HCCL buffer; the forms are linear in
 // the data, so the slices add up to the whole.

@@ -1,5 +1,5 @@
 // Closed forms of the executors that compose level-0 mesh stages and
-// level-1 stages (sim/collectives/hierarchy.cpp, mesh.cpp) on A2 clusters,
+// level-1 stages (sim/executors/hierarchy.cpp, mesh.cpp) on A2 clusters,
 // the Pipeline forms, and the pairwise AlltoAll over every rank.
 //
 // Every server runs alike, so the form follows one server's ranks, each
@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/collectives/plan.h"
-#include "sim/estimate/level1.h"
+#include "sim/executors/plan.h"
+#include "sim/executors/level1_estimate.h"
 #include "sim/estimate/steps.h"
 #include "sim/executors/executor.h"
 

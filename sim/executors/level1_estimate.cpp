@@ -7,7 +7,7 @@
 // Over RDMA (A2 rails) the Broadcast and the Reduce are followed write by
 // write instead (RdmaRun), as their writes of different steps and loops
 // are in flight together and share the NICs.
-#include "sim/estimate/level1.h"
+#include "sim/executors/level1_estimate.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/collectives/plan.h"
+#include "sim/executors/plan.h"
 #include "sim/estimate/steps.h"
 #include "sim/executors/executor.h"
 

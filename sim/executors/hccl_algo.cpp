@@ -1,4 +1,4 @@
-#include "sim/collectives/hccl_algo.h"
+#include "sim/executors/hccl_algo.h"
 
 #include <algorithm>
 #include <map>

@@ -1,11 +1,11 @@
-#include "sim/collectives/hierarchy.h"
+#include "sim/executors/hierarchy.h"
 
 #include <cmath>
 #include <functional>
 #include <map>
 #include <stdexcept>
 
-#include "sim/collectives/plan.h"
+#include "sim/executors/plan.h"
 
 namespace hcclsim {
 

@@ -10,7 +10,7 @@
 #include <functional>
 #include <optional>
 
-#include "sim/collectives/plan.h"
+#include "sim/executors/plan.h"
 
 namespace hcclsim {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/collectives/plan.h"
+#include "sim/executors/plan.h"
 
 namespace hcclsim {
 

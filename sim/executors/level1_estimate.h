@@ -1,11 +1,11 @@
-// The level-1 algorithms' closed forms (sim/collectives/level1.cpp), for
+// The level-1 algorithms' closed forms (sim/executors/level1.cpp), for
 // the flat executors and for the level-1 stages of hierarchical ones.
 #pragma once
 
 #include <cstdint>
 
-#include "sim/collectives/collective.h"
-#include "sim/collectives/level1.h"
+#include "sim/executors/collective.h"
+#include "sim/executors/level1.h"
 #include "sim/estimate/estimate.h"
 
 namespace hcclsim {

@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "sim/collectives/hierarchy.h"
+#include "sim/executors/hierarchy.h"
 
 namespace hcclsim {
 

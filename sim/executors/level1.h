@@ -29,7 +29,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/collectives/collective.h"
+#include "sim/executors/collective.h"
 
 namespace hcclsim {
 

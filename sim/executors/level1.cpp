@@ -23,13 +23,13 @@
 // Every loop repeats the same steps between the same pairs, so a register
 // is reused by the next loop only after the same pair finished with it.
 // Pairwise (AlltoAll) has its own emitter, described at all_to_all().
-#include "sim/collectives/level1.h"
+#include "sim/executors/level1.h"
 
 #include <algorithm>
 #include <functional>
 #include <stdexcept>
 
-#include "sim/collectives/plan.h"
+#include "sim/executors/plan.h"
 
 namespace hcclsim {
 

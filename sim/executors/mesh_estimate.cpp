@@ -9,8 +9,8 @@
 #include <map>
 #include <string>
 
-#include "sim/collectives/plan.h"
-#include "sim/estimate/level1.h"
+#include "sim/executors/plan.h"
+#include "sim/executors/level1_estimate.h"
 #include "sim/estimate/steps.h"
 #include "sim/executors/executor.h"
 

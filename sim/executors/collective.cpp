@@ -1,4 +1,4 @@
-#include "sim/collectives/collective.h"
+#include "sim/executors/collective.h"
 
 #include <stdexcept>
 

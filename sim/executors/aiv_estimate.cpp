@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/collectives/plan.h"
+#include "sim/executors/plan.h"
 #include "sim/estimate/steps.h"
 #include "sim/executors/aiv.h"
 #include "sim/executors/executor.h"

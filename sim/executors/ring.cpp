@@ -21,7 +21,7 @@
 // root reads every slice). AlltoAll has no ring form.
 #include <stdexcept>
 
-#include "sim/collectives/exec_builder.h"
+#include "sim/executors/exec_builder.h"
 
 namespace hcclsim {
 

@@ -1,6 +1,6 @@
 // Closed forms of the ring executors (sim/executors/ring_a3.cpp): the A3
-// single and double rings inside a server (sim/collectives/ring.cpp), and
-// across servers the stages of sim/collectives/hierarchy.cpp, levels 1 and
+// single and double rings inside a server (sim/executors/ring.cpp), and
+// across servers the stages of sim/executors/hierarchy.cpp, levels 1 and
 // 2 by level1_estimate. The A2 level0:ring executors run the same forms.
 //
 // Unlike the other forms, level 0 is followed rank by rank over ONE server
@@ -20,8 +20,8 @@
 #include <tuple>
 #include <vector>
 
-#include "sim/collectives/plan.h"
-#include "sim/estimate/level1.h"
+#include "sim/executors/plan.h"
+#include "sim/executors/level1_estimate.h"
 #include "sim/estimate/steps.h"
 #include "sim/executors/executor.h"
 

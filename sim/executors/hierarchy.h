@@ -25,8 +25,8 @@
 #include <optional>
 #include <string>
 
-#include "sim/collectives/collective.h"
-#include "sim/collectives/level1.h"
+#include "sim/executors/collective.h"
+#include "sim/executors/level1.h"
 
 namespace hcclsim {
 
