@@ -2,7 +2,7 @@
 // in C++ reads almost as the seed pages do. Each function records into a
 // Program (see program.h) and returns what HCCL would.
 //
-//   Program program(16, npu);
+//   Program program(load_topology("configs/topologies/a3-server.json"));
 //   program.add_domain(0, {0, 1, 2, 3});
 //   HcclComm comm = program.comm(0, 0);
 //   api::ProgramScope use(program);                  // for the Hcomm* calls
