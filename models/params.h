@@ -145,6 +145,10 @@ struct NpuParams {
   AivParams aiv;
   ChannelParams local_memory;       // on-chip SDMA copies share this channel
   std::uint64_t hccl_buffer_bytes = 200ULL * 1024 * 1024;  // HCCL_BUFFSIZE default 200 (MiB)
+  // DeepEP's normal mode across RDMA domains runs its layered kernels
+  // (notify_dispatch_a2, dispatch_normal_a2, moe_distribute_combine_a2) on
+  // this NPU; otherwise hcclsim's generic relay form stands in (npu.moe).
+  bool moe_layered_kernels = false;
 };
 
 }  // namespace hcclsim

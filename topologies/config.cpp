@@ -293,6 +293,12 @@ HardwareProfile read_profile(const nlohmann::json& doc, const std::string& file)
     p.local_memory = read_channel(npu.required_object("local_memory"));
     p.hccl_buffer_bytes = npu.required_size("hccl_buffer");
     if (p.hccl_buffer_bytes == 0) npu.location_of("hccl_buffer").fail("the HCCL buffer cannot be empty");
+    if (npu.has("moe")) {
+      ObjectReader moe = npu.required_object("moe");
+      moe.required_string("source");
+      p.moe_layered_kernels = moe.bool_or("layered_kernels_across_servers", false);
+      moe.finish();
+    }
     npu.finish();
   }
   {

@@ -245,11 +245,11 @@ constexpr int kCombinePieces = 4;   // combine's per-token pipelining, in quarte
 
 // Whether a call runs DeepEP's A2 kernels across servers (notify_dispatch_a2,
 // dispatch_normal_a2, moe_distribute_combine_a2): normal mode over more than
-// one RDMA domain of 910B NPUs (DeepEP takes that path on ASCEND910B only,
-// deep_ep.cpp num_rdma_ranks); elsewhere across domains the generic relay
-// form below stands in. The one place the product selects kernels.
+// one RDMA domain of NPUs whose profile says DeepEP has them
+// (npu.moe.layered_kernels_across_servers: 910B); elsewhere across domains
+// the generic relay form below stands in.
 bool a2_layered_kernels(const MoeParams& p, const MoeFabric& fabric) {
-  if (p.mode != MoeMode::Normal || fabric.npu.product != Product::A2) return false;
+  if (p.mode != MoeMode::Normal || !fabric.npu.moe_layered_kernels) return false;
   for (std::size_t i = 1; i < fabric.domain.size(); ++i) {
     if (fabric.domain[i] != fabric.domain.front()) return true;
   }

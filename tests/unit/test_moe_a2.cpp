@@ -242,3 +242,24 @@ TEST_CASE("A2 layered dispatch: a core reads each source's rows from the local r
     CHECK(g.task(blocks[0]).bytes == 32 + tokens * token);
   }
 }
+
+TEST_CASE("the layered kernels come from the profile (npu.moe), not from the product's name", "[moe]") {
+  // build_moe needs no Platform: the fabric is the profile's NPU and the SDMA domains.
+  const TopologySpec spec = load_topology(source_file("configs/topologies/a2-cluster.json"), std::nullopt, 2);
+  REQUIRE(spec.npu.moe_layered_kernels);   // the A2 profile: DeepEP has them on 910B
+  std::vector<int> ranks(16);
+  std::iota(ranks.begin(), ranks.end(), 0);
+  const MoeParams p = tiny_a2(16);
+  std::string kernel;
+  build_moe(p, MoePhase::Combine, make_routing(p), moe_fabric(spec.npu, spec.sdma_domain_of, ranks), &kernel);
+  CHECK(kernel == "moe_distribute_combine_a2");
+  NpuParams without = spec.npu;
+  without.moe_layered_kernels = false;   // as the A3 profile says
+  build_moe(p, MoePhase::Combine, make_routing(p), moe_fabric(without, spec.sdma_domain_of, ranks), &kernel);
+  CHECK(kernel == "cam_moe_combine_normal");
+  // One server: one domain, no layered kernels whatever the profile says.
+  const std::vector<int> one(ranks.begin(), ranks.begin() + 8);
+  const MoeParams q = tiny_a2(8);
+  build_moe(q, MoePhase::Combine, make_routing(q), moe_fabric(spec.npu, spec.sdma_domain_of, one), &kernel);
+  CHECK(kernel == "cam_moe_combine_normal");
+}
