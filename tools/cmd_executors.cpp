@@ -11,11 +11,14 @@ namespace {
 class ExecutorsCommand : public Command {
  public:
   std::string name() const override { return "executors"; }
-  std::string summary() const override { return "the HCCL executors hcclsim models, with their sources"; }
+  std::string summary() const override {
+    return "the HCCL executors hcclsim models, with their sources and whether --model estimate has a closed form";
+  }
   void declare(CLI::App&) override {}
   int run(CommandContext& ctx) override {
     for (const Executor& e : executors()) {
-      *ctx.out << e.name << "\n    " << e.summary << "\n    source: " << e.source << "\n";
+      *ctx.out << e.name << "\n    " << e.summary << "\n    source: " << e.source << "\n    estimate: "
+               << (e.estimate ? "a closed form (--model estimate)" : "none (--model detailed only)") << "\n";
     }
     return 0;
   }

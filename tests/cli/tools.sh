@@ -213,6 +213,11 @@ PY
     "$hcclsim" perf all_reduce -b 8K -e 64M --no-check --format csv >"$tmp/det.csv" 2>/dev/null
     check "the same executors as the detailed model" \
       diff <(cut -d, -f1-9,14 "$tmp/det.csv" | tail -n +2) <(cut -d, -f1-9,14 "$tmp/est.csv" | tail -n +2)
+    # Each executor's record carries its closed form: the listing says so for every one.
+    "$hcclsim" executors >"$tmp/executors.txt" 2>/dev/null
+    check "executors: every one lists its estimate" \
+      [ "$(grep -c '^    estimate: ' "$tmp/executors.txt")" -eq "$(grep -c '^    source: ' "$tmp/executors.txt")" ]
+    check "executors: every one has a closed form" [ "$(grep -c '^    estimate: none' "$tmp/executors.txt")" -eq 0 ]
     "$hcclsim" perf all_gather -b 1M -e 1G -f 4 --topology "$a2_cluster" --servers 12500 --model estimate \
       --format csv >"$tmp/big.csv" 2>"$tmp/err.txt"
     check "100,000 NPUs: exits 0 (not refused by the memory estimate)" [ $? -eq 0 ]
