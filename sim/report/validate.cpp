@@ -216,7 +216,7 @@ std::string measurements_json(const std::vector<MeasuredPoint>& points, const st
   for (std::size_t i = 0; i < points.size(); ++i) {
     const MeasuredPoint& p = points[i];
     const bool p2p = p.op.rfind("p2p_", 0) == 0;
-    const bool moe = p.op.rfind("moe_", 0) == 0 || p.op == "step";   // (no dtype or size of their own)
+    const bool sizeless = p.op.rfind("moe_", 0) == 0 || p.op == "step";   // MoE and step points: no dtype or size of their own
     nlohmann::ordered_json o;
     o["id"] = p.id;
     o["group"] = p.group;
@@ -228,8 +228,8 @@ std::string measurements_json(const std::vector<MeasuredPoint>& points, const st
       o["block_bytes"] = p.block_bytes;
       o["total_bytes"] = p.total_bytes;
     }
-    if ((!p2p && !moe) || p.dtype != "fp16") o["dtype"] = p.dtype;
-    if (!p2p && !moe) {
+    if ((!p2p && !sizeless) || p.dtype != "fp16") o["dtype"] = p.dtype;
+    if (!p2p && !sizeless) {
       o["size_bytes"] = p.size_bytes;
       o["size_means"] = p.size_means;
     }
@@ -365,7 +365,12 @@ double run_moe_point(Platform& platform, const MeasuredPoint& point, std::string
 // A step point: `hcclsim step --model estimate` with the point's options.
 double run_step_point(const Platform& platform, const MeasuredPoint& point, std::string* what) {
   const StepRequest req = step_request_of(point, JsonLocation{"point " + point.id, "$.options"});
-  const StepPlanPtr plan = plan_step(platform.spec(), req, StepPlanScope::Symmetric);
+  StepPlanPtr plan;
+  try {
+    plan = plan_step(platform.spec(), req, StepPlanScope::Symmetric);
+  } catch (const InputError& e) {   // (the step names its own options: --layout, --batch)
+    throw InputError("point " + point.id + " options", e.message());
+  }
   const StepResult result = run_step_estimate(*plan);
   *what = "step estimate " + req.layout.describe();
   if (point.metric == "time_us") return result.step_time_us;

@@ -158,6 +158,19 @@ TEST_CASE("a step point's bad options are refused naming the point's JSON path",
        "$.points[0].options.zero"},
       {"{" + model_option() + ", \"layout\": \"tp=2\", \"batch\": \"global=8,seq=8\"}", "algbw_GBps", "$.points[0].metric"},
   };
+  // A layout larger than the point's topology is found when the point runs: named by the point.
+  {
+    const std::string file = write_step_point(
+        "too_many", "{" + model_option() + ", \"layout\": \"tp=64\", \"batch\": \"global=8,seq=8\"}", "time_us");
+    try {
+      run_validation(load_measurements(file));
+      FAIL("a 64-rank layout on 8 NPUs was accepted");
+    } catch (const InputError& e) {
+      CHECK(e.where() == "point S/1 options");
+      CHECK_THAT(e.message(), Catch::Contains("64 ranks"));
+    }
+    std::remove(file.c_str());
+  }
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const std::string file = write_step_point("bad" + std::to_string(i), cases[i].options, cases[i].metric);
     try {
