@@ -41,6 +41,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/unzeroed_allocator.h"
+#include "models/link/max_min.h"
 #include "models/params.h"
 #include "topologies/platform_spec.h"
 #include "topologies/routes.h"
@@ -118,24 +120,6 @@ struct PairRuns {
 // (Grown by a resize that leaves the new elements as they are: the router
 // writes each flow's channels into room made for them; zeroing it first
 // was a tenth of routing a flow.)
-template <class T>
-struct UnzeroedAllocator : std::allocator<T> {
-  template <class U>
-  struct rebind {
-    using other = UnzeroedAllocator<U>;
-  };
-  UnzeroedAllocator() = default;
-  template <class U>
-  UnzeroedAllocator(const UnzeroedAllocator<U>&) noexcept {}
-  template <class U>
-  void construct(U* at) noexcept {
-    ::new (static_cast<void*>(at)) U;  // (default-initialized: a plain number is left as it is)
-  }
-  template <class U, class... Args>
-  void construct(U* at, Args&&... args) {
-    ::new (static_cast<void*>(at)) U(std::forward<Args>(args)...);
-  }
-};
 struct RoutedFlows {
   std::vector<std::size_t, UnzeroedAllocator<std::size_t>> first{0};
   std::vector<int, UnzeroedAllocator<int>> channel;
@@ -201,37 +185,6 @@ class CountedPart {
   mutable ChannelCounts counts_;
   mutable HopPlaces places_;
   mutable ChannelCrossings crossings_;
-};
-
-// A solve of which only the slowest share of each group is wanted: flow
-// i < `flows` is in group i % `groups` (a form that follows one
-// representative per slot takes each slot's slowest read). Progressive
-// filling freezes flows slowest first, so once every group has a frozen
-// flow its slowest share is known: the filling stops there, and the flows
-// still rising are given that level (a bound below their shares). groups
-// 0: every share is wanted.
-struct SlowestOfGroups {
-  std::size_t flows = 0;
-  std::size_t groups = 0;
-};
-
-// max_min_shares with its working memory kept from solve to solve: a form
-// that solves thousands of small groups (RdmaRun, level1.cpp) otherwise
-// spends more on allocating it than on the solves. The shares returned
-// stay valid until the next solve.
-class MaxMinShares {
- public:
-  MaxMinShares();
-  ~MaxMinShares();
-  MaxMinShares(MaxMinShares&&) noexcept;
-  MaxMinShares& operator=(MaxMinShares&&) noexcept;
-  const std::vector<double>& solve(const std::vector<const std::vector<int>*>& paths, const std::vector<double>& limit,
-                                   const std::vector<double>& capacity, const std::vector<double>& weight = {});
-  struct Work;  // estimate.cpp's
-  Work& work() { return *work_; }
-
- private:
-  std::unique_ptr<Work> work_;
 };
 
 class EstimateFabric {
@@ -605,12 +558,6 @@ class EstimateFabric {
   mutable std::uint64_t flows_routed_ = 0;
 };
 
-// Max-min fair shares of flows over channels by progressive filling (the
-// detailed flow model's rule): flow i crosses the channels `paths[i]`
-// (indices into `capacity`, bytes per ps) and is held to `limit[i]`; it
-// loads each channel with `weight[i]` times its rate (empty: 1).
-std::vector<double> max_min_shares(const std::vector<const std::vector<int>*>& paths, const std::vector<double>& limit,
-                                   const std::vector<double>& capacity, const std::vector<double>& weight = {});
 
 // An executor's closed form: the collective's time in ps. Each is
 // registered with its executor (Executor::estimate, sim/executors); the
