@@ -65,7 +65,6 @@ struct Flow {
     std::uint64_t seq = 0;            // start order, for deterministic tie-breaks
     double remaining = 0;             // bytes not yet drained at `since_ps`
     double rate = 0;                  // bytes/s
-    double new_rate = 0;              // solver scratch
     std::uint64_t since_ps = 0;
     std::uint64_t drain_at = 0;       // when it will have drained at its current rate
     std::uint64_t drain_seq = 0;      // order of events due at the same time
@@ -80,7 +79,6 @@ struct Flow {
     std::uint64_t path_bound = 0;     // the slowest channel of that path, bytes/s
     std::vector<std::uint32_t> slot;  // per hop: its index in that channel's list of flows
     std::uint32_t mark = 0;           // component search epoch
-    bool frozen = false;              // solver scratch
     bool draining = false;            // holds a share of its channels
   };
   Fluid fluid;

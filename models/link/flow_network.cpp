@@ -336,21 +336,15 @@ void FlowNetwork::recompute(std::uint64_t now) {
 void FlowNetwork::collect(Flow& seed) {
   comp_flows_.clear();
   comp_links_.clear();
-  limits_.clear();
   seed.fluid.mark = epoch_;
   stack_.push_back(&seed);
   while (!stack_.empty()) {
     Flow* flow = stack_.back();
     stack_.pop_back();
     comp_flows_.push_back(flow);
-    flow->fluid.frozen = false;
-    // A flow is frozen by one of its links at a share no more than that
-    // link's capacity; only a limit below all of them can stop it first.
-    std::uint64_t tightest = kNever;
     for (const std::uint32_t index : flow->fluid.links) {
       Link& link = links_[index];
       if (!link.can_fill()) continue;
-      tightest = std::min(tightest, link.capacity);
       if (link.mark == epoch_) continue;
       link.mark = epoch_;
       comp_links_.push_back(index);
@@ -360,113 +354,55 @@ void FlowNetwork::collect(Flow& seed) {
         stack_.push_back(m.flow);
       }
     }
-    if (flow->fluid.bound < tightest) limits_.push_back(Limit{flow->fluid.bound, flow->fluid.seq, flow});
   }
 }
 
-void FlowNetwork::freeze(Flow& flow, double rate) {
-  flow.fluid.new_rate = rate;
-  flow.fluid.frozen = true;
-  for (const std::uint32_t index : flow.fluid.links) {
-    const Link& link = links_[index];
-    if (!link.can_fill()) continue;
-    const std::uint32_t k = link.local;
-    left_[k] = std::max(0.0, left_[k] - rate);
-    --unfrozen_[k];
-  }
-}
-
-// The link of the component with the lowest fair share left (ties: the
-// lowest index), if any link still has unfrozen flows. A scan over a few
-// links; a heap with stale entries skipped over many.
-bool FlowNetwork::lowest_share(std::uint32_t* link) {
-  if (!use_heap_) {
-    bool found = false;
-    double best = 0;
-    for (std::uint32_t k = 0; k < unfrozen_.size(); ++k) {
-      if (unfrozen_[k] == 0) continue;
-      const double level = left_[k] / unfrozen_[k];
-      if (!found || level < best) {
-        found = true;
-        best = level;
-        *link = k;
-      }
-    }
-    return found;
-  }
-  // Freezing a flow at the lowest level (or at a limit below it) never
-  // lowers another link's share, so a heap entry is at most its link's
-  // share now: a stale top is brought up to date and pushed back down, and
-  // a current top is the lowest.
-  while (!shares_.empty()) {
-    std::pop_heap(shares_.begin(), shares_.end(), std::greater<Share>());
-    Share& top = shares_.back();
-    if (unfrozen_[top.link] == 0) {
-      shares_.pop_back();
-      continue;
-    }
-    const double level = left_[top.link] / unfrozen_[top.link];
-    if (top.level == level) {
-      std::push_heap(shares_.begin(), shares_.end(), std::greater<Share>());
-      *link = shares_.front().link;
-      return true;
-    }
-    top.level = level;
-    std::push_heap(shares_.begin(), shares_.end(), std::greater<Share>());
-  }
-  return false;
-}
-
-// Progressive filling over the component just collected.
+// The component just collected, solved by progressive filling
+// (models/link/max_min): its links that can fill are the channels (by
+// index, so that equal shares are taken in a fixed order), each flow held
+// to its bound.
 void FlowNetwork::solve(std::uint64_t now) {
-  constexpr std::size_t kScanLinks = 48;  // beyond this many links, a heap finds the lowest share
-  // Flows that may stop at their own limit, by limit (then start order).
-  std::sort(limits_.begin(), limits_.end(), [](const Limit& a, const Limit& b) {
-    return a.bound != b.bound ? a.bound < b.bound : a.seq < b.seq;
-  });
-  // Links by index, so that equal shares are taken in a fixed order.
+  if (comp_links_.empty()) {
+    // One flow (the search crosses only links that can fill): its bound, as
+    // the filling would give it, without setting the filling up.
+    apply_rate(*comp_flows_.front(), static_cast<double>(comp_flows_.front()->fluid.bound), now);
+    return;
+  }
   std::sort(comp_links_.begin(), comp_links_.end());
-  const std::size_t nlinks = comp_links_.size();
-  left_.resize(nlinks);
-  unfrozen_.resize(nlinks);
-  use_heap_ = nlinks > kScanLinks;
-  shares_.clear();
-  for (std::uint32_t k = 0; k < nlinks; ++k) {
+  DenseFlows& dense = solver_.work().dense;
+  dense.capacity.resize(comp_links_.size());
+  for (std::uint32_t k = 0; k < comp_links_.size(); ++k) {
     Link& link = links_[comp_links_[k]];
     link.local = k;
-    left_[k] = static_cast<double>(link.capacity);
-    unfrozen_[k] = static_cast<std::uint32_t>(link.flows.size());
-    if (use_heap_) shares_.push_back(Share{left_[k] / unfrozen_[k], k});
+    dense.capacity[k] = static_cast<double>(link.capacity);
   }
-  if (use_heap_) std::make_heap(shares_.begin(), shares_.end(), std::greater<Share>());
-  std::size_t next = 0;  // into limits_
-  for (;;) {
-    while (next < limits_.size() && limits_[next].flow->fluid.frozen) ++next;
-    std::uint32_t k = 0;
-    const bool any = lowest_share(&k);
-    if (!any && next == limits_.size()) break;  // every flow is frozen
-    const double level = any ? left_[k] / unfrozen_[k] : 0.0;
-    if (next < limits_.size() && (!any || static_cast<double>(limits_[next].bound) <= level)) {
-      freeze(*limits_[next].flow, static_cast<double>(limits_[next].bound));
-      continue;
+  dense.first.assign(1, 0);
+  dense.slot.clear();
+  limit_.resize(comp_flows_.size());
+  for (std::size_t i = 0; i < comp_flows_.size(); ++i) {
+    const Flow::Fluid& f = comp_flows_[i]->fluid;
+    for (const std::uint32_t index : f.links) {
+      const Link& link = links_[index];
+      if (link.can_fill()) dense.slot.push_back(static_cast<int>(link.local));
     }
-    const Link& full = links_[comp_links_[k]];
-    for (std::size_t m = 0; m < full.flows.size(); ++m) {
-      Flow& flow = *full.flows[m].flow;
-      if (!flow.fluid.frozen) freeze(flow, level);
-    }
+    dense.first.push_back(dense.slot.size());
+    limit_[i] = static_cast<double>(f.bound);
   }
-  // New rates take effect now; a flow whose rate did not change keeps its drain event.
-  for (Flow* flow : comp_flows_) {
-    Flow::Fluid& f = flow->fluid;
-    if (f.new_rate == f.rate) continue;
-    if (f.rate > 0) {
-      f.remaining = std::max(0.0, f.remaining - f.rate * static_cast<double>(now - f.since_ps) / kPsPerS);
-    }
-    f.since_ps = now;
-    f.rate = f.new_rate;
-    set_drain(*flow, now + drain_ps(f.remaining, f.rate));
+  fill_progressively(solver_.work(), dense, limit_, {});
+  const std::vector<double>& shares = solver_.work().out;
+  for (std::size_t i = 0; i < comp_flows_.size(); ++i) apply_rate(*comp_flows_[i], shares[i], now);
+}
+
+// A new rate takes effect now; a flow whose rate did not change keeps its drain event.
+void FlowNetwork::apply_rate(Flow& flow, double rate, std::uint64_t now) {
+  Flow::Fluid& f = flow.fluid;
+  if (rate == f.rate) return;
+  if (f.rate > 0) {
+    f.remaining = std::max(0.0, f.remaining - f.rate * static_cast<double>(now - f.since_ps) / kPsPerS);
   }
+  f.since_ps = now;
+  f.rate = rate;
+  set_drain(flow, now + drain_ps(f.remaining, f.rate));
 }
 
 }  // namespace hcclsim

@@ -3,9 +3,10 @@
 // Contract:
 // - a flow holds a share of every channel on its path from its start until
 //   its bytes have drained; its rate is its max-min fair share (progressive
-//   filling: all rates rise together, a channel that fills freezes the flows
-//   crossing it, a flow that reaches its own limit freezes there), where the
-//   limit of a flow is min(rate_cap, the slowest channel of its path);
+//   filling, models/link/max_min: all rates rise together, a channel that
+//   fills freezes the flows crossing it, a flow that reaches its own limit
+//   freezes there), where the limit of a flow is min(rate_cap, the slowest
+//   channel of its path);
 // - rates change only when a flow starts or drains, and only for the flows
 //   connected to it (transitively) through channels that can fill: a channel
 //   whose flows' limits sum to at most its bandwidth never constrains
@@ -17,8 +18,9 @@
 //   bytes / r + sum of latencies, as the segment model);
 // - times are integer picoseconds; rates and bytes left are doubles computed
 //   in an order set by the simulation's events alone, never by addresses or
-//   hashing (limits by value then start order, channels by index, a
-//   channel's flows in the order they joined and left it), and a drain time is
+//   hashing (a component's flows in the order its search met them, its
+//   channels by index, a channel's flows in the order they joined and left
+//   it), and a drain time is
 //   rounded up to a whole picosecond, exactly (integer arithmetic) when bytes
 //   left and rate are whole numbers; so a run is repeatable bit for bit;
 // - starts are collected and solved once per delta round of the clock, so
@@ -37,6 +39,7 @@
 #include <vector>
 
 #include "models/link/channel.h"
+#include "models/link/max_min.h"
 #include "models/link/network.h"
 #include "models/wake_clock.h"
 
@@ -98,16 +101,6 @@ class FlowNetwork final : public sc_core::sc_module, public Network, public Cloc
     Flow* flow;
     bool operator>(const Arrival& o) const { return at != o.at ? at > o.at : seq > o.seq; }
   };
-  struct Share {
-    double level;
-    std::uint32_t link;             // local index; local order is global order
-    bool operator>(const Share& o) const { return level != o.level ? level > o.level : link > o.link; }
-  };
-  struct Limit {
-    std::uint64_t bound;
-    std::uint64_t seq;
-    Flow* flow;
-  };
 
   void run();
   void begin(Flow& flow, std::uint64_t now);
@@ -120,7 +113,7 @@ class FlowNetwork final : public sc_core::sc_module, public Network, public Cloc
   }
   void collect(Flow& seed);
   void solve(std::uint64_t now);
-  void freeze(Flow& flow, double rate);
+  void apply_rate(Flow& flow, double rate, std::uint64_t now);
   // The drains: a binary heap by (drain_at, drain_seq) that knows each
   // flow's place, so a new rate moves its flow instead of leaving a stale
   // entry. The keys sit in the heap's own entries: comparing through the
@@ -136,7 +129,6 @@ class FlowNetwork final : public sc_core::sc_module, public Network, public Cloc
   void sift_down(std::uint32_t pos);
   void set_drain(Flow& flow, std::uint64_t at);
   void remove_drain(Flow& flow);
-  bool lowest_share(std::uint32_t* link);
 
   FlowBatching batching_;
   std::vector<Link> links_;
@@ -156,11 +148,8 @@ class FlowNetwork final : public sc_core::sc_module, public Network, public Cloc
   std::vector<Flow*> comp_flows_;
   std::vector<std::uint32_t> comp_links_;
   std::vector<Flow*> stack_;
-  std::vector<Limit> limits_;        // its flows by limit, then start order
-  std::vector<double> left_;         // per local link: capacity not yet given to frozen flows
-  std::vector<std::uint32_t> unfrozen_;
-  std::vector<Share> shares_;        // a heap, for components of many links
-  bool use_heap_ = false;
+  std::vector<double> limit_;        // its flows' bounds, bytes/s
+  MaxMinShares solver_;              // and its working memory
   WakeClock& clock_;
   std::uint64_t next_wake_ = WakeClock::kNever;  // the timed wake-up the clock holds for the network
   bool delta_asked_ = false;
