@@ -115,40 +115,21 @@ void TaskEngine::flow_finished(Flow& flow) {
   step_in_next_delta();
 }
 
-std::uint32_t TaskEngine::new_rdma_op() {
-  if (!rdma_.free_ops.empty()) {
-    const std::uint32_t op = rdma_.free_ops.back();
-    rdma_.free_ops.pop_back();
-    return op;
-  }
-  const auto op = static_cast<std::uint32_t>(rdma_.ops.size());
-  RdmaOp& added = rdma_.ops.emplace_back();
-  added.flow.listener = this;
-  added.flow.tag = kRdmaTag + op;
-  return op;
-}
-
 // The work request is posted: its bytes start moving; the stream goes on.
 void TaskEngine::post_rdma(std::uint32_t s, std::uint64_t now) {
   const ExecTask& task = head(s);
-  const std::uint32_t op_index = new_rdma_op();
-  RdmaOp& op = rdma_.ops[op_index];
+  const std::uint32_t op_index = rdma_.take_op(this, kRdmaTag);
+  RdmaOp& op = rdma_.op(op_index);
   op.task = head_id(s);
   op.notify = task.kind == ExecKind::RdmaNotify;
-  op.arrived = false;
-  QueuePair& qp = queue_pair(streams_[s], op.notify ? static_cast<int>(task.qp_peer) : task.peer);
-  op.qp = &qp;  // queue pairs stay put: the arrival needs no second lookup
   if (op.notify) {
     op.target = task.target;
     op.reg = task.notify;
-    op.seq = qp.posted_writes;
-    qp.notifies.push_back(op_index);
     op.flow.bytes = params_.rdma.notify_bytes;
   } else {
-    op.seq = ++qp.posted_writes;
-    qp.outstanding.push_back(op.seq);
     op.flow.bytes = task.bytes;
   }
+  rdma_.post(op_index, queue_pair(streams_[s], op.notify ? static_cast<int>(task.qp_peer) : task.peer));
   op.flow.path = task.path;
   op.flow.rate_cap = Bandwidth{};
   if (op.flow.bytes == 0 || op.flow.path == nullptr) {
@@ -162,41 +143,15 @@ void TaskEngine::post_rdma(std::uint32_t s, std::uint64_t now) {
 TaskEngine::QueuePair& TaskEngine::queue_pair(Stream& st, int peer) {
   if (st.qp_peer != peer) {
     st.qp_peer = peer;
-    auto it = std::lower_bound(rdma_.qp_of_peer.begin(), rdma_.qp_of_peer.end(), peer,
-                               [](const std::pair<int, std::uint32_t>& e, int p) { return e.first < p; });
-    if (it == rdma_.qp_of_peer.end() || it->first != peer) {
-      it = rdma_.qp_of_peer.insert(it, {peer, static_cast<std::uint32_t>(rdma_.queue_pairs.size())});
-      rdma_.queue_pairs.emplace_back();
-    }
-    st.qp = &rdma_.queue_pairs[it->second];
+    st.qp = &rdma_.queue_pair(peer);
   }
   return *st.qp;
 }
 
 void TaskEngine::rdma_arrived(std::uint32_t op_index, std::uint64_t now) {
-  RdmaOp& op = rdma_.ops[op_index];
-  QueuePair& qp = *op.qp;
-  op.arrived = true;
-  if (!op.notify) {
-    observer_->data_landed(op.task, Time{now});
-    auto it = std::find(qp.outstanding.begin(), qp.outstanding.end(), op.seq);
-    qp.outstanding.erase(it);
-    rdma_.free_ops.push_back(op_index);
-  }
-  land_ready_notifies(qp);
-}
-
-// Notifies land in post order, each once the writes posted before it arrived.
-void TaskEngine::land_ready_notifies(QueuePair& qp) {
-  std::size_t landed = 0;
-  for (; landed < qp.notifies.size(); ++landed) {
-    const RdmaOp& op = rdma_.ops[qp.notifies[landed]];
-    const bool writes_done = qp.outstanding.empty() || qp.outstanding.front() > op.seq;
-    if (!op.arrived || !writes_done) break;
-    op.target->notify_land(op.reg, op.task);
-    rdma_.free_ops.push_back(qp.notifies[landed]);
-  }
-  qp.notifies.erase(qp.notifies.begin(), qp.notifies.begin() + static_cast<std::ptrdiff_t>(landed));
+  const RdmaOp& op = rdma_.op(op_index);
+  if (!op.notify) observer_->data_landed(op.task, Time{now});
+  rdma_.arrived(op_index, [](const RdmaOp& landed) { landed.target->notify_land(landed.reg, landed.task); });
 }
 
 void TaskEngine::step() {
@@ -341,7 +296,7 @@ void TaskEngine::handle_timer(const Timer& t, std::uint64_t now) {
     }
     case TimerKind::Timeout:
       if (st.phase == Phase::Notify && st.token == t.token) {
-        notify_.registers[head(t.stream).notify].state = Register::kIdle;
+        notify_.give_up(head(t.stream).notify);
         const Time started{st.since_ps};
         st.phase = Phase::Failed;
         st.since_ps = now;
@@ -355,20 +310,11 @@ void TaskEngine::handle_timer(const Timer& t, std::uint64_t now) {
 void TaskEngine::handle_input(const Input& in, std::uint64_t now) {
   switch (in.kind) {
     case InputKind::Land: {
-      const int reg = static_cast<int>(in.value);
-      Register& r = notify_.registers[reg];
-      const std::int32_t w = r.state;
-      if (w >= 0) {
-        r.state = Register::kIdle;
+      const std::int32_t w = notify_.land(static_cast<int>(in.value), in.record);
+      if (w != NotifyUnit::kNoStream) {
         ++streams_[w].token;  // cancels its timeout
         observer_->wait_released(head_id(static_cast<std::uint32_t>(w)), in.record);
         complete(static_cast<std::uint32_t>(w), now);
-      } else if (w == Register::kSet) {
-        ++notify_.records_lost;
-        ++notify_.lost_on[reg];
-      } else {
-        r.state = Register::kSet;
-        r.set_by = in.record;
       }
       break;
     }
@@ -383,29 +329,14 @@ void TaskEngine::handle_input(const Input& in, std::uint64_t now) {
     case InputKind::RdmaDone:
       rdma_arrived(in.value, now);
       break;
-    case InputKind::FlagLand: {
-      const auto flag = static_cast<std::size_t>(in.value);
-      ++flags_.values[flag];
-      flags_.set_by[flag] = in.record;
-      // Tell the satisfied pollers, in the order they began polling.
-      std::vector<FlagWatcher>& watchers = flags_.watchers[flag];
-      std::size_t kept = 0;
-      for (const FlagWatcher& w : watchers) {
-        if (w.value <= flags_.values[flag]) {
-          w.engine->flag_seen(w.stream, in.record);
-        } else {
-          watchers[kept++] = w;
-        }
-      }
-      watchers.resize(kept);
+    case InputKind::FlagLand:
+      flags_.add(static_cast<int>(in.value), in.record,
+                 [&](TaskEngine* engine, std::uint32_t stream) { engine->flag_seen(stream, in.record); });
       break;
-    }
     case InputKind::FlagWatch: {
-      const auto flag = static_cast<std::size_t>(in.value);
-      if (flags_.values[flag] >= in.record) {
-        in.from->flag_seen(in.stream, flags_.set_by[flag]);
-      } else {
-        flags_.watchers[flag].push_back(FlagWatcher{in.record, in.from, in.stream});
+      std::uint32_t set_by = 0;
+      if (flags_.watch(static_cast<int>(in.value), in.record, in.from, in.stream, &set_by)) {
+        in.from->flag_seen(in.stream, set_by);
       }
       break;
     }
@@ -454,15 +385,13 @@ void TaskEngine::try_start(std::uint32_t s, std::uint64_t now) {
       break;
     case ExecKind::NotifyWait: {
       observer_->task_started(head_id(s), Time{now});
-      Register& r = notify_.registers[task.notify];
-      if (r.state == Register::kSet) {
-        r.state = Register::kIdle;
-        observer_->wait_released(head_id(s), r.set_by);
+      std::uint32_t set_by = 0;
+      if (notify_.wait(task.notify, s, &set_by)) {
+        observer_->wait_released(head_id(s), set_by);
         st.phase = Phase::Busy;
         set_timer(s, TimerKind::BusyDone, now + params_.notify.wait.ps);
       } else {
         st.phase = Phase::Notify;
-        r.state = static_cast<std::int32_t>(s);
         if (task.span.ps > 0) set_timer(s, TimerKind::Timeout, now + task.span.ps);
       }
       break;

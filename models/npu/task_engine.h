@@ -95,16 +95,13 @@ class TaskEngine : public sc_core::sc_module, public FlowListener, public Clocke
   };
   // One entry per stream not yet done, for deadlock reports.
   std::vector<std::pair<std::uint32_t, StreamState>> unfinished() const;
-  bool register_set(int reg) const { return notify_.registers[static_cast<std::size_t>(reg)].state == Register::kSet; }
-  std::uint32_t flag_value(int flag) const { return flags_.values[static_cast<std::size_t>(flag)]; }
+  bool register_set(int reg) const { return notify_.is_set(reg); }
+  std::uint32_t flag_value(int flag) const { return flags_.value(flag); }
 
   std::uint64_t activations() const { return activations_; }
-  std::uint64_t records_lost() const { return notify_.records_lost; }
+  std::uint64_t records_lost() const { return notify_.records_lost(); }
   // Records that landed on register `reg` while it was already set (lost).
-  std::uint64_t records_lost_on(int reg) const {
-    const auto found = notify_.lost_on.find(reg);
-    return found == notify_.lost_on.end() ? 0 : found->second;
-  }
+  std::uint64_t records_lost_on(int reg) const { return notify_.records_lost_on(reg); }
 
  private:
   enum class TimerKind : std::uint8_t { DispatchDone, FixedDone, BusyDone, RecordDone, Timeout, Posted, FlagDone };
@@ -124,8 +121,6 @@ class TaskEngine : public sc_core::sc_module, public FlowListener, public Clocke
     TaskEngine* from = nullptr; // FlagWatch: the waiting engine
     std::uint32_t stream = 0;   // FlagWatch: its stream
   };
-  using FlagWatcher = FlagMemory::Watcher;
-  using Register = NotifyUnit::Register;
   using QueuePair = RdmaQueuePairs::QueuePair;
   using RdmaOp = RdmaQueuePairs::Op;
   struct Stream {
@@ -161,7 +156,6 @@ class TaskEngine : public sc_core::sc_module, public FlowListener, public Clocke
   void post_rdma(std::uint32_t s, std::uint64_t now);
   void rdma_arrived(std::uint32_t op, std::uint64_t now);
   QueuePair& queue_pair(Stream& st, int peer);
-  void land_ready_notifies(QueuePair& qp);
   void complete(std::uint32_t s, std::uint64_t now);
   void set_timer(std::uint32_t s, TimerKind kind, std::uint64_t at);
   ExecTask& head(std::uint32_t s) { return (*tasks_)[head_id(s)]; }
@@ -190,8 +184,6 @@ class TaskEngine : public sc_core::sc_module, public FlowListener, public Clocke
   std::vector<Input> draining_;
   bool delta_asked_ = false;   // a step in the clock's next delta round is due
   std::uint64_t activations_ = 0;
-
-  std::uint32_t new_rdma_op();
 };
 
 const char* phase_name(TaskEngine::Phase phase);
