@@ -118,8 +118,9 @@ struct AivParams {
 
 // What HCCL's APIs allow on a product (DESIGN.md section 2, the seed pages
 // HcclThreadAcquire.md and InterHcclGroupSync.md): the thread / notify API
-// per communicator and the Ascend C Hccl kernel API. From the profile
-// (npu.hccl_api), so programs check limits by data, not by product name.
+// per communicator and the Ascend C Hccl kernel API; and where HCCL builds
+// an executor differently per product. From the profile (npu.hccl_api), so
+// programs and executors go by data, not by product name.
 struct HcclApiLimits {
   int threads_per_comm = 40;
   int notifies_per_comm = 64;
@@ -129,6 +130,13 @@ struct HcclApiLimits {
   bool alltoallv = false;           // Hccl::AlltoAllV in kernels
   int alltoall_max_ranks = 0;       // AlltoAll / AlltoAllV domain size limit; 0: none
   std::string expanding_engine = "HOST";  // who expands a Prepare by default: HOST or AICPU
+  // AllReduceMeshSmallCountExecutor's template: false, one shot through the
+  // HCCL buffer (910B's AllReduceReduceBcast); true, recursive halving-doubling
+  // that loops like any level-1 form (910_93's HD_OPTIM).
+  bool small_count_all_reduce_hd = false;
+  // RunAlltoAllDirectFullmesh among ranks of several servers (910_93, over
+  // UB and RoCE); false: inside one server only (910B).
+  bool alltoall_fullmesh_across_servers = false;
 };
 
 struct NpuParams {

@@ -187,6 +187,18 @@ ProfileCalibration read_calibration(const nlohmann::json& doc, ObjectReader c) {
 
 const std::vector<std::string> kAssumedWhenPlain{"npu.sdma.engines", "npu.local_memory.latency"};
 
+HcclApiLimits hccl_api_defaults(Product product) {
+  HcclApiLimits api;
+  if (product == Product::A3) {
+    api.inter_group_sync = api.iterate = api.alltoallv = true;
+    api.alltoall_max_ranks = 128;
+    api.expanding_engine = "AICPU";
+    api.small_count_all_reduce_hd = true;
+    api.alltoall_fullmesh_across_servers = true;
+  }
+  return api;
+}
+
 std::string cluster_kind(const NpuParams& npu) { return npu.product == Product::A3 ? "a3" : "a2"; }
 
 HardwareProfile load_profile(const std::string& file) { return read_profile(load_json_file(file), file); }
@@ -207,11 +219,7 @@ HardwareProfile read_profile(const nlohmann::json& doc, const std::string& file)
       // HCCL's API limits: the product's documented ones (DESIGN.md section 2)
       // unless the profile states them (npu.hccl_api).
       HcclApiLimits& api = p.hccl_api;
-      if (p.product == Product::A3) {
-        api.inter_group_sync = api.iterate = api.alltoallv = true;
-        api.alltoall_max_ranks = 128;
-        api.expanding_engine = "AICPU";
-      }
+      api = hccl_api_defaults(p.product);
       if (npu.has("hccl_api")) {
         ObjectReader h = npu.required_object("hccl_api");
         h.optional_string("source");
@@ -223,6 +231,10 @@ HardwareProfile read_profile(const nlohmann::json& doc, const std::string& file)
         api.alltoallv = h.bool_or("alltoallv", api.alltoallv);
         api.alltoall_max_ranks = static_cast<int>(h.int_in_or("alltoall_max_ranks", 0, 1 << 20, api.alltoall_max_ranks));
         if (h.has("expanding_engine")) api.expanding_engine = h.required_choice("expanding_engine", {"HOST", "AICPU"});
+        if (h.has("small_count_all_reduce")) {
+          api.small_count_all_reduce_hd = h.required_choice("small_count_all_reduce", {"reduce_bcast", "hd_optim"}) == "hd_optim";
+        }
+        api.alltoall_fullmesh_across_servers = h.bool_or("alltoall_fullmesh_across_servers", api.alltoall_fullmesh_across_servers);
         h.finish();
       }
     }

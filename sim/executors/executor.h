@@ -49,6 +49,7 @@ struct ExecContext {
   Hierarchy hierarchy;                    // servers and supernodes taking part
   Bandwidth inter_server_bandwidth;       // per NPU, for HCCL's level-1 cost model
   int aiv_cores = 48;                     // AI Vector cores per NPU
+  HcclApiLimits hccl;                     // the profile's npu.hccl_api: how HCCL builds some executors on it
   AlgoRequest algo;                       // HCCL_ALGO; unset levels are HCCL's choice
 };
 

@@ -467,13 +467,14 @@ void register_mesh_executors(std::vector<Executor>& out) {
         // The A2 template goes through the HCCL buffer in one shot; on A3 the
         // executor runs HD_OPTIM (H-D_R here), which loops like any level-1 form.
         return needs(s.op == CollOp::AllReduce && single_server(c) && sdma_inline_reduce(s.dtype, s.reduce_op) &&
-                         (c.product == Product::A3 || s.count * data_type_size(s.dtype) <= s.buffer_bytes),
-                     "runs AllReduce inside one server, inline-reducible, on A2 with the data within the HCCL buffer");
+                         (c.hccl.small_count_all_reduce_hd || s.count * data_type_size(s.dtype) <= s.buffer_bytes),
+                     "runs AllReduce inside one server, inline-reducible, with the data within the HCCL buffer "
+                     "where it runs in one shot (npu.hccl_api.small_count_all_reduce)");
       },
       [](const CollectiveSpec& s, const ExecContext& c, const AlgoPlan& plan) {
-        if (c.product == Product::A3) {
-          // On 910_93 the executor runs the HD_OPTIM template: recursive
-          // halving-doubling, modelled by the H-D_R builder.
+        if (c.hccl.small_count_all_reduce_hd) {
+          // 910_93 runs the HD_OPTIM template: recursive halving-doubling,
+          // modelled by the H-D_R builder.
           (void)plan;
           return build_level1(s, Level1Algo::HalvingDoubling);
         }
@@ -564,8 +565,9 @@ void register_mesh_executors(std::vector<Executor>& out) {
       "up to 8 peers at a time on SDMA streams with local-copy streams; pieces staged in CCL_IN blocks, "
       "receivers read them into their output",
       [](const CollectiveSpec& s, const ExecContext& c) {
-        return needs(s.op == CollOp::AlltoAll && (c.product == Product::A3 || single_server(c)),
-                     "runs AlltoAll(V) among ranks that reach each other by SDMA (one A2 server, A3 supernodes)");
+        return needs(s.op == CollOp::AlltoAll && (c.hccl.alltoall_fullmesh_across_servers || single_server(c)),
+                     "runs AlltoAll(V) inside one server, or across servers where the product's HCCL does "
+                     "(npu.hccl_api.alltoall_fullmesh_across_servers)");
       },
       [](const CollectiveSpec& s, const ExecContext& c, const AlgoPlan&) {
         // Peers in other supernodes go by RDMA, one at a time: modelled as a

@@ -592,11 +592,11 @@ void register_mesh_estimates(std::map<std::string, EstimateFn>& out) {
   out["RunAlltoAllVStaged"] = one(alltoall_staged);
   out["RunAlltoAllVFullMesh"] = one(alltoall_staged);
   out["RunAlltoAllDirectFullmesh"] = one(alltoall_direct_fullmesh);
-  // A2's small-count AllReduce; on A3 the selection's flat H-D_R builder runs under this name.
+  // The one-shot small-count AllReduce; where the profile says HD_OPTIM, the flat H-D_R form.
   out["AllReduceMeshSmallCountExecutor"] = [](const CollectiveSpec& s, const ExecContext& ctx, const AlgoPlan& plan,
                                               const EstimateFabric& f) {
     (void)plan;
-    if (ctx.product == Product::A3) {  // HD_OPTIM, built by the H-D_R builder (mesh_a2.cpp)
+    if (ctx.hccl.small_count_all_reduce_hd) {  // HD_OPTIM, built by the H-D_R builder (mesh_a2.cpp)
       GroupLayout g;
       g.members = g.group_step = s.ranks;
       return level1_estimate(f, s, Level1Algo::HalvingDoubling, g, start(f.costs()));

@@ -217,6 +217,7 @@ ExecContext exec_context(const TopologySpec& topo, const PerfRequest& request) {
   ctx.hierarchy = hierarchy_of(topo, request.ranks);
   ctx.inter_server_bandwidth = inter_server_bandwidth(topo);
   ctx.aiv_cores = topo.npu.cores.aiv;
+  ctx.hccl = topo.npu.hccl_api;
   ctx.algo = request.algo;
   return ctx;
 }

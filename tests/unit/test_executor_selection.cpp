@@ -15,8 +15,11 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "sim/executors/level1.h"
 #include "sim/executors/executor.h"
+#include "topologies/config.h"
 
 using namespace hcclsim;
 
@@ -142,6 +145,7 @@ TEST_CASE("over a grid of contexts the selection names a registered executor tha
                       spec.buffer_bytes = buffer;
                       ExecContext ctx;
                       ctx.product = g.product;
+                      ctx.hccl = hccl_api_defaults(g.product);
                       ctx.mode = mode;
                       ctx.expansion = expansion;
                       ctx.deterministic = deterministic;
@@ -222,4 +226,55 @@ TEST_CASE("over a grid of contexts the selection names a registered executor tha
     INFO("never chosen: " << name);
     CHECK(chosen.count(name) == 1);
   }
+}
+
+// ---- HCCL's per-product builds of an executor, as profile data ----
+
+TEST_CASE("the small-count AllReduce's template and the AlltoAll full mesh's reach come from the profile, not the product",
+          "[executors][selection][profile]") {
+  ExecContext ctx;
+  ctx.product = Product::A2;  // the same product both ways: only the profile's traits differ
+  ctx.hierarchy = Hierarchy{8, 1, 1};
+  CollectiveSpec all_reduce;
+  all_reduce.op = CollOp::AllReduce;
+  all_reduce.ranks = 8;
+  all_reduce.dtype = DataType::Fp32;
+  all_reduce.count = 16 * MiB / 4;  // beyond the buffer: one shot cannot take it
+  all_reduce.buffer_bytes = MiB;
+  const Executor* small_count = find_executor("AllReduceMeshSmallCountExecutor");
+  REQUIRE(small_count != nullptr);
+  CHECK_FALSE(small_count->refuses(all_reduce, ctx).empty());
+  ctx.hccl.small_count_all_reduce_hd = true;  // HD_OPTIM loops like a level-1 form
+  CHECK(small_count->refuses(all_reduce, ctx).empty());
+
+  ctx.hierarchy = Hierarchy{8, 2, 1};
+  CollectiveSpec alltoall;
+  alltoall.op = CollOp::AlltoAll;
+  alltoall.ranks = 16;
+  alltoall.dtype = DataType::Fp32;
+  alltoall.count = 1024;
+  alltoall.buffer_bytes = 200 * MiB;
+  const Executor* fullmesh = find_executor("RunAlltoAllDirectFullmesh");
+  REQUIRE(fullmesh != nullptr);
+  CHECK_FALSE(fullmesh->refuses(alltoall, ctx).empty());
+  ctx.hccl.alltoall_fullmesh_across_servers = true;
+  CHECK(fullmesh->refuses(alltoall, ctx).empty());
+}
+
+TEST_CASE("the shipped profiles state their product's executor builds, and a bad one is named by its JSON path",
+          "[executors][profile]") {
+  const HardwareProfile a2 = load_profile(std::string(HCCLSIM_SOURCE_DIR) + "/configs/profiles/a2-910b.json");
+  const HardwareProfile a3 = load_profile(std::string(HCCLSIM_SOURCE_DIR) + "/configs/profiles/a3-910c.json");
+  CHECK_FALSE(a2.npu.hccl_api.small_count_all_reduce_hd);
+  CHECK_FALSE(a2.npu.hccl_api.alltoall_fullmesh_across_servers);
+  CHECK(a3.npu.hccl_api.small_count_all_reduce_hd);
+  CHECK(a3.npu.hccl_api.alltoall_fullmesh_across_servers);
+  // Left out, the product's defaults apply (the reader's one place that knows them).
+  CHECK(hccl_api_defaults(Product::A3).small_count_all_reduce_hd);
+  CHECK_FALSE(hccl_api_defaults(Product::A2).small_count_all_reduce_hd);
+  std::ifstream in(std::string(HCCLSIM_SOURCE_DIR) + "/configs/profiles/a2-910b.json");
+  nlohmann::json doc = nlohmann::json::parse(in);
+  doc["npu"]["hccl_api"]["small_count_all_reduce"] = "ring";
+  CHECK_THROWS_WITH(read_profile(doc, "p.json"),
+                    Catch::Contains("p.json") && Catch::Contains("$.npu.hccl_api.small_count_all_reduce"));
 }

@@ -53,6 +53,7 @@
 
 #include "fixtures.h"
 #include "sim/executors/executor.h"
+#include "topologies/config.h"
 #include "sim/scheduler.h"
 #include "sim/task_graph.h"
 #include "topologies/platform.h"
@@ -244,6 +245,7 @@ CollectiveSpec spec_of(const Case& cs) {
 ExecContext context_of(const Case& cs) {
   ExecContext ctx;
   ctx.product = cs.product;
+  ctx.hccl = hccl_api_defaults(cs.product);
   ctx.mode = cs.mode;
   ctx.expansion = cs.expansion;
   ctx.hierarchy = Hierarchy{cs.ranks, 1, 1};
