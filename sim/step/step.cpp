@@ -874,16 +874,20 @@ const TaskGraph& part_graph(const StepPlan& plan, int index) {
   // does. The step's graph says so (launches_in_graph), so the stream
   // engines charge no launch of their own at the run's start: the first
   // collective on a stream pays one launch, and compute starts at once, as
-  // in the estimate.
+  // in the estimate. The stream engine puts its dispatch gap between the
+  // launch and the first task, so the launch's own delay is op_launch less
+  // that gap: the first task starts op_launch after the stream takes the
+  // collective up, as it does in a collective run alone.
   TaskGraph launched;
   TaskGraph::ThreadIndex streams;
-  const Time launch = plan.topology->npu.stream.op_launch;
+  const StreamParams& stream = plan.topology->npu.stream;
+  const Time launch = stream.op_launch.ps > stream.task_dispatch.ps ? stream.op_launch - stream.task_dispatch : Time{};
   for (const Thread& th : g.threads()) {
     const ThreadId id = launched.add_thread(th.rank, th.name);
     streams.emplace(std::pair{th.rank, th.name}, id);
     if (!th.tasks.empty()) launched.delay(id, launch, "op launch");
   }
-  if (launch.ps > 0) launched.note_constant(Constant::StreamOpLaunch);
+  if (stream.op_launch.ps > 0) launched.note_constant(Constant::StreamOpLaunch);
   std::vector<int> identity(static_cast<std::size_t>(part.members.size()));
   for (std::size_t r = 0; r < identity.size(); ++r) identity[r] = static_cast<int>(r);
   launched.append(g, identity, 0, "", &streams);
