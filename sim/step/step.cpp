@@ -1,8 +1,10 @@
 #include "sim/step/step.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <set>
 #include <stdexcept>
@@ -204,6 +206,9 @@ class Planner {
   Time vector_time(double bytes) const;
   Item compute(const std::string& op, const std::string& shape, Time roof, bool backward);
   std::vector<Item> layer_items(std::int64_t layer, bool backward);
+  // layer_items, worked out once per kind of layer (dense or MoE) and
+  // direction: every micro-batch's layers of a kind are alike.
+  const std::vector<Item>& items_of_layer(std::int64_t layer, bool backward);
   void emit(int stage, const std::vector<Item>& items, const std::string& what);
   // `label`: an id of p_.intern("<what> <operator>"), the same for every rank of a stage.
   int add_compute(int rank, const Item& item, std::uint32_t label);
@@ -224,6 +229,7 @@ class Planner {
   std::map<std::tuple<int, int, int, int>, int> p2p_op_;  // (group, global chunk, mb, receiver)
   std::vector<std::vector<int>> end_waits_;   // per rank: the gradient reductions its optimizer waits for
   std::int32_t layer_ = -1;                   // the layer whose operations are being emitted
+  std::array<std::optional<std::vector<Item>>, 4> layer_items_;  // items_of_layer's: [moe layer][backward]
 };
 
 std::vector<int> Planner::group_members(Group g, int rank, int slot) const {
@@ -336,6 +342,12 @@ Planner::Item Planner::compute(const std::string& op, const std::string& shape, 
     }
   }
   return it;
+}
+
+const std::vector<Planner::Item>& Planner::items_of_layer(std::int64_t layer, bool backward) {
+  std::optional<std::vector<Item>>& items = layer_items_[(mc_.is_moe_layer(layer) ? 2 : 0) + (backward ? 1 : 0)];
+  if (!items) items = layer_items(layer, backward);
+  return *items;
 }
 
 std::vector<Planner::Item> Planner::layer_items(std::int64_t layer, bool backward) {
@@ -728,7 +740,7 @@ void Planner::run() {
       if (a.fwd) {
         for (std::int64_t layer = starts[g]; layer < starts[g + 1]; ++layer) {
           layer_ = static_cast<std::int32_t>(layer);
-          emit(s, layer_items(layer, false), what + " L" + std::to_string(layer));
+          emit(s, items_of_layer(layer, false), what + " L" + std::to_string(layer));
           layer_ = -1;
         }
         if (last_chunk) {
@@ -753,7 +765,7 @@ void Planner::run() {
         }
         for (std::int64_t layer = starts[g + 1] - 1; layer >= starts[g]; --layer) {
           layer_ = static_cast<std::int32_t>(layer);
-          emit(s, layer_items(layer, true), what + " L" + std::to_string(layer));
+          emit(s, items_of_layer(layer, true), what + " L" + std::to_string(layer));
           layer_ = -1;
           if (last_mb_bwd) {
             std::int64_t dense = mc_.attention_params() / l_.tp;
