@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fixtures.h"
 #include "sim/executors/level1.h"
 #include "sim/executors/executor.h"
 #include "topologies/config.h"
@@ -263,8 +264,8 @@ TEST_CASE("the small-count AllReduce's template and the AlltoAll full mesh's rea
 
 TEST_CASE("the shipped profiles state their product's executor builds, and a bad one is named by its JSON path",
           "[executors][profile]") {
-  const HardwareProfile a2 = load_profile(std::string(HCCLSIM_SOURCE_DIR) + "/configs/profiles/a2-910b.json");
-  const HardwareProfile a3 = load_profile(std::string(HCCLSIM_SOURCE_DIR) + "/configs/profiles/a3-910c.json");
+  const HardwareProfile a2 = load_profile(testing::source_file("configs/profiles/a2-910b.json"));
+  const HardwareProfile a3 = load_profile(testing::source_file("configs/profiles/a3-910c.json"));
   CHECK_FALSE(a2.npu.hccl_api.small_count_all_reduce_hd);
   CHECK_FALSE(a2.npu.hccl_api.alltoall_fullmesh_across_servers);
   CHECK(a3.npu.hccl_api.small_count_all_reduce_hd);
@@ -272,7 +273,7 @@ TEST_CASE("the shipped profiles state their product's executor builds, and a bad
   // Left out, the product's defaults apply (the reader's one place that knows them).
   CHECK(hccl_api_defaults(Product::A3).small_count_all_reduce_hd);
   CHECK_FALSE(hccl_api_defaults(Product::A2).small_count_all_reduce_hd);
-  std::ifstream in(std::string(HCCLSIM_SOURCE_DIR) + "/configs/profiles/a2-910b.json");
+  std::ifstream in(testing::source_file("configs/profiles/a2-910b.json"));
   nlohmann::json doc = nlohmann::json::parse(in);
   doc["npu"]["hccl_api"]["small_count_all_reduce"] = "ring";
   CHECK_THROWS_WITH(read_profile(doc, "p.json"),

@@ -6,6 +6,7 @@
 // short) shows as a rate that differs.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <memory>
 #include <random>
 #include <string>
