@@ -40,6 +40,11 @@ struct ChannelParams {
   // beyond the link's own); AIV cores, many at once, fill the link.
   Bandwidth sdma_write_rate;
   Bandwidth sdma_read_rate;
+  // One SDMA task of HCCL's two-sided transport (the copies of a collective
+  // or a send/recv, either way) through this link moves at most this rate;
+  // the one-sided batches (hixl_cs, HcclBatchPut/Get) are not held to it.
+  // A2 HCCS: calibration row A2-3 (0: no such cap).
+  Bandwidth transport_rate;
   LinkKind kind = LinkKind::Memory;  // set by the platform from its link's kind
 };
 

@@ -118,7 +118,8 @@ void Scheduler::compile(const TaskGraph& graph, TaskGraph* release) {
         }
         if (e.path != nullptr) {
           // The links' caps on this transfer: a write's (write_bandwidth),
-          // one SDMA task's (sdma_*_rate), and an SDMA task's extra wait.
+          // one SDMA task's (sdma_*_rate; transport_rate unless one-sided),
+          // and an SDMA task's extra wait.
           const auto lower_cap = [&e](Bandwidth cap) {
             if (cap.bytes_per_s != 0 && (e.rate_cap.bytes_per_s == 0 || cap.bytes_per_s < e.rate_cap.bytes_per_s)) {
               e.rate_cap = cap;
@@ -130,6 +131,7 @@ void Scheduler::compile(const TaskGraph& graph, TaskGraph* release) {
             if (!read) lower_cap(link.write_bandwidth);
             if (e.aiv) continue;
             lower_cap(read ? link.sdma_read_rate : link.sdma_write_rate);
+            if (!one_sided_) lower_cap(link.transport_rate);
             const Time x = read ? link.sdma_read_extra : link.sdma_write_extra;
             if (x > extra) extra = x;
           }

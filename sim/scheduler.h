@@ -70,6 +70,10 @@ class Scheduler : private TaskObserver {
   // How many copy events the data check logs before replaying them (tests
   // shrink it to cross batch boundaries; results never depend on it).
   void check_batch(std::size_t events) { copy_batch_ = events > 0 ? events : 1; }
+  // Whether the runs' SDMA transfers are one-sided batch descriptors
+  // (hixl_cs, HcclBatchPut/Get) rather than HCCL's two-sided transport:
+  // the links' transport_rate does not hold them (default: transport).
+  void one_sided(bool batch) { one_sided_ = batch; }
 
  private:
   void task_started(std::uint32_t id, Time at) override;
@@ -225,6 +229,7 @@ class Scheduler : private TaskObserver {
   RunResult result_;
   UsedConstants constants_;      // of the graph being run (read before compile frees its tasks)
   bool keep_timings_ = true;
+  bool one_sided_ = false;
   std::vector<bool> finished_;   // by task, for the deadlock report whether timings are kept or not
   // The replay thread of a checked run (null otherwise). Declared last, so
   // that it stops before what it reads is destroyed.

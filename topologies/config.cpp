@@ -25,6 +25,7 @@ ChannelParams read_channel(ObjectReader r) {
   if (r.has("sdma_read_extra")) c.sdma_read_extra = r.required_time("sdma_read_extra");
   if (r.has("sdma_write_rate")) c.sdma_write_rate = r.required_bandwidth("sdma_write_rate");
   if (r.has("sdma_read_rate")) c.sdma_read_rate = r.required_bandwidth("sdma_read_rate");
+  if (r.has("transport_rate")) c.transport_rate = r.required_bandwidth("transport_rate");
   r.finish();
   return c;
 }

@@ -295,6 +295,7 @@ AppliedScenario apply_scenario(const Scenario& s, const TopologySpec& healthy) {
       p.write_bandwidth = scaled(p.write_bandwidth, c.bandwidth_factor);
       p.sdma_write_rate = scaled(p.sdma_write_rate, c.bandwidth_factor);
       p.sdma_read_rate = scaled(p.sdma_read_rate, c.bandwidth_factor);
+      p.transport_rate = scaled(p.transport_rate, c.bandwidth_factor);
       p.latency = p.latency + c.extra_latency;
     }
     std::string what;

@@ -63,7 +63,10 @@ EstimateFabric::EstimateFabric(const TopologySpec& spec)
   link_rates_.reserve(spec_.links.size());
   for (const LinkSpec& link : spec_.links) {
     link_rates_.push_back(rate(link.params.bandwidth));
-    if (link.params.sdma_read_rate.bytes_per_s != 0 || link.params.sdma_write_rate.bytes_per_s != 0) sdma_caps_ = true;
+    if (link.params.sdma_read_rate.bytes_per_s != 0 || link.params.sdma_write_rate.bytes_per_s != 0 ||
+        link.params.transport_rate.bytes_per_s != 0) {
+      sdma_caps_ = true;
+    }
   }
   // places()'s room, on the caller's heap (built on a solve thread, whose
   // own heap is fresh pages: faulted in there, it kept a caller that
@@ -160,8 +163,9 @@ PathCost EstimateFabric::path(int from, int to) const {
     for (const int c : routes_.path(from, to)) {
       const ChannelParams& p = spec_.links[static_cast<std::size_t>(c / 2)].params;
       out.rate = std::min(out.rate, rate(p.bandwidth));
-      out.write_rate = std::min({out.write_rate, rate(p.bandwidth), rate(p.write_bandwidth), rate(p.sdma_write_rate)});
-      out.rate = std::min(out.rate, rate(p.sdma_read_rate));
+      out.write_rate = std::min({out.write_rate, rate(p.bandwidth), rate(p.write_bandwidth), rate(p.sdma_write_rate),
+                                 rate(p.transport_rate)});
+      out.rate = std::min({out.rate, rate(p.sdma_read_rate), rate(p.transport_rate)});
       out.latency += ps(p.latency);
       out.write_extra = std::max(out.write_extra, ps(p.sdma_write_extra));
       out.read_extra = std::max(out.read_extra, ps(p.sdma_read_extra));

@@ -190,8 +190,9 @@ Times elementwise_max(Times a, const Times& b) {
 // reduce-scatter, level-1 all-reduce, level-0 all-gather), stage l of slice
 // k after stage l of slice k-1 and stage l-1 of slice k, slice k's first
 // after slice k-2 ended. Its two level-0 lanes run at once on the same
-// server links, each slice's megabytes long: they share them, each
-// progressing at half speed while both run (processor sharing), while the
+// server links, each slice's megabytes long: they share them, each at
+// half the links' rate while both run (processor sharing; a lane alone is
+// held to one SDMA task's cap, which may leave the links room), while the
 // level-1 lane has the NICs to itself. Stages are taken whole (their
 // slowest rank), which at these sizes loses nothing but a microsecond.
 double pipelined_all_reduce(const CollectiveSpec& s, const Hierarchy& h, const AlgoPlan& plan, const EstimateFabric& f,
@@ -234,6 +235,21 @@ double pipelined_all_reduce(const CollectiveSpec& s, const Hierarchy& h, const A
         static_cast<double>(std::min(per_slice, s.count - first) * data_type_size(s.dtype)) / std::min(c.local_rate, c.copy_rate);
     fixed_left[k] = {fixed[0] + copy, fixed[1], fixed[2] + copy};
   }
+  // A level-0 lane's reads are SDMA tasks, each held to one task's cap
+  // (links.hccs.transport_rate on A2) below what the server's links carry:
+  // lanes running at once each keep up to the links' share, not half the
+  // capped rate.
+  double headroom = 1;
+  {
+    const int p = h.per_server;
+    auto all_pairs = [p](std::vector<FlowPair>& flows) {
+      for (int r = 0; r < p; ++r)
+        for (int q = 0; q < p; ++q)
+          if (q != r) flows.push_back(FlowPair{r, q});
+    };
+    const std::string key = "mesh/" + std::to_string(p);
+    headroom = f.shared_rate(key, all_pairs, c.copy_rate, false, false) / f.shared_rate(key, all_pairs, c.copy_rate, false);
+  }
   std::vector<std::array<char, 3>> started(slices, {0, 0, 0});
   auto released = [&](std::size_t k, std::size_t l) {
     if (k >= 1 && end[k - 1][l] < 0) return false;
@@ -255,11 +271,12 @@ double pipelined_all_reduce(const CollectiveSpec& s, const Hierarchy& h, const A
         }
       }
     }
-    // Level-0 stages moving bytes share the links; fixed parts go at full speed.
+    // Level-0 stages moving bytes share the links (within their headroom);
+    // fixed parts go at full speed.
     int sharing = 0;
     for (const auto& [k, l] : running) sharing += l != 1 && fixed_left[k][l] <= 0 ? 1 : 0;
     auto speed = [&](std::size_t k, std::size_t l) {
-      return l == 1 || fixed_left[k][l] > 0 ? 1.0 : 1.0 / std::max(1, sharing);
+      return l == 1 || fixed_left[k][l] > 0 ? 1.0 : std::min(1.0, headroom / std::max(1, sharing));
     };
     auto remaining = [&](std::size_t k, std::size_t l) { return fixed_left[k][l] > 0 ? fixed_left[k][l] : left[k][l]; };
     double step = 1e300;

@@ -515,7 +515,7 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
             t = sdma_task(c, t, c.sdma_fixed, piece, copy_rate, c.local_latency);
             local[k] = t + d + c.record_local;
             const double acked = c.wait_end(sdma[k] + d, local[k]) + d + record_in;
-            t = sdma_task(c, c.wait_end(acked + d, acked), c.sdma_read_fixed + in.read_extra, piece, cached.rate[j], in.latency);
+            t = sdma_task(c, c.wait_end(acked + d, acked), c.sdma_read_fixed + in.read_extra, piece, std::min(cached.rate[j], in.rate), in.latency);
             const double signalled = t + d + record_in;
             sdma[k] = freed[k] = c.wait_end(signalled + d, signalled) + d + c.record_local;
           }
@@ -561,7 +561,8 @@ double alltoall_direct_fullmesh(const CollectiveSpec& s, const EstimateFabric& f
             const int from = (r + p - x) % p;
             const PathCost& in = path_of(from);
             const std::size_t flow = static_cast<std::size_t>(r) * dist.size() + j;
-            const double rate = flow < own ? rates[flow] : slot_rate[j];
+            // (its share, held to one SDMA read's cap on its path)
+            const double rate = std::min(flow < own ? rates[flow] : slot_rate[j], in.rate);
             double t = c.wait_end(ack[static_cast<std::size_t>(r)] + d, ack[static_cast<std::size_t>(from)]);
             t = sdma_task(c, t, c.sdma_read_fixed + in.read_extra, piece, rate, in.latency);
             signal[static_cast<std::size_t>(r)] = t + d + record(in);

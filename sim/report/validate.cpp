@@ -388,6 +388,9 @@ double run_p2p(Platform& platform, const MeasuredPoint& p, std::string* what) {
     throw InputError("point " + p.id, "options.src / options.dst name NPUs outside 0.." + std::to_string(platform.npus() - 1));
   }
   const std::string method = p.options.at("method");
+  // hixl_cs's batches and HcclBatchPut/Get are one-sided descriptors; a
+  // single task is HCCL's two-sided transport (A2-3's send/recv).
+  sched.one_sided(method == "batch" || method == "domain");
   const bool read = p.op == "p2p_read";
   const int actor = read ? dst : src;  // whose SDMA engine moves the bytes
   *what = p.op + " " + method;

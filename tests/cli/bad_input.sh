@@ -47,13 +47,13 @@ case "$name" in
     args=(perf all_reduce --profile "$tmp/profile.json")
     expect=("$tmp/profile.json" '$.npu.sdma' "engine_count" "expected one of") ;;
   bandwidth_number)
-    profile_with "$tmp/profile.json" 's/"write_bandwidth": {[^}]*}/"write_bandwidth": 20.94/'
+    profile_with "$tmp/profile.json" 's/"transport_rate": {[^}]*}/"transport_rate": 20.94/'
     args=(perf all_reduce --profile "$tmp/profile.json")
-    expect=("$tmp/profile.json" '$.links.hccs.write_bandwidth' "unit") ;;
+    expect=("$tmp/profile.json" '$.links.hccs.transport_rate' "unit") ;;
   bandwidth_no_unit)
     profile_with "$tmp/profile.json" 's/"20.94GBps"/"20.94"/'
     args=(perf all_reduce --profile "$tmp/profile.json")
-    expect=("$tmp/profile.json" '$.links.hccs.write_bandwidth' "no unit" "GBps") ;;
+    expect=("$tmp/profile.json" '$.links.hccs.transport_rate' "no unit" "GBps") ;;
   too_many_ranks)
     args=(perf all_reduce --topology "$topology" --ranks 16)
     expect=("--ranks" "16" "8") ;;

@@ -53,8 +53,8 @@ case "$name" in
     # All-gather of 64M on the A2 mesh: the halved link npu0-npu1 sets the pace.
     args=(perf all_gather -b 64M -e 64M --scenario "$scen/a2-hccs-link-degraded.json" --format json)
     run_case
-    holds "$tmp/out.txt" 'rows[0]["scenario"]["healthy_time_us"] == 349.158471 and rows[0]["time_us"] == 656.208544'
-    holds "$tmp/out.txt" 'rows[0]["scenario"]["slowdown"] == 1.8794 and rows[0]["scenario"]["p50_us"] == rows[0]["time_us"]'
+    holds "$tmp/out.txt" 'rows[0]["scenario"]["healthy_time_us"] == 442.710399 and rows[0]["time_us"] == 843.3125'
+    holds "$tmp/out.txt" 'rows[0]["scenario"]["slowdown"] == 1.904885 and rows[0]["scenario"]["p50_us"] == rows[0]["time_us"]'
     holds "$tmp/out.txt" 'rows[0]["scenario"]["changes"] == ["hccs npu0<->npu1 degraded: bandwidth x0.5 ($.links[0])"]'
     holds "$tmp/out.txt" 'rows[0]["scenario"]["bottleneck"].startswith("hccs npu0->npu1 ")'
     holds "$tmp/out.txt" 'rows[0]["check_result"] == "success" and rows[0]["scenario"]["samples"] == 1' ;;
@@ -82,7 +82,7 @@ case "$name" in
   slow_rank_a2)
     args=(perf all_reduce -b 1M -e 1M --scenario "$scen/slow-rank.json" --format json)
     run_case
-    holds "$tmp/out.txt" 'rows[0]["scenario"]["healthy_time_us"] == 61.587098 and rows[0]["time_us"] == 163.78484'
+    holds "$tmp/out.txt" 'rows[0]["scenario"]["healthy_time_us"] == 63.141765 and rows[0]["time_us"] == 164.981765'
     holds "$tmp/out.txt" 'rows[0]["scenario"]["changes"] == ["slow rank 3: compute x1.5, +2.000 us per task ($.slow_ranks[0])"]' ;;
   nic_down_fails)
     args=(perf all_reduce -b 1M -e 1M --topology "$src/configs/topologies/a2-cluster.json" --servers 2
@@ -110,17 +110,17 @@ case "$name" in
     check "one run" contains "$tmp/out.txt" "# no random part: one run; aveg_time above is its time"
     check "the columns" contains "$tmp/out.txt" "healthy_us       p50_us       p90_us       p99_us       max_us  slowdown  bottleneck (healthy -> scenario)"
     check "a line per row" [ "$(grep -cE '^# +(1048576|8388608) ' "$tmp/out.txt")" -eq 2 ]
-    check "the 8M slowdown" contains "$tmp/out.txt" "141.734      228.710      228.710      228.710      228.710    1.6137" ;;
+    check "the 8M slowdown" contains "$tmp/out.txt" "154.417      254.113      254.113      254.113      254.113    1.6456" ;;
   csv_columns)
     args=(perf all_reduce -b 1M -e 1M --scenario "$scen/slow-rank.json" --format csv)
     run_case
     check "the scenario columns" contains "$tmp/out.txt" ",model,healthy_us,p50_us,p90_us,p99_us,max_us,slowdown,bottleneck"
-    check "the row's" contains "$tmp/out.txt" ",detailed,61.587098,163.784840,163.784840,163.784840,163.784840,2.659402," ;;
+    check "the row's" contains "$tmp/out.txt" ",detailed,63.141765,164.981765,164.981765,164.981765,164.981765,2.612879," ;;
   moe_slow_rank)
     args=(moe dispatch --ep 8 --tokens 64 --hidden 7168 --topk 8 --experts 64 --scenario "$scen/slow-rank.json" --format json)
     run_case
-    holds "$tmp/out.txt" 'round(rows[0]["scenario"]["healthy_time_us"], 3) == 102.575 and rows[0]["time_us"] == 135.071'
-    holds "$tmp/out.txt" 'rows[0]["scenario"]["slowdown"] == 1.316797 and rows[0]["scenario"]["changes"][0].startswith("slow rank 3")' ;;
+    holds "$tmp/out.txt" 'round(rows[0]["scenario"]["healthy_time_us"], 3) == 102.527 and rows[0]["time_us"] == 135.035'
+    holds "$tmp/out.txt" 'rows[0]["scenario"]["slowdown"] == 1.317075 and rows[0]["scenario"]["changes"][0].startswith("slow rank 3")' ;;
   run_program)
     args=(run --program "$src/configs/programs/seed-thread-notify.json" --scenario "$scen/jitter-lognormal.json" --samples 5 --format json)
     run_case

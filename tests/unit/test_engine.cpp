@@ -518,3 +518,31 @@ TEST_CASE("a run that frees its graph while compiling gives the same results and
   // A rebuild that makes another graph is refused rather than misreported.
   CHECK_THROWS_AS(sched.run_releasing(deadlocking(), [] { return TaskGraph{}; }), std::logic_error);
 }
+
+// ------------------------------------------------------------ transport cap
+
+TEST_CASE("an SDMA task of HCCL's transport is held to the links' transport_rate; a one-sided batch is not",
+          "[engine][sdma]") {
+  // A2 HCCS: HCCL's own send/recv reads at 20.94 GB/s (calibration row
+  // A2-3) where hixl's one-sided batches read at the link's 27 GB/s.
+  TopologySpec spec = two_npus();
+  spec.links[0].params.transport_rate = Bandwidth{kLink.bandwidth.bytes_per_s / 2};
+  const NpuParams npu = spec.npu;
+  Platform platform(spec);
+  Scheduler sched(platform);
+  constexpr std::uint64_t kBytes = 1'000'000;
+  auto read_span = [&]() {
+    TaskGraph g;
+    const ThreadId reader = g.add_thread(1, "Plane0");  // rank 1 reads rank 0's input
+    const TaskId copy = g.copy(reader, {0, BufferKind::Input, 0}, {1, BufferKind::Output, 0}, kBytes);
+    const RunResult r = sched.run(g);
+    REQUIRE(r.failure.empty());
+    return r.timings[copy].end - r.timings[copy].start;
+  };
+  const Time transport = read_span();
+  sched.one_sided(true);
+  const Time one_sided = read_span();
+  // The set-up and the latency are the same; only the rate differs.
+  CHECK(one_sided == npu.sdma.read_fixed + kLink.bandwidth.transfer_time(kBytes) + kLink.latency);
+  CHECK(transport - one_sided == kLink.bandwidth.transfer_time(kBytes));
+}
