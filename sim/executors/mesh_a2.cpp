@@ -9,6 +9,7 @@
 // (the receiver's SDMA engine pulls the peer's buffer). Reads and writes
 // differ in cost (the profile's read_fixed and the links' write_bandwidth).
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 #include "sim/executors/exec_builder.h"
@@ -77,6 +78,134 @@ class MeshExec : public ExecBuilder {
           data_pair(slave(r, k), r, peer, ag, "AllGather");
         }
         join(r, k_max);
+      }
+    }
+  }
+
+  // AllReduceMeshMidCountLoopExecutor (HCCL_DETERMINISTIC=true, op-base,
+  // one server of 8; template AllReduceLocalReduce). Per loop, slot size S =
+  // n/p rounded up to 16 KiB (512 B, then one element, when p - 1 such
+  // slots would not fit n); rank j's slice is the j-th S. Each rank owns
+  // p - 1 slots of S in its CCL_OUT (from slot 0, or slot 1 for the last
+  // rank), its own slice staged in slot j. Reduce-scatter: in rounds 1..p-1
+  // on its planes (round p-1 on Main) a rank writes its copy of peer
+  // (r + round)'s slice into one of that peer's slots, with inline reduce
+  // onto the staged slice in the last round, so the p contributions lie in
+  // p - 1 slots; the owner folds them on chip in a fixed order (the slots
+  // above the largest power of two first, then halving), which keeps the
+  // sum's order the same on every run. All-gather: every rank reads the
+  // peers' reduced slices from their CCL_OUT, its own copied out on the last
+  // plane. Main and the planes synchronise (fork, join, 0-byte copies)
+  // around every phase, as the template does.
+  void all_reduce_local_reduce() {
+    const Handshake rs = new_handshake();
+    const Handshake ag = new_handshake();
+    const int planes = p_ - 1;
+    auto plane = [&](int r, int round) { return round == p_ - 1 ? main(r) : slave(r, round - 1); };
+    auto sync = [&](int r) {  // 0-byte copy, join, 0-byte copy, fork, 0-byte copy
+      placeholder_copy(r);
+      join(r, planes);
+      placeholder_copy(r);
+      fork(r, planes);
+      placeholder_copy(r);
+    };
+    const std::uint64_t p = static_cast<std::uint64_t>(p_);
+    // Each loop leaves room for the slots' alignment (HCCL's loop is the
+    // buffer; its last slot may reach past it by less than p x 16 KiB).
+    const std::uint64_t reserve = p * std::max<std::uint64_t>(1, kMeshSliceAlign / esz_);
+    const std::uint64_t per_loop = buffer_elements() > 2 * reserve ? buffer_elements() - reserve : buffer_elements();
+    for (const Span& loop : loops(spec_.count, per_loop)) {
+      const std::uint64_t n = loop.count;
+      const std::uint64_t even = (n + p - 1) / p;
+      std::uint64_t slot = 1;
+      for (const std::uint64_t bytes : {kMeshSliceAlign, std::uint64_t{512}, std::uint64_t{0}}) {
+        const std::uint64_t a = std::max<std::uint64_t>(1, bytes / esz_);
+        slot = (even + a - 1) / a * a;
+        if (slot * (p - 1) <= n) break;
+      }
+      auto sl = [&](int j) {
+        const std::uint64_t first = std::min(n, slot * static_cast<std::uint64_t>(j));
+        return Span{first, std::min(slot, n - first)};
+      };
+      auto base = [&](int j) { return j == p_ - 1 ? slot : 0; };
+      // Which of `dst`'s slots the writer of round `round` fills.
+      auto slot_of = [&](int dst, int round) -> std::uint64_t {
+        int k = (dst + round) % (p_ - 1);
+        if (dst == p_ - 1) k = (k + p_ - 2) % (p_ - 1);
+        if (round == p_ - 1) k = dst == p_ - 1 ? dst - 1 : dst;
+        return base(dst) + static_cast<std::uint64_t>(k) * slot;
+      };
+      for (int r = 0; r < p_; ++r) {
+        move(main(r), input(r, loop.first + sl(r).first), ccl_out(r, sl(r).first), sl(r).count, false, "ReduceScatter local");
+        fork(r, planes);
+        for (int round = 1; round < p_; ++round) ack_pair(plane(r, round), r, (r + round) % p_, rs, "ReduceScatter");
+        sync(r);
+        for (int round = 1; round < p_; ++round) {
+          const int dst = (r + round) % p_;
+          move(plane(r, round), input(r, loop.first + sl(dst).first), ccl_out(dst, slot_of(dst, round)), sl(dst).count,
+               round == p_ - 1, "ReduceScatter");
+          data_pair(plane(r, round), r, dst, rs, "ReduceScatter");
+        }
+        placeholder_copy(r);
+        join(r, planes);
+        placeholder_copy(r);
+        fold_slots(r, base(r), slot, sl(r).count);
+      }
+      for (int r = 0; r < p_; ++r) {
+        placeholder_copy(r);
+        fork(r, planes);
+        placeholder_copy(r);
+        for (int round = 1; round < p_; ++round) ack_pair(plane(r, round), r, backward(r, round - 1), ag, "AllGather");
+        sync(r);
+        move(slave(r, planes - 1), ccl_out(r, sl(r).first), output(r, loop.first + sl(r).first), sl(r).count, false,
+             "AllGather local");
+        for (int round = 1; round < p_; ++round) {
+          const int src = backward(r, round - 1);
+          move(plane(r, round), ccl_out(src, sl(src).first), output(r, loop.first + sl(src).first), sl(src).count, false,
+               "AllGather");
+          data_pair(plane(r, round), r, src, ag, "AllGather");
+        }
+        placeholder_copy(r);
+        join(r, planes);
+        placeholder_copy(r);
+      }
+    }
+  }
+
+  // The on-chip fold of AllReduceLocalReduce on Main: rank r's p - 1 slots
+  // (from `first`, `slot` elements apart) into slot r. With 2^e the largest
+  // power of two below p, the slots beyond 2^e fold first (into the low
+  // ones for r < 2^e, the low ones into them otherwise), then the 2^e slots
+  // around r halve e times, each time keeping r's half.
+  void fold_slots(int r, std::uint64_t first, std::uint64_t slot, std::uint64_t count) {
+    const int power = static_cast<int>(std::floor(std::log2(static_cast<double>(p_ - 1))));
+    const int low = 1 << power;
+    auto at = [&](std::uint64_t k) { return ccl_out(r, first + k * slot); };
+    for (int i = 0; i < p_ - low - 1; ++i) {
+      const std::uint64_t hi = static_cast<std::uint64_t>(low + i);
+      const std::uint64_t lo = static_cast<std::uint64_t>(i);
+      if (r < low) {
+        move(main(r), at(hi), at(lo), count, true, "LocalReduce");
+      } else {
+        move(main(r), at(lo), at(hi), count, true, "LocalReduce");
+      }
+    }
+    int center = std::min(r < low ? r : r - low + 1, low - 1);
+    std::uint64_t offset = r < low ? 0 : static_cast<std::uint64_t>(p_ - low - 1);
+    for (int round = 0; round < power; ++round) {
+      const int half = low >> (round + 1);
+      for (int i = 0; i < half; ++i) {
+        const std::uint64_t a = offset + static_cast<std::uint64_t>(i);
+        const std::uint64_t b = offset + static_cast<std::uint64_t>(half + i);
+        if (center < half) {
+          move(main(r), at(b), at(a), count, true, "LocalReduce");
+        } else {
+          move(main(r), at(a), at(b), count, true, "LocalReduce");
+        }
+      }
+      if (center >= half) {
+        offset += static_cast<std::uint64_t>(half);
+        center -= half;
       }
     }
   }
@@ -456,6 +585,25 @@ void register_mesh_executors(std::vector<Executor>& out) {
       [](const CollectiveSpec& s, const ExecContext&, const AlgoPlan&) {
         MeshExec b(s, s.ranks - 1);
         b.all_reduce_opbase_loop();
+        return b.take();
+      }});
+  out.push_back(Executor{
+      "AllReduceMeshMidCountLoopExecutor",
+      base + "impl/coll_executor/coll_all_reduce/coll_all_reduce_mesh_mid_count_executor.cc, "
+             "base/alg_template/temp_all_reduce/all_reduce_local_reduce.cc",
+      "deterministic: p-1 slave streams; peers write their copies of a slice into the owner's CCL_OUT slots "
+      "(the last with inline reduce), the owner folds the slots on chip in a fixed order, then every rank reads "
+      "the reduced slices",
+      [](const CollectiveSpec& s, const ExecContext& c) {
+        // HCCL runs the template on 8 ranks only (DEVICE_EIGHT); its slot
+        // arithmetic does not cover every other count.
+        return needs(s.op == CollOp::AllReduce && single_server(c) && s.ranks == 8 &&
+                         sdma_inline_reduce(s.dtype, s.reduce_op) && c.mode == WorkflowMode::OpBase,
+                     "runs an op-base AllReduce of 8 ranks inside one server with an inline-reducible dtype and op");
+      },
+      [](const CollectiveSpec& s, const ExecContext&, const AlgoPlan&) {
+        MeshExec b(s, s.ranks - 1);
+        b.all_reduce_local_reduce();
         return b.take();
       }});
   out.push_back(Executor{

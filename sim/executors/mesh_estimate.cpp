@@ -108,6 +108,98 @@ double all_reduce_opbase_loop(const CollectiveSpec& s, const EstimateFabric& f) 
   });
 }
 
+// One phase of AllReduceLocalReduce (mesh_a2.cpp all_reduce_local_reduce)
+// on a representative rank: Main records to its p-1 planes (the last a
+// spare: idle, or the own slice's copy out), runs `main_before`, its own
+// round as stream p-2; the handshakes pair stream i with the peer's
+// stream p-2-i; then the bodies, `main_after` on Main, and Main waits for
+// every plane in order.
+struct LocalReducePhase {
+  bool ack = false;
+  bool data = false;
+  std::function<double(int, double)> body = [](int, double free) { return free; };
+  std::function<double(double)> spare = [](double free) { return free; };
+  std::function<double(double)> main_before = [](double free) { return free; };
+  std::function<double(double)> main_after = [](double free) { return free; };
+};
+
+double local_reduce_phase(const StepCosts& c, int p, double record, double free, const LocalReducePhase& ph) {
+  const double d = c.dispatch;
+  const int k = p - 2;  // active slaves; Main is stream k
+  std::vector<double> t(static_cast<std::size_t>(k + 1));
+  double main_free = free;
+  for (int i = 0; i < k; ++i) t[static_cast<std::size_t>(i)] = main_free += d + c.record_local;
+  const double spare_start = main_free += d + c.record_local;
+  t[static_cast<std::size_t>(k)] = ph.main_before(main_free);
+  auto handshake = [&]() {
+    std::vector<double> landed(t.size());
+    for (std::size_t i = 0; i < t.size(); ++i) landed[i] = t[i] + d + record;
+    for (std::size_t i = 0; i < t.size(); ++i) t[i] = c.wait_end(landed[i] + d, landed[t.size() - 1 - i]);
+  };
+  if (ph.ack) handshake();
+  for (int i = 0; i <= k; ++i) t[static_cast<std::size_t>(i)] = ph.body(i, t[static_cast<std::size_t>(i)]);
+  if (ph.data) handshake();
+  double main_t = ph.main_after(t[static_cast<std::size_t>(k)]);
+  for (int i = 0; i < k; ++i) main_t = c.wait_end(main_t + d, t[static_cast<std::size_t>(i)] + d + c.record_local);
+  return c.wait_end(main_t + d, ph.spare(spare_start) + d + c.record_local);
+}
+
+// AllReduceMeshMidCountLoopExecutor (template AllReduceLocalReduce): per
+// loop, stage the own slice; acks; writes of the peers' slices (the last,
+// on Main, with inline reduce); p-2 on-chip folds; acks; reads of the
+// reduced slices while the spare plane copies the own one out. The slot
+// size (the largest slice) sets the pace, as in the builder.
+double all_reduce_local_reduce(const CollectiveSpec& s, const EstimateFabric& f) {
+  const StepCosts& c = f.costs();
+  const int p = s.ranks;
+  const std::uint64_t esz = data_type_size(s.dtype);
+  const MeshRates m = mesh_rates(f, p);
+  const std::uint64_t pp = static_cast<std::uint64_t>(p);
+  const std::uint64_t buffer = s.buffer_bytes / esz;
+  const std::uint64_t reserve = pp * std::max<std::uint64_t>(1, kSliceAlign / esz);
+  auto placeholder = [&](double t) { return sdma_task(c, t, c.sdma_fixed, 0, 1, 0); };
+  return over_loops(s.count, buffer > 2 * reserve ? buffer - reserve : buffer, start(c), [&](double t, double count) {
+    const std::uint64_t n = static_cast<std::uint64_t>(count);
+    const std::uint64_t even = (n + pp - 1) / pp;
+    std::uint64_t slot = 1;
+    for (const std::uint64_t bytes : {kSliceAlign, std::uint64_t{512}, std::uint64_t{0}}) {
+      const std::uint64_t a = std::max<std::uint64_t>(1, bytes / esz);
+      slot = (even + a - 1) / a * a;
+      if (slot * (pp - 1) <= n) break;
+    }
+    const double x = static_cast<double>(std::min(slot, n) * esz);
+    t = copy_task(c, t, x);
+    LocalReducePhase acks;
+    acks.ack = true;
+    acks.main_after = placeholder;
+    t = placeholder(local_reduce_phase(c, p, m.record, t, acks));
+    LocalReducePhase writes;
+    writes.data = true;
+    writes.main_before = placeholder;
+    writes.main_after = placeholder;
+    writes.body = [&](int i, double free) {
+      return i == p - 2 ? sdma_task(c, free, m.write_fixed, x, m.write_reduce, m.latency)
+                        : sdma_task(c, free, m.write_fixed, x, m.write, m.latency);
+    };
+    t = placeholder(local_reduce_phase(c, p, m.record, t, writes));
+    for (int i = 0; i < p - 2; ++i) {
+      t = sdma_task(c, t, c.sdma_fixed, x, std::min(c.local_rate, c.reduce_rate), c.local_latency);
+    }
+    LocalReducePhase gather_acks;
+    gather_acks.ack = true;
+    gather_acks.main_before = placeholder;
+    gather_acks.main_after = placeholder;
+    t = placeholder(local_reduce_phase(c, p, m.record, placeholder(t), gather_acks));
+    LocalReducePhase reads;
+    reads.data = true;
+    reads.main_before = placeholder;
+    reads.main_after = placeholder;
+    reads.spare = [&](double free) { return copy_task(c, free, x); };
+    reads.body = [&](int, double free) { return sdma_task(c, free, m.read_fixed, x, m.read, m.latency); };
+    return placeholder(local_reduce_phase(c, p, m.record, t, reads));
+  });
+}
+
 // AllGatherMeshOpbaseExecutor: stage, handshake, 0-byte copy, reads while
 // Main copies its own slot, 0-byte copy.
 double all_gather_opbase(const CollectiveSpec& s, const EstimateFabric& f) {
@@ -588,6 +680,7 @@ void register_mesh_estimates(std::map<std::string, EstimateFn>& out) {
     return [fn](const CollectiveSpec& s, const ExecContext&, const AlgoPlan&, const EstimateFabric& f) { return fn(s, f); };
   };
   out["AllReduceMeshOpbaseLoopExecutor"] = one(all_reduce_opbase_loop);
+  out["AllReduceMeshMidCountLoopExecutor"] = one(all_reduce_local_reduce);
   out["AllGatherMeshOpbaseExecutor"] = one(all_gather_opbase);
   out["ReduceScatterMeshDmaEliminationExecutor"] = one(reduce_scatter_dma_elimination);
   out["RunAlltoAllVStaged"] = one(alltoall_staged);

@@ -61,8 +61,14 @@ ExecutorChoice select_executor_a2(const CollectiveSpec& spec, const ExecContext&
       if (single) {
         if (!inline_reduce) return pick("AllReduceMeshExecutor", plan, "dtype or op not inline-reducible");
         if (ctx.deterministic && spec.ranks > 2) {
-          unmodelled(size <= 128 * KiB ? "AllReduceMeshSmallCountExecutor (deterministic templates)"
-                                       : (h.per_server == 8 ? "AllReduceMeshMidCountLoopExecutor" : "AllReduceMeshOneshotLoopExecutor"),
+          // (GetCountTypeForDeterAllReduce: op-base small <= 128 KiB, else
+          // medium on 8 ranks; graph small <= 64 KiB, medium <= 4 MiB on 8)
+          if (opbase && size > 128 * KiB && spec.ranks == 8) {
+            return pick("AllReduceMeshMidCountLoopExecutor", plan, "HCCL_DETERMINISTIC=true, op-base, one server of 8, > 128 KiB");
+          }
+          unmodelled(size <= (opbase ? 128 : 64) * KiB ? "AllReduceMeshSmallCountExecutor (deterministic templates)"
+                     : spec.ranks == 8 && (opbase || size <= 4 * MiB) ? "AllReduceMeshMidCountLoopExecutor (graph mode)"
+                                                                       : "AllReduceMeshOneshotLoopExecutor",
                      "HCCL_DETERMINISTIC=true, one server");
         }
         const bool fits = size <= spec.buffer_bytes;  // one shot through the HCCL buffer

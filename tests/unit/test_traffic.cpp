@@ -573,6 +573,30 @@ const std::map<std::string, Form>& forms() {
         }
       }
     };
+    // AllReduceLocalReduce (deterministic, 8 ranks): each rank writes its
+    // copy of every peer's slice into that peer's slots, then reads every
+    // peer's reduced slice; per loop of the buffer less p x 16 KiB, slots of
+    // ceil(L/p) aligned to 16 KiB (512 B, one element, where p-1 of them
+    // would not fit L).
+    f["AllReduceMeshMidCountLoopExecutor"] = [](Expect& e) {
+      const int p = e.ranks();
+      const u64 pp = static_cast<u64>(p);
+      const u64 esz = data_type_size(e.at().coll.dtype);
+      const u64 buffer = e.at().coll.buffer_bytes / esz;
+      const u64 reserve = pp * std::max<u64>(1, 16 * KiB / esz);
+      for (const u64 loop : loop_sizes(e.n() / esz, buffer > 2 * reserve ? buffer - reserve : buffer)) {
+        u64 slot = 1;
+        for (const u64 bytes : {16 * KiB, u64{512}, u64{0}}) {
+          const u64 a = std::max<u64>(1, bytes / esz);
+          slot = ((loop + pp - 1) / pp + a - 1) / a * a;
+          if (slot * (pp - 1) <= loop) break;
+        }
+        auto part = [&](int j) { return std::min(slot, loop - std::min(loop, slot * static_cast<u64>(j))) * esz; };
+        for (int r = 0; r < p; ++r) {
+          for (int j = 0; j < p; ++j) e.send(r, j, part(j) + part(r));
+        }
+      }
+    };
     // A2: AllReduceReduceBcast, every rank's whole input into rank 0 and the
     // sum back; A3: the HD_OPTIM template, as H-D_R over every rank.
     f["AllReduceMeshSmallCountExecutor"] = [](Expect& e) {
