@@ -75,7 +75,7 @@ struct Executor {
   // Its closed form for --model estimate (sim/estimate): the collective's
   // time in ps on the estimate's fabric. Empty: the detailed model only.
   using Estimate = std::function<double(const CollectiveSpec&, const ExecContext&, const AlgoPlan&, const EstimateFabric&)>;
-  Estimate estimate;
+  Estimate estimate = {};
 };
 
 // Every registered executor, in registration order.
