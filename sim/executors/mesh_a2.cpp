@@ -109,20 +109,11 @@ class MeshExec : public ExecBuilder {
       fork(r, planes);
       placeholder_copy(r);
     };
-    const std::uint64_t p = static_cast<std::uint64_t>(p_);
-    // Each loop leaves room for the slots' alignment (HCCL's loop is the
-    // buffer; its last slot may reach past it by less than p x 16 KiB).
-    const std::uint64_t reserve = p * std::max<std::uint64_t>(1, kMeshSliceAlign / esz_);
-    const std::uint64_t per_loop = buffer_elements() > 2 * reserve ? buffer_elements() - reserve : buffer_elements();
-    for (const Span& loop : loops(spec_.count, per_loop)) {
+    // (Each loop leaves room for the slots' alignment: HCCL's loop is the
+    // buffer, whose last slot may reach past it by less than p x 16 KiB.)
+    for (const Span& loop : loops(spec_.count, local_reduce_loop(buffer_elements(), p_, esz_))) {
       const std::uint64_t n = loop.count;
-      const std::uint64_t even = (n + p - 1) / p;
-      std::uint64_t slot = 1;
-      for (const std::uint64_t bytes : {kMeshSliceAlign, std::uint64_t{512}, std::uint64_t{0}}) {
-        const std::uint64_t a = std::max<std::uint64_t>(1, bytes / esz_);
-        slot = (even + a - 1) / a * a;
-        if (slot * (p - 1) <= n) break;
-      }
+      const std::uint64_t slot = local_reduce_slot(n, p_, esz_);
       auto sl = [&](int j) {
         const std::uint64_t first = std::min(n, slot * static_cast<std::uint64_t>(j));
         return Span{first, std::min(slot, n - first)};

@@ -154,19 +154,11 @@ double all_reduce_local_reduce(const CollectiveSpec& s, const EstimateFabric& f)
   const int p = s.ranks;
   const std::uint64_t esz = data_type_size(s.dtype);
   const MeshRates m = mesh_rates(f, p);
-  const std::uint64_t pp = static_cast<std::uint64_t>(p);
-  const std::uint64_t buffer = s.buffer_bytes / esz;
-  const std::uint64_t reserve = pp * std::max<std::uint64_t>(1, kSliceAlign / esz);
   auto placeholder = [&](double t) { return sdma_task(c, t, c.sdma_fixed, 0, 1, 0); };
-  return over_loops(s.count, buffer > 2 * reserve ? buffer - reserve : buffer, start(c), [&](double t, double count) {
+  const std::uint64_t per_loop = local_reduce_loop(s.buffer_bytes / esz, p, esz);
+  return over_loops(s.count, per_loop, start(c), [&](double t, double count) {
     const std::uint64_t n = static_cast<std::uint64_t>(count);
-    const std::uint64_t even = (n + pp - 1) / pp;
-    std::uint64_t slot = 1;
-    for (const std::uint64_t bytes : {kSliceAlign, std::uint64_t{512}, std::uint64_t{0}}) {
-      const std::uint64_t a = std::max<std::uint64_t>(1, bytes / esz);
-      slot = (even + a - 1) / a * a;
-      if (slot * (pp - 1) <= n) break;
-    }
+    const std::uint64_t slot = local_reduce_slot(n, p, esz);
     const double x = static_cast<double>(std::min(slot, n) * esz);
     t = copy_task(c, t, x);
     LocalReducePhase acks;

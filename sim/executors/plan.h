@@ -31,6 +31,25 @@ inline int floor_pow2(int p) {
 }
 inline int mod(int a, int p) { return ((a % p) + p) % p; }
 
+// AllReduceLocalReduce (the deterministic mid-count loop), in elements of
+// `esz` bytes: a loop holds the buffer less p x 16 KiB of room for the
+// slots' alignment; a slot is n/p rounded up to 16 KiB, else 512 B, else
+// one element, the first that lets p - 1 slots fit n (PrepareSlice).
+inline std::uint64_t local_reduce_loop(std::uint64_t buffer, int p, std::uint64_t esz) {
+  const std::uint64_t reserve = static_cast<std::uint64_t>(p) * std::max<std::uint64_t>(1, 16 * 1024 / esz);
+  return buffer > 2 * reserve ? buffer - reserve : buffer;
+}
+inline std::uint64_t local_reduce_slot(std::uint64_t n, int p, std::uint64_t esz) {
+  const std::uint64_t pp = static_cast<std::uint64_t>(p);
+  std::uint64_t slot = 1;
+  for (const std::uint64_t bytes : {std::uint64_t{16 * 1024}, std::uint64_t{512}, std::uint64_t{0}}) {
+    const std::uint64_t a = std::max<std::uint64_t>(1, bytes / esz);
+    slot = ((n + pp - 1) / pp + a - 1) / a * a;
+    if (slot * (pp - 1) <= n) break;
+  }
+  return slot;
+}
+
 // Chunk j of `parts` over n elements: sizes differ by at most one, larger ones first.
 inline Span chunk_span(std::uint64_t n, int parts, int j) {
   const std::uint64_t base = n / static_cast<std::uint64_t>(parts);
