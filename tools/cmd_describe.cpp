@@ -57,6 +57,9 @@ std::string detail_of(const sc_core::sc_object& o) {
     std::string d = p.kind == LinkKind::Memory ? ch->label().substr(ch->label().find(' ') + 1) : std::string(link_kind_name(p.kind));
     d += ", " + rate_text(p.bandwidth) + " one way, latency " + format_us(p.latency) + " us";
     if (p.write_bandwidth.bytes_per_s != 0) d += ", writes at most " + rate_text(p.write_bandwidth);
+    if (p.sdma_read_rate.bytes_per_s != 0) d += ", one SDMA read task at most " + rate_text(p.sdma_read_rate);
+    if (p.sdma_write_rate.bytes_per_s != 0) d += ", one SDMA write task at most " + rate_text(p.sdma_write_rate);
+    if (p.transport_rate.bytes_per_s != 0) d += ", one task of HCCL's transport at most " + rate_text(p.transport_rate);
     return d;
   }
   return "";

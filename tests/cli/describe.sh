@@ -36,7 +36,11 @@ assert m[links]["count"] == nlinks and m[links]["kind"] == "hcclsim::Channel", m
 assert m["npu#_memory"]["count"] == npus
 PY
     "$hcclsim" describe "${topo[@]}" >"$tmp/out.txt" 2>"$tmp/err.txt" || fail=1
-    grep -q "npu0.sdma .. npu$((npus - 1)).sdma" "$tmp/out.txt" || { echo "FAIL: table lacks the SDMA units" >&2; fail=1; } ;;
+    grep -q "npu0.sdma .. npu$((npus - 1)).sdma" "$tmp/out.txt" || { echo "FAIL: table lacks the SDMA units" >&2; fail=1; }
+    # The links' per-task caps: HCCL's transport on A2 HCCS, one SDMA task
+    # through an A3 die's switch port.
+    if [ "$name" = describe_a2_server ]; then cap="one task of HCCL's transport at most 20.94 GB/s"; else cap="one SDMA read task at most 142.40 GB/s"; fi
+    grep -q "^hccs_.*$cap" "$tmp/out.txt" || { echo "FAIL: the hccs links do not say '$cap'" >&2; fail=1; } ;;
   describe_too_large)
     args=(describe --topology "$src/configs/topologies/a2-cluster.json" --servers 65536); expect=("--servers" "--max-memory"); run_case
     # (a platform has no tasks to count: the message gives none)
