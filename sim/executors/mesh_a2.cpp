@@ -163,6 +163,78 @@ class MeshExec : public ExecBuilder {
     }
   }
 
+  // AllReduceMeshOneshotLoopExecutor (HCCL_DETERMINISTIC=true, op-base, one
+  // server not of 8; template AllReduceChunkMesh). Per loop of the buffer:
+  // every rank copies its whole input into CCL_OUT; after a handshake with
+  // every peer, in rounds 1..p-1 each rank reads, with inline reduce, the
+  // p-1 parts of its own slice (slices and parts 128 B aligned) from p-1
+  // different peers' CCL_OUT, part k of round t from the peer at distance
+  // (k + t - 1) wrapped into 1..p-1, so every part sums its contributions
+  // in a fixed order; Main and the planes synchronise between rounds, the
+  // peers only before the first and after the last. Then the all-gather of
+  // the mid-count loop: every rank reads the peers' reduced slices, its own
+  // copied out on the spare plane.
+  void all_reduce_chunk_mesh() {
+    const Handshake rs = new_handshake();
+    const Handshake ag = new_handshake();
+    const int planes = p_ - 1;
+    const std::uint64_t align = std::max<std::uint64_t>(1, 128 / esz_);
+    auto plane = [&](int r, int round) { return round == p_ - 1 ? main(r) : slave(r, round - 1); };
+    for (const Span& loop : loops(spec_.count, buffer_elements())) {
+      auto sl = [&](int j) { return aligned_slice(loop.count, p_, j, align); };
+      for (int r = 0; r < p_; ++r) {
+        move(main(r), input(r, loop.first), ccl_out(r, 0), loop.count, false, "ReduceScatter stage");
+        placeholder_copy(r);
+        fork(r, planes);
+        for (int round = 1; round < p_; ++round) ack_pair(plane(r, round), r, (r + round) % p_, rs, "ReduceScatter");
+        placeholder_copy(r);
+        const Span own = sl(r);
+        for (int round = 1; round < p_; ++round) {
+          placeholder_copy(r);
+          join(r, planes);
+          placeholder_copy(r);
+          fork(r, planes);
+          placeholder_copy(r);
+          for (int k = 1; k < p_; ++k) {
+            const int gap = k + round > p_ ? (k + round - 1) % (p_ - 1) : k + round - 1;
+            const int src = (gap + r) % p_;
+            const Span part = aligned_slice(own.count, p_ - 1, k - 1, align);
+            const std::uint64_t at = own.first + part.first;
+            move(plane(r, k), ccl_out(src, at), ccl_out(r, at), part.count, true, "ReduceScatter");
+          }
+        }
+        for (int round = 1; round < p_; ++round) {
+          const int gap = round == 1 ? p_ - 1 : round - 1;
+          data_pair(plane(r, round), r, (r + gap) % p_, rs, "ReduceScatter");
+        }
+        placeholder_copy(r);
+        join(r, planes);
+        placeholder_copy(r);
+      }
+      for (int r = 0; r < p_; ++r) {
+        placeholder_copy(r);
+        fork(r, planes);
+        for (int round = 1; round < p_; ++round) ack_pair(plane(r, round), r, backward(r, round - 1), ag, "AllGather");
+        placeholder_copy(r);
+        join(r, planes);
+        placeholder_copy(r);
+        fork(r, planes);
+        placeholder_copy(r);
+        move(slave(r, planes - 1), ccl_out(r, sl(r).first), output(r, loop.first + sl(r).first), sl(r).count, false,
+             "AllGather local");
+        for (int round = 1; round < p_; ++round) {
+          const int src = backward(r, round - 1);
+          move(plane(r, round), ccl_out(src, sl(src).first), output(r, loop.first + sl(src).first), sl(src).count, false,
+               "AllGather");
+          data_pair(plane(r, round), r, src, ag, "AllGather");
+        }
+        placeholder_copy(r);
+        join(r, planes);
+        placeholder_copy(r);
+      }
+    }
+  }
+
   // The on-chip fold of AllReduceLocalReduce on Main: rank r's p - 1 slots
   // (from `first`, `slot` elements apart) into slot r. With 2^e the largest
   // power of two below p, the slots beyond 2^e fold first (into the low
@@ -595,6 +667,23 @@ void register_mesh_executors(std::vector<Executor>& out) {
       [](const CollectiveSpec& s, const ExecContext&, const AlgoPlan&) {
         MeshExec b(s, s.ranks - 1);
         b.all_reduce_local_reduce();
+        return b.take();
+      }});
+  out.push_back(Executor{
+      "AllReduceMeshOneshotLoopExecutor",
+      base + "impl/coll_executor/coll_all_reduce/coll_all_reduce_mesh_oneshot_executor.cc, "
+             "base/alg_template/temp_all_reduce/all_reduce_chunk_mesh.cc",
+      "deterministic: p-1 slave streams; every rank stages its input in CCL_OUT, then in p-1 rounds reads the parts "
+      "of its own slice from the peers with inline reduce, in a fixed order; then every rank reads the reduced slices",
+      [](const CollectiveSpec& s, const ExecContext& c) {
+        return needs(s.op == CollOp::AllReduce && single_server(c) && s.ranks >= 3 &&
+                         sdma_inline_reduce(s.dtype, s.reduce_op) && c.mode == WorkflowMode::OpBase,
+                     "runs an op-base AllReduce of 3 ranks or more inside one server with an inline-reducible dtype "
+                     "and op (2 ranks: another template)");
+      },
+      [](const CollectiveSpec& s, const ExecContext&, const AlgoPlan&) {
+        MeshExec b(s, s.ranks - 1);
+        b.all_reduce_chunk_mesh();
         return b.take();
       }});
   out.push_back(Executor{

@@ -108,15 +108,17 @@ double all_reduce_opbase_loop(const CollectiveSpec& s, const EstimateFabric& f) 
   });
 }
 
-// One phase of AllReduceLocalReduce (mesh_a2.cpp all_reduce_local_reduce)
-// on a representative rank: Main records to its p-1 planes (the last a
-// spare: idle, or the own slice's copy out), runs `main_before`, its own
-// round as stream p-2; the handshakes pair stream i with the peer's
-// stream p-2-i; then the bodies, `main_after` on Main, and Main waits for
+// One phase of the deterministic templates (mesh_a2.cpp
+// all_reduce_local_reduce, all_reduce_chunk_mesh) on a representative
+// rank: Main records to its p-1 planes (the last a spare: idle, or the own
+// slice's copy out), runs `main_before`, its own round as stream p-2; the
+// handshakes pair stream i with the peer's stream `partner(i)` (p-2-i
+// unless set); then the bodies, `main_after` on Main, and Main waits for
 // every plane in order.
 struct LocalReducePhase {
   bool ack = false;
   bool data = false;
+  std::function<int(int)> partner;
   std::function<double(int, double)> body = [](int, double free) { return free; };
   std::function<double(double)> spare = [](double free) { return free; };
   std::function<double(double)> main_before = [](double free) { return free; };
@@ -134,7 +136,10 @@ double local_reduce_phase(const StepCosts& c, int p, double record, double free,
   auto handshake = [&]() {
     std::vector<double> landed(t.size());
     for (std::size_t i = 0; i < t.size(); ++i) landed[i] = t[i] + d + record;
-    for (std::size_t i = 0; i < t.size(); ++i) t[i] = c.wait_end(landed[i] + d, landed[t.size() - 1 - i]);
+    for (std::size_t i = 0; i < t.size(); ++i) {
+      const std::size_t j = ph.partner ? static_cast<std::size_t>(ph.partner(static_cast<int>(i))) : t.size() - 1 - i;
+      t[i] = c.wait_end(landed[i] + d, landed[j]);
+    }
   };
   if (ph.ack) handshake();
   for (int i = 0; i <= k; ++i) t[static_cast<std::size_t>(i)] = ph.body(i, t[static_cast<std::size_t>(i)]);
@@ -142,6 +147,26 @@ double local_reduce_phase(const StepCosts& c, int p, double record, double free,
   double main_t = ph.main_after(t[static_cast<std::size_t>(k)]);
   for (int i = 0; i < k; ++i) main_t = c.wait_end(main_t + d, t[static_cast<std::size_t>(i)] + d + c.record_local);
   return c.wait_end(main_t + d, ph.spare(spare_start) + d + c.record_local);
+}
+
+// The all-gather both deterministic templates end with: acks (after a
+// 0-byte copy on Main in AllReduceLocalReduce, not in AllReduceChunkMesh),
+// a sync, then reads of the reduced slices (`x` bytes) while the spare
+// plane copies the own slice out.
+double deterministic_gather(const StepCosts& c, const MeshRates& m, int p, double t, double x, bool copy_before_acks) {
+  auto placeholder = [&](double at) { return sdma_task(c, at, c.sdma_fixed, 0, 1, 0); };
+  LocalReducePhase acks;
+  acks.ack = true;
+  if (copy_before_acks) acks.main_before = placeholder;
+  acks.main_after = placeholder;
+  t = placeholder(local_reduce_phase(c, p, m.record, placeholder(t), acks));
+  LocalReducePhase reads;
+  reads.data = true;
+  reads.main_before = placeholder;
+  reads.main_after = placeholder;
+  reads.spare = [&](double free) { return copy_task(c, free, x); };
+  reads.body = [&](int, double free) { return sdma_task(c, free, m.read_fixed, x, m.read, m.latency); };
+  return placeholder(local_reduce_phase(c, p, m.record, t, reads));
 }
 
 // AllReduceMeshMidCountLoopExecutor (template AllReduceLocalReduce): per
@@ -177,18 +202,47 @@ double all_reduce_local_reduce(const CollectiveSpec& s, const EstimateFabric& f)
     for (int i = 0; i < p - 2; ++i) {
       t = sdma_task(c, t, c.sdma_fixed, x, std::min(c.local_rate, c.reduce_rate), c.local_latency);
     }
-    LocalReducePhase gather_acks;
-    gather_acks.ack = true;
-    gather_acks.main_before = placeholder;
-    gather_acks.main_after = placeholder;
-    t = placeholder(local_reduce_phase(c, p, m.record, placeholder(t), gather_acks));
-    LocalReducePhase reads;
-    reads.data = true;
-    reads.main_before = placeholder;
-    reads.main_after = placeholder;
-    reads.spare = [&](double free) { return copy_task(c, free, x); };
-    reads.body = [&](int, double free) { return sdma_task(c, free, m.read_fixed, x, m.read, m.latency); };
-    return placeholder(local_reduce_phase(c, p, m.record, t, reads));
+    return deterministic_gather(c, m, p, t, x, true);
+  });
+}
+
+// AllReduceMeshOneshotLoopExecutor (template AllReduceChunkMesh): per loop,
+// stage the whole input; acks; p-1 rounds of reads with inline reduce of
+// the own slice's parts, Main and the planes synchronised between rounds,
+// the data signals after the last (plane i answers the peer at distance
+// p-1 for i = 0, i otherwise, whose stream is i's partner: 0 <-> 1,
+// i <-> p-i); then the all-gather. The largest slice and part set the pace.
+double all_reduce_chunk_mesh(const CollectiveSpec& s, const EstimateFabric& f) {
+  const StepCosts& c = f.costs();
+  const int p = s.ranks;
+  const std::uint64_t esz = data_type_size(s.dtype);
+  const MeshRates m = mesh_rates(f, p);
+  const std::uint64_t align = std::max<std::uint64_t>(1, 128 / esz);
+  auto placeholder = [&](double t) { return sdma_task(c, t, c.sdma_fixed, 0, 1, 0); };
+  auto aligned = [&](std::uint64_t n, int parts) {
+    const std::uint64_t q = static_cast<std::uint64_t>(parts);
+    return std::min(n, ((n + q - 1) / q + align - 1) / align * align);
+  };
+  return over_loops(s.count, std::max<std::uint64_t>(1, s.buffer_bytes / esz), start(c), [&](double t, double count) {
+    const std::uint64_t n = static_cast<std::uint64_t>(count);
+    const std::uint64_t slice = aligned(n, p);
+    const double x = static_cast<double>(slice * esz);
+    const double part = static_cast<double>(aligned(slice, p - 1) * esz);
+    t = placeholder(copy_task(c, t, static_cast<double>(n * esz)));
+    LocalReducePhase acks;
+    acks.ack = true;
+    acks.main_after = [&](double at) { return placeholder(placeholder(at)); };
+    t = placeholder(local_reduce_phase(c, p, m.record, t, acks));
+    for (int round = 1; round < p; ++round) {
+      LocalReducePhase reads;
+      reads.data = round == p - 1;
+      reads.partner = [p](int i) { return i == 0 ? 1 : i == 1 ? 0 : p - i; };
+      reads.main_before = placeholder;
+      reads.main_after = placeholder;
+      reads.body = [&](int, double free) { return sdma_task(c, free, m.read_fixed, part, m.read_reduce, m.latency); };
+      t = placeholder(local_reduce_phase(c, p, m.record, t, reads));
+    }
+    return deterministic_gather(c, m, p, t, x, false);
   });
 }
 
@@ -673,6 +727,7 @@ void register_mesh_estimates(std::map<std::string, EstimateFn>& out) {
   };
   out["AllReduceMeshOpbaseLoopExecutor"] = one(all_reduce_opbase_loop);
   out["AllReduceMeshMidCountLoopExecutor"] = one(all_reduce_local_reduce);
+  out["AllReduceMeshOneshotLoopExecutor"] = one(all_reduce_chunk_mesh);
   out["AllGatherMeshOpbaseExecutor"] = one(all_gather_opbase);
   out["ReduceScatterMeshDmaEliminationExecutor"] = one(reduce_scatter_dma_elimination);
   out["RunAlltoAllVStaged"] = one(alltoall_staged);

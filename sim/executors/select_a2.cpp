@@ -63,12 +63,13 @@ ExecutorChoice select_executor_a2(const CollectiveSpec& spec, const ExecContext&
         if (ctx.deterministic && spec.ranks > 2) {
           // (GetCountTypeForDeterAllReduce: op-base small <= 128 KiB, else
           // medium on 8 ranks; graph small <= 64 KiB, medium <= 4 MiB on 8)
-          if (opbase && size > 128 * KiB && spec.ranks == 8) {
-            return pick("AllReduceMeshMidCountLoopExecutor", plan, "HCCL_DETERMINISTIC=true, op-base, one server of 8, > 128 KiB");
+          if (opbase && size > 128 * KiB) {
+            if (spec.ranks == 8) return pick("AllReduceMeshMidCountLoopExecutor", plan, "HCCL_DETERMINISTIC=true, op-base, one server of 8, > 128 KiB");
+            return pick("AllReduceMeshOneshotLoopExecutor", plan, "HCCL_DETERMINISTIC=true, op-base, one server not of 8, > 128 KiB");
           }
           unmodelled(size <= (opbase ? 128 : 64) * KiB ? "AllReduceMeshSmallCountExecutor (deterministic templates)"
-                     : spec.ranks == 8 && (opbase || size <= 4 * MiB) ? "AllReduceMeshMidCountLoopExecutor (graph mode)"
-                                                                       : "AllReduceMeshOneshotLoopExecutor",
+                     : spec.ranks == 8 && size <= 4 * MiB ? "AllReduceMeshMidCountLoopExecutor (graph mode)"
+                                                          : "AllReduceMeshOneshotLoopExecutor (graph mode)",
                      "HCCL_DETERMINISTIC=true, one server");
         }
         const bool fits = size <= spec.buffer_bytes;  // one shot through the HCCL buffer

@@ -57,14 +57,20 @@ TEST_CASE("deterministic AllReduce on one A2 server: HCCL's count types pick the
         "AllReduceMeshMidCountLoopExecutor");
   CHECK_THROWS_WITH(select_executor(all_reduce(8, 128 * KiB), a2_server(8, WorkflowMode::OpBase)),
                     Contains("AllReduceMeshSmallCountExecutor (deterministic templates)"));
-  // Other rank counts run the one-shot loop (ChunkMesh), not modelled.
-  CHECK_THROWS_WITH(select_executor(all_reduce(4, 1 * MiB), a2_server(4, WorkflowMode::OpBase)),
-                    Contains("AllReduceMeshOneshotLoopExecutor"));
+  // Other rank counts run the one-shot loop (ChunkMesh).
+  CHECK(select_executor(all_reduce(4, 1 * MiB), a2_server(4, WorkflowMode::OpBase)).executor ==
+        "AllReduceMeshOneshotLoopExecutor");
+  CHECK(select_executor(all_reduce(6, 128 * KiB + 2), a2_server(6, WorkflowMode::OpBase)).executor ==
+        "AllReduceMeshOneshotLoopExecutor");
   // Graph mode: medium up to 4 MiB on 8 ranks, a form not modelled.
   CHECK_THROWS_WITH(select_executor(all_reduce(8, 1 * MiB), a2_server(8, WorkflowMode::Graph)),
                     Contains("AllReduceMeshMidCountLoopExecutor (graph mode)"));
   CHECK_THROWS_WITH(select_executor(all_reduce(8, 8 * MiB), a2_server(8, WorkflowMode::Graph)),
-                    Contains("AllReduceMeshOneshotLoopExecutor"));
+                    Contains("AllReduceMeshOneshotLoopExecutor (graph mode)"));
+  const Executor* oneshot = find_executor("AllReduceMeshOneshotLoopExecutor");
+  REQUIRE(oneshot != nullptr);
+  CHECK(oneshot->refuses(all_reduce(3, MiB), a2_server(3, WorkflowMode::OpBase)).empty());
+  CHECK_THAT(oneshot->refuses(all_reduce(2, MiB), a2_server(2, WorkflowMode::OpBase)), Contains("3 ranks or more"));
   // Asked for by name, the executor holds to what HCCL runs it on.
   const Executor* mid = find_executor("AllReduceMeshMidCountLoopExecutor");
   REQUIRE(mid != nullptr);
@@ -116,5 +122,40 @@ TEST_CASE("deterministic AllReduce: every rank gets the sum, and the closed form
     CHECK(detailed[i].executor == "AllReduceMeshMidCountLoopExecutor");
     CHECK(detailed[i].check == "success");
     CHECK(std::abs(estimated[i].time.us() / detailed[i].time.us() - 1) < 1e-6);
+  }
+}
+
+TEST_CASE("deterministic AllReduce on 6 ranks: the one-shot loop reads every part once, sums right, and its closed form is within 0.5%",
+          "[executors][deterministic][estimate]") {
+  const CollectiveSpec s = all_reduce(6, 3 * MiB);  // one loop
+  const TaskGraph g = find_executor("AllReduceMeshOneshotLoopExecutor")->build(s, a2_server(6, WorkflowMode::OpBase), {});
+  int reduce_reads = 0, reads = 0;
+  for (TaskId id = 0; id < g.tasks().size(); ++id) {
+    const Task& t = g.task(id);
+    if ((t.kind != TaskKind::Memcpy && t.kind != TaskKind::ReduceInline) || t.src.rank == t.dst.rank) continue;
+    CHECK(t.src.rank != g.thread(t.thread).rank);  // every peer move is a read
+    ++(t.kind == TaskKind::ReduceInline ? reduce_reads : reads);
+  }
+  CHECK(reduce_reads == 6 * 5 * 5);  // p-1 parts in each of p-1 rounds, a rank
+  CHECK(reads == 6 * 5);             // the all-gather
+
+  Platform platform(load_topology(testing::source_file("configs/topologies/a2-server.json")));
+  PerfRequest request;
+  request.op = CollOp::AllReduce;
+  request.ranks = 6;
+  request.deterministic = true;
+  request.check = true;
+  request.dtype = DataType::Fp32;
+  request.buffer_bytes = 8 * MiB;
+  request.sizes = {3'000'000, 4 * MiB, 100 * MiB};
+  const std::vector<PerfRow> detailed = run_perf(platform, request);
+  const std::vector<PerfRow> estimated = estimate_perf(platform.spec(), request);
+  REQUIRE(detailed.size() == 3);
+  REQUIRE(estimated.size() == 3);
+  for (std::size_t i = 0; i < detailed.size(); ++i) {
+    INFO(request.sizes[i] << " B: detailed " << detailed[i].time.us() << " us, estimate " << estimated[i].time.us() << " us");
+    CHECK(detailed[i].executor == "AllReduceMeshOneshotLoopExecutor");
+    CHECK(detailed[i].check == "success");
+    CHECK(std::abs(estimated[i].time.us() / detailed[i].time.us() - 1) < 0.005);
   }
 }

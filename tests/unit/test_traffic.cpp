@@ -597,6 +597,18 @@ const std::map<std::string, Form>& forms() {
         }
       }
     };
+    // AllReduceChunkMesh (deterministic, not 8 ranks): each rank reads its
+    // own slice's parts from every peer (one part a round, every part over
+    // the rounds), then every peer's reduced slice; per loop of the buffer,
+    // slices ceil(L/p) aligned to 128 B.
+    f["AllReduceMeshOneshotLoopExecutor"] = [](Expect& e) {
+      const int p = e.ranks();
+      for (const u64 loop : loop_sizes(e.n(), e.at().coll.buffer_bytes)) {
+        for (int r = 0; r < p; ++r) {
+          for (int j = 0; j < p; ++j) e.send(r, j, aligned_part(loop, p, j, 128) + aligned_part(loop, p, r, 128));
+        }
+      }
+    };
     // A2: AllReduceReduceBcast, every rank's whole input into rank 0 and the
     // sum back; A3: the HD_OPTIM template, as H-D_R over every rank.
     f["AllReduceMeshSmallCountExecutor"] = [](Expect& e) {
@@ -823,7 +835,7 @@ std::vector<Point> points() {
   const std::vector<Level1Algo> a2_level1 = {Level1Algo::Ring, Level1Algo::HalvingDoubling, Level1Algo::NHR,
                                              Level1Algo::NB};
   return {
-      {[] { return preset("a2-server.json"); }, Knobs{0, true, true, true, {}, {}}},
+      {[] { return preset("a2-server.json"); }, Knobs{0, true, true, true, {}, {"AllReduceMeshOneshotLoopExecutor"}}},
       {[] { return preset("a2-server.json"); }, Knobs{2, false, false, false, {}, {}}},
       {[] { return preset("a2-cluster.json", 2); }, Knobs{0, false, true, false, a2_level1, {}}},
       {[] { return preset("a2-cluster.json", 4); }, Knobs{0, false, true, false, a2_level1, {}}},
