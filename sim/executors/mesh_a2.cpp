@@ -142,24 +142,7 @@ class MeshExec : public ExecBuilder {
         placeholder_copy(r);
         fold_slots(r, base(r), slot, sl(r).count);
       }
-      for (int r = 0; r < p_; ++r) {
-        placeholder_copy(r);
-        fork(r, planes);
-        placeholder_copy(r);
-        for (int round = 1; round < p_; ++round) ack_pair(plane(r, round), r, backward(r, round - 1), ag, "AllGather");
-        sync(r);
-        move(slave(r, planes - 1), ccl_out(r, sl(r).first), output(r, loop.first + sl(r).first), sl(r).count, false,
-             "AllGather local");
-        for (int round = 1; round < p_; ++round) {
-          const int src = backward(r, round - 1);
-          move(plane(r, round), ccl_out(src, sl(src).first), output(r, loop.first + sl(src).first), sl(src).count, false,
-               "AllGather");
-          data_pair(plane(r, round), r, src, ag, "AllGather");
-        }
-        placeholder_copy(r);
-        join(r, planes);
-        placeholder_copy(r);
-      }
+      for (int r = 0; r < p_; ++r) deterministic_gather(r, loop.first, sl, ag, true);
     }
   }
 
@@ -211,28 +194,37 @@ class MeshExec : public ExecBuilder {
         join(r, planes);
         placeholder_copy(r);
       }
-      for (int r = 0; r < p_; ++r) {
-        placeholder_copy(r);
-        fork(r, planes);
-        for (int round = 1; round < p_; ++round) ack_pair(plane(r, round), r, backward(r, round - 1), ag, "AllGather");
-        placeholder_copy(r);
-        join(r, planes);
-        placeholder_copy(r);
-        fork(r, planes);
-        placeholder_copy(r);
-        move(slave(r, planes - 1), ccl_out(r, sl(r).first), output(r, loop.first + sl(r).first), sl(r).count, false,
-             "AllGather local");
-        for (int round = 1; round < p_; ++round) {
-          const int src = backward(r, round - 1);
-          move(plane(r, round), ccl_out(src, sl(src).first), output(r, loop.first + sl(src).first), sl(src).count, false,
-               "AllGather");
-          data_pair(plane(r, round), r, src, ag, "AllGather");
-        }
-        placeholder_copy(r);
-        join(r, planes);
-        placeholder_copy(r);
-      }
+      for (int r = 0; r < p_; ++r) deterministic_gather(r, loop.first, sl, ag, false);
     }
+  }
+
+  // The all-gather both deterministic templates end with, on rank r: acks
+  // with every peer (after a 0-byte copy on Main in AllReduceLocalReduce,
+  // not in AllReduceChunkMesh), a sync, then reads of the peers' reduced
+  // slices from their CCL_OUT while the spare plane copies the own one out.
+  template <typename SliceOf>
+  void deterministic_gather(int r, std::uint64_t first, SliceOf sl, const Handshake& ag, bool copy_before_acks) {
+    const int planes = p_ - 1;
+    auto plane = [&](int round) { return round == p_ - 1 ? main(r) : slave(r, round - 1); };
+    placeholder_copy(r);
+    fork(r, planes);
+    if (copy_before_acks) placeholder_copy(r);
+    for (int round = 1; round < p_; ++round) ack_pair(plane(round), r, backward(r, round - 1), ag, "AllGather");
+    placeholder_copy(r);
+    join(r, planes);
+    placeholder_copy(r);
+    fork(r, planes);
+    placeholder_copy(r);
+    move(slave(r, planes - 1), ccl_out(r, sl(r).first), output(r, first + sl(r).first), sl(r).count, false,
+         "AllGather local");
+    for (int round = 1; round < p_; ++round) {
+      const int src = backward(r, round - 1);
+      move(plane(round), ccl_out(src, sl(src).first), output(r, first + sl(src).first), sl(src).count, false, "AllGather");
+      data_pair(plane(round), r, src, ag, "AllGather");
+    }
+    placeholder_copy(r);
+    join(r, planes);
+    placeholder_copy(r);
   }
 
   // The on-chip fold of AllReduceLocalReduce on Main: rank r's p - 1 slots

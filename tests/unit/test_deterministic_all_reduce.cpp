@@ -46,6 +46,32 @@ CollectiveSpec all_reduce(int ranks, std::uint64_t bytes) {
   return s;
 }
 
+// `ranks` of the A2 server at an odd size (parts not a whole number of
+// alignments), one loop and many loops of an 8 MiB buffer, fp32, in both
+// models: HCCL's selection names `executor`, the data check finds every
+// rank's sum, and the closed form is within `tolerance` of the detailed model.
+void check_runs(int ranks, const std::string& executor, double tolerance) {
+  Platform platform(load_topology(testing::source_file("configs/topologies/a2-server.json")));
+  PerfRequest request;
+  request.op = CollOp::AllReduce;
+  request.ranks = ranks;
+  request.deterministic = true;
+  request.check = true;
+  request.dtype = DataType::Fp32;
+  request.buffer_bytes = 8 * MiB;
+  request.sizes = {3'000'000, 4 * MiB, 100 * MiB};
+  const std::vector<PerfRow> detailed = run_perf(platform, request);
+  const std::vector<PerfRow> estimated = estimate_perf(platform.spec(), request);
+  REQUIRE(detailed.size() == 3);
+  REQUIRE(estimated.size() == 3);
+  for (std::size_t i = 0; i < detailed.size(); ++i) {
+    INFO(request.sizes[i] << " B: detailed " << detailed[i].time.us() << " us, estimate " << estimated[i].time.us() << " us");
+    CHECK(detailed[i].executor == executor);
+    CHECK(detailed[i].check == "success");
+    CHECK(std::abs(estimated[i].time.us() / detailed[i].time.us() - 1) < tolerance);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("deterministic AllReduce on one A2 server: HCCL's count types pick the executor", "[executors][deterministic]") {
@@ -102,27 +128,7 @@ TEST_CASE("deterministic AllReduce: peers write into the owner's slots, the owne
 
 TEST_CASE("deterministic AllReduce: every rank gets the sum, and the closed form times the builder's order exactly",
           "[executors][deterministic][estimate]") {
-  Platform platform(load_topology(testing::source_file("configs/topologies/a2-server.json")));
-  PerfRequest request;
-  request.op = CollOp::AllReduce;
-  request.ranks = 8;
-  request.deterministic = true;
-  request.check = true;
-  // An odd size (slots not a whole number of 16 KiB), one loop and several
-  // loops of an 8 MiB buffer, and fp32.
-  request.dtype = DataType::Fp32;
-  request.buffer_bytes = 8 * MiB;
-  request.sizes = {3'000'000, 4 * MiB, 100 * MiB};
-  const std::vector<PerfRow> detailed = run_perf(platform, request);
-  const std::vector<PerfRow> estimated = estimate_perf(platform.spec(), request);
-  REQUIRE(detailed.size() == 3);
-  REQUIRE(estimated.size() == 3);
-  for (std::size_t i = 0; i < detailed.size(); ++i) {
-    INFO(request.sizes[i] << " B: detailed " << detailed[i].time.us() << " us, estimate " << estimated[i].time.us() << " us");
-    CHECK(detailed[i].executor == "AllReduceMeshMidCountLoopExecutor");
-    CHECK(detailed[i].check == "success");
-    CHECK(std::abs(estimated[i].time.us() / detailed[i].time.us() - 1) < 1e-6);
-  }
+  check_runs(8, "AllReduceMeshMidCountLoopExecutor", 1e-6);
 }
 
 TEST_CASE("deterministic AllReduce on 6 ranks: the one-shot loop reads every part once, sums right, and its closed form is within 0.5%",
@@ -139,23 +145,5 @@ TEST_CASE("deterministic AllReduce on 6 ranks: the one-shot loop reads every par
   CHECK(reduce_reads == 6 * 5 * 5);  // p-1 parts in each of p-1 rounds, a rank
   CHECK(reads == 6 * 5);             // the all-gather
 
-  Platform platform(load_topology(testing::source_file("configs/topologies/a2-server.json")));
-  PerfRequest request;
-  request.op = CollOp::AllReduce;
-  request.ranks = 6;
-  request.deterministic = true;
-  request.check = true;
-  request.dtype = DataType::Fp32;
-  request.buffer_bytes = 8 * MiB;
-  request.sizes = {3'000'000, 4 * MiB, 100 * MiB};
-  const std::vector<PerfRow> detailed = run_perf(platform, request);
-  const std::vector<PerfRow> estimated = estimate_perf(platform.spec(), request);
-  REQUIRE(detailed.size() == 3);
-  REQUIRE(estimated.size() == 3);
-  for (std::size_t i = 0; i < detailed.size(); ++i) {
-    INFO(request.sizes[i] << " B: detailed " << detailed[i].time.us() << " us, estimate " << estimated[i].time.us() << " us");
-    CHECK(detailed[i].executor == "AllReduceMeshOneshotLoopExecutor");
-    CHECK(detailed[i].check == "success");
-    CHECK(std::abs(estimated[i].time.us() / detailed[i].time.us() - 1) < 0.005);
-  }
+  check_runs(6, "AllReduceMeshOneshotLoopExecutor", 0.005);
 }
