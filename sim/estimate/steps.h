@@ -33,6 +33,14 @@ inline std::optional<double> steady_step(const std::deque<std::vector<double>>& 
   return moved;
 }
 
+// Every ordered pair of one server's p ranks: the flows of a full-mesh
+// phase, which the forms solve under the key "mesh/<p>" (one key, one list).
+inline void mesh_pairs(int p, std::vector<FlowPair>& flows) {
+  for (int r = 0; r < p; ++r)
+    for (int q = 0; q < p; ++q)
+      if (q != r) flows.push_back(FlowPair{r, q});
+}
+
 // One transfer task on a stream free at `free` (SDMA; `rate` the flow's
 // rate in its step, already capped): dispatch, set-up, bytes, latency.
 inline double sdma_task(const StepCosts& c, double free, double fixed, double bytes, double rate, double latency) {

@@ -39,11 +39,7 @@ Times atomic_phase(const EstimateFabric& f, const Times& free, double bytes, boo
   const int p = static_cast<int>(free.size());
   const PathCost path = f.path(0, 1);
   const double record = path.same_chip ? c.record_local : c.record_remote;
-  auto all_pairs = [p](std::vector<FlowPair>& flows) {
-    for (int r = 0; r < p; ++r)
-      for (int q = 0; q < p; ++q)
-        if (q != r) flows.push_back(FlowPair{r, q});
-  };
+  auto all_pairs = [p](std::vector<FlowPair>& flows) { mesh_pairs(p, flows); };
   const double rate = f.shared_rate("mesh/" + std::to_string(p), all_pairs, c.sdma_cap(reduce), false);
   auto index = [](int r, int j) { return j < r ? j : j - 1; };
   auto at = [p](std::vector<double>& v, int r, int i) -> double& { return v[static_cast<std::size_t>(r * p + i)]; };
@@ -242,11 +238,7 @@ double pipelined_all_reduce(const CollectiveSpec& s, const Hierarchy& h, const A
   double headroom = 1;
   {
     const int p = h.per_server;
-    auto all_pairs = [p](std::vector<FlowPair>& flows) {
-      for (int r = 0; r < p; ++r)
-        for (int q = 0; q < p; ++q)
-          if (q != r) flows.push_back(FlowPair{r, q});
-    };
+    auto all_pairs = [p](std::vector<FlowPair>& flows) { mesh_pairs(p, flows); };
     const std::string key = "mesh/" + std::to_string(p);
     headroom = f.shared_rate(key, all_pairs, c.copy_rate, false, false) / f.shared_rate(key, all_pairs, c.copy_rate, false);
   }

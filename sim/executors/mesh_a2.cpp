@@ -9,7 +9,6 @@
 // (the receiver's SDMA engine pulls the peer's buffer). Reads and writes
 // differ in cost (the profile's read_fixed and the links' write_bandwidth).
 #include <algorithm>
-#include <cmath>
 #include <stdexcept>
 
 #include "sim/executors/exec_builder.h"
@@ -82,6 +81,19 @@ class MeshExec : public ExecBuilder {
     }
   }
 
+  // The deterministic templates' streams: round t (1..p-1) of a rank runs
+  // on plane t-1, the last round on Main; plane p-2 is the spare.
+  ThreadId round_stream(int r, int round) const { return round == p_ - 1 ? main(r) : slave(r, round - 1); }
+  // Their sync of Main and the p-1 planes between phases: 0-byte copy,
+  // join, 0-byte copy, fork, 0-byte copy.
+  void resync(int r) {
+    placeholder_copy(r);
+    join(r, p_ - 1);
+    placeholder_copy(r);
+    fork(r, p_ - 1);
+    placeholder_copy(r);
+  }
+
   // AllReduceMeshMidCountLoopExecutor (HCCL_DETERMINISTIC=true, op-base,
   // one server of 8; template AllReduceLocalReduce). Per loop, slot size S =
   // n/p rounded up to 16 KiB (512 B, then one element, when p - 1 such
@@ -101,14 +113,6 @@ class MeshExec : public ExecBuilder {
     const Handshake rs = new_handshake();
     const Handshake ag = new_handshake();
     const int planes = p_ - 1;
-    auto plane = [&](int r, int round) { return round == p_ - 1 ? main(r) : slave(r, round - 1); };
-    auto sync = [&](int r) {  // 0-byte copy, join, 0-byte copy, fork, 0-byte copy
-      placeholder_copy(r);
-      join(r, planes);
-      placeholder_copy(r);
-      fork(r, planes);
-      placeholder_copy(r);
-    };
     // (Each loop leaves room for the slots' alignment: HCCL's loop is the
     // buffer, whose last slot may reach past it by less than p x 16 KiB.)
     for (const Span& loop : loops(spec_.count, local_reduce_loop(buffer_elements(), p_, esz_))) {
@@ -129,13 +133,13 @@ class MeshExec : public ExecBuilder {
       for (int r = 0; r < p_; ++r) {
         move(main(r), input(r, loop.first + sl(r).first), ccl_out(r, sl(r).first), sl(r).count, false, "ReduceScatter local");
         fork(r, planes);
-        for (int round = 1; round < p_; ++round) ack_pair(plane(r, round), r, (r + round) % p_, rs, "ReduceScatter");
-        sync(r);
+        for (int round = 1; round < p_; ++round) ack_pair(round_stream(r, round), r, (r + round) % p_, rs, "ReduceScatter");
+        resync(r);
         for (int round = 1; round < p_; ++round) {
           const int dst = (r + round) % p_;
-          move(plane(r, round), input(r, loop.first + sl(dst).first), ccl_out(dst, slot_of(dst, round)), sl(dst).count,
+          move(round_stream(r, round), input(r, loop.first + sl(dst).first), ccl_out(dst, slot_of(dst, round)), sl(dst).count,
                round == p_ - 1, "ReduceScatter");
-          data_pair(plane(r, round), r, dst, rs, "ReduceScatter");
+          data_pair(round_stream(r, round), r, dst, rs, "ReduceScatter");
         }
         placeholder_copy(r);
         join(r, planes);
@@ -162,33 +166,28 @@ class MeshExec : public ExecBuilder {
     const Handshake ag = new_handshake();
     const int planes = p_ - 1;
     const std::uint64_t align = std::max<std::uint64_t>(1, 128 / esz_);
-    auto plane = [&](int r, int round) { return round == p_ - 1 ? main(r) : slave(r, round - 1); };
     for (const Span& loop : loops(spec_.count, buffer_elements())) {
       auto sl = [&](int j) { return aligned_slice(loop.count, p_, j, align); };
       for (int r = 0; r < p_; ++r) {
         move(main(r), input(r, loop.first), ccl_out(r, 0), loop.count, false, "ReduceScatter stage");
         placeholder_copy(r);
         fork(r, planes);
-        for (int round = 1; round < p_; ++round) ack_pair(plane(r, round), r, (r + round) % p_, rs, "ReduceScatter");
+        for (int round = 1; round < p_; ++round) ack_pair(round_stream(r, round), r, (r + round) % p_, rs, "ReduceScatter");
         placeholder_copy(r);
         const Span own = sl(r);
         for (int round = 1; round < p_; ++round) {
-          placeholder_copy(r);
-          join(r, planes);
-          placeholder_copy(r);
-          fork(r, planes);
-          placeholder_copy(r);
+          resync(r);
           for (int k = 1; k < p_; ++k) {
             const int gap = k + round > p_ ? (k + round - 1) % (p_ - 1) : k + round - 1;
             const int src = (gap + r) % p_;
             const Span part = aligned_slice(own.count, p_ - 1, k - 1, align);
             const std::uint64_t at = own.first + part.first;
-            move(plane(r, k), ccl_out(src, at), ccl_out(r, at), part.count, true, "ReduceScatter");
+            move(round_stream(r, k), ccl_out(src, at), ccl_out(r, at), part.count, true, "ReduceScatter");
           }
         }
         for (int round = 1; round < p_; ++round) {
           const int gap = round == 1 ? p_ - 1 : round - 1;
-          data_pair(plane(r, round), r, (r + gap) % p_, rs, "ReduceScatter");
+          data_pair(round_stream(r, round), r, (r + gap) % p_, rs, "ReduceScatter");
         }
         placeholder_copy(r);
         join(r, planes);
@@ -205,22 +204,17 @@ class MeshExec : public ExecBuilder {
   template <typename SliceOf>
   void deterministic_gather(int r, std::uint64_t first, SliceOf sl, const Handshake& ag, bool copy_before_acks) {
     const int planes = p_ - 1;
-    auto plane = [&](int round) { return round == p_ - 1 ? main(r) : slave(r, round - 1); };
     placeholder_copy(r);
     fork(r, planes);
     if (copy_before_acks) placeholder_copy(r);
-    for (int round = 1; round < p_; ++round) ack_pair(plane(round), r, backward(r, round - 1), ag, "AllGather");
-    placeholder_copy(r);
-    join(r, planes);
-    placeholder_copy(r);
-    fork(r, planes);
-    placeholder_copy(r);
+    for (int round = 1; round < p_; ++round) ack_pair(round_stream(r, round), r, backward(r, round - 1), ag, "AllGather");
+    resync(r);
     move(slave(r, planes - 1), ccl_out(r, sl(r).first), output(r, first + sl(r).first), sl(r).count, false,
          "AllGather local");
     for (int round = 1; round < p_; ++round) {
       const int src = backward(r, round - 1);
-      move(plane(round), ccl_out(src, sl(src).first), output(r, first + sl(src).first), sl(src).count, false, "AllGather");
-      data_pair(plane(round), r, src, ag, "AllGather");
+      move(round_stream(r, round), ccl_out(src, sl(src).first), output(r, first + sl(src).first), sl(src).count, false, "AllGather");
+      data_pair(round_stream(r, round), r, src, ag, "AllGather");
     }
     placeholder_copy(r);
     join(r, planes);
@@ -233,8 +227,7 @@ class MeshExec : public ExecBuilder {
   // ones for r < 2^e, the low ones into them otherwise), then the 2^e slots
   // around r halve e times, each time keeping r's half.
   void fold_slots(int r, std::uint64_t first, std::uint64_t slot, std::uint64_t count) {
-    const int power = static_cast<int>(std::floor(std::log2(static_cast<double>(p_ - 1))));
-    const int low = 1 << power;
+    const int low = floor_pow2(p_ - 1);
     auto at = [&](std::uint64_t k) { return ccl_out(r, first + k * slot); };
     for (int i = 0; i < p_ - low - 1; ++i) {
       const std::uint64_t hi = static_cast<std::uint64_t>(low + i);
@@ -247,8 +240,7 @@ class MeshExec : public ExecBuilder {
     }
     int center = std::min(r < low ? r : r - low + 1, low - 1);
     std::uint64_t offset = r < low ? 0 : static_cast<std::uint64_t>(p_ - low - 1);
-    for (int round = 0; round < power; ++round) {
-      const int half = low >> (round + 1);
+    for (int half = low / 2; half >= 1; half /= 2) {
       for (int i = 0; i < half; ++i) {
         const std::uint64_t a = offset + static_cast<std::uint64_t>(i);
         const std::uint64_t b = offset + static_cast<std::uint64_t>(half + i);

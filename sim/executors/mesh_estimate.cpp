@@ -33,11 +33,7 @@ struct MeshRates {
 
 MeshRates mesh_rates(const EstimateFabric& f, int p) {
   const StepCosts& c = f.costs();
-  auto all_pairs = [p](std::vector<FlowPair>& flows) {
-    for (int r = 0; r < p; ++r)
-      for (int q = 0; q < p; ++q)
-        if (q != r) flows.push_back(FlowPair{r, q});
-  };
+  auto all_pairs = [p](std::vector<FlowPair>& flows) { mesh_pairs(p, flows); };
   const std::string key = "mesh/" + std::to_string(p);
   const PathCost path = f.path(0, 1);
   double write_extra = 0, read_extra = 0;
