@@ -90,7 +90,7 @@ class PerfCommand : public Command {
                    "flows of different steps "
                    "overlapping in time (AlltoAll counts neighbouring steps' flows as a share instead; beyond 64 "
                    "pairwise steps whose pairs all cross the spines, 32 are solved and the others take their shares, "
-                   "rotated); mean 0.5%, at most 4.8% from detailed on the tested grid (docs/estimate.md); "
+                   "rotated); mean 0.5%, at most 7.2% from detailed on the tested grid (docs/estimate.md); "
                    "the AIV executors (one server) within 0.1%")
         ->type_name("M");
     app.add_flag("--no-check", no_check_, "skip the data check (check_result shows \"skipped\")");
