@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "base/units.h"
@@ -142,6 +143,11 @@ struct HcclApiLimits {
   // RunAlltoAllDirectFullmesh among ranks of several servers (910_93, over
   // UB and RoCE); false: inside one server only (910B).
   bool alltoall_fullmesh_across_servers = false;
+  // HCCL's executor-selection thresholds (the profile's npu.hccl_selection),
+  // by name: the sizes the product's selection rules (sim/executors/select_*.cpp)
+  // compare a collective's data size or its HCCL buffer with.
+  std::map<std::string, std::uint64_t> selection_sizes;
+  std::string selection_file;   // the profile they were read from, for messages
 };
 
 struct NpuParams {

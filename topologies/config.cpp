@@ -238,6 +238,16 @@ HardwareProfile read_profile(const nlohmann::json& doc, const std::string& file)
         api.alltoall_fullmesh_across_servers = h.bool_or("alltoall_fullmesh_across_servers", api.alltoall_fullmesh_across_servers);
         h.finish();
       }
+      // HCCL's selection thresholds: every key but "source" is a size the
+      // product's selection rules ask for by name (docs/executors.md).
+      const nlohmann::json& raw = npu.required_value("hccl_selection");
+      ObjectReader sizes = npu.required_object("hccl_selection");
+      sizes.optional_string("source");
+      for (const auto& item : raw.items()) {
+        if (item.key() != "source") api.selection_sizes[item.key()] = sizes.required_size(item.key());
+      }
+      sizes.finish();
+      api.selection_file = file;
     }
     {
       ObjectReader cores = npu.required_object("cores");

@@ -58,7 +58,7 @@ struct ExecContext {
 struct ExecutorChoice {
   std::string executor;
   AlgoPlan plan;
-  std::string rule;                       // the selection rule that chose it, for --explain and tests
+  std::string rule;                       // the selection rule that chose it, for tests and messages
   // "level0:double_ring;level1:NHR"-style description of the levels that take part.
   std::string describe(const ExecContext& ctx, CollOp op) const;
 };

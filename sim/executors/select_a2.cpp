@@ -12,6 +12,42 @@ namespace {
 
 using namespace selection;
 
+// The sizes the rules below compare with (the profile's npu.hccl_selection;
+// the comments name HCCL's constant where it has one).
+struct A2Thresholds {
+  explicit A2Thresholds(const ExecContext& ctx)
+      : aiv_all_reduce_min_buffer(threshold(ctx, "aiv_all_reduce_min_buffer")),
+        aiv_all_reduce_big(threshold(ctx, "aiv_all_reduce_big")),
+        aiv_rdma_small_per_server(threshold(ctx, "aiv_rdma_small_per_server")),
+        aiv_rdma_mid(threshold(ctx, "aiv_rdma_mid")),
+        deterministic_small_opbase(threshold(ctx, "deterministic_small_opbase")),
+        deterministic_small_graph(threshold(ctx, "deterministic_small_graph")),
+        deterministic_medium_graph(threshold(ctx, "deterministic_medium_graph")),
+        small_count_opbase(threshold(ctx, "small_count_opbase")),
+        small_count_graph(threshold(ctx, "small_count_graph")),
+        aiv_big(threshold(ctx, "aiv_big")),
+        aiv_all_gather_small(threshold(ctx, "aiv_all_gather_small")),
+        graph_mesh_small(threshold(ctx, "graph_mesh_small")),
+        aiv_reduce_scatter_mid(threshold(ctx, "aiv_reduce_scatter_mid")),
+        aiv_alltoall_min_buffer(threshold(ctx, "aiv_alltoall_min_buffer")),
+        aiv_alltoall_max_per_peer(threshold(ctx, "aiv_alltoall_max_per_peer")) {}
+  std::uint64_t aiv_all_reduce_min_buffer;   // the HCCL buffer AIV AllReduce needs
+  std::uint64_t aiv_all_reduce_big;          // AIV_ALL_REDUCE_BIG_SIZE
+  std::uint64_t aiv_rdma_small_per_server;   // AllReduceSmallCountAivRdmaExecutor, per server
+  std::uint64_t aiv_rdma_mid;                // AllReduceMidCountAivRdmaExecutor
+  std::uint64_t deterministic_small_opbase;  // GetCountTypeForDeterAllReduce
+  std::uint64_t deterministic_small_graph;
+  std::uint64_t deterministic_medium_graph;
+  std::uint64_t small_count_opbase;          // HCCL_SMALL_COUNT_256_KB
+  std::uint64_t small_count_graph;           // HCCL_SMALL_COUNT_GRAPH_64_KB
+  std::uint64_t aiv_big;                     // AIV_BIG_SIZE
+  std::uint64_t aiv_all_gather_small;        // AIV_ALL_GATHER_SMALL_SIZE
+  std::uint64_t graph_mesh_small;            // the graph-mode Mesh/MeshGraph executors' split
+  std::uint64_t aiv_reduce_scatter_mid;      // AIV_REDUCE_SCATTER_MID_SIZE
+  std::uint64_t aiv_alltoall_min_buffer;     // the HCCL buffer AIV AlltoAll needs
+  std::uint64_t aiv_alltoall_max_per_peer;
+};
+
 }  // namespace
 
 // AIV kernels reduce by atomic stores: fp32/fp16/bf16/int8/int16/int32 with
@@ -36,7 +72,8 @@ ExecutorChoice select_executor_a2(const CollectiveSpec& spec, const ExecContext&
   const std::uint64_t size = spec.count * data_type_size(spec.dtype);  // HCCL's dataSize
   const bool inline_reduce = sdma_inline_reduce(spec.dtype, spec.reduce_op);
   const bool aiv = ctx.expansion == Expansion::Aiv;
-  const bool ccl_16m = !opbase || spec.buffer_bytes >= 16 * MiB;
+  const A2Thresholds t(ctx);
+  const bool aiv_buffer = !opbase || spec.buffer_bytes >= t.aiv_all_reduce_min_buffer;
   // Level algorithms (HCCL_ALGO, else HCCL's choice: Pipeline, alpha-beta), for
   // the executors that compose levels.
   AlgoPlan plan = a2_plan(spec, ctx);
@@ -46,14 +83,17 @@ ExecutorChoice select_executor_a2(const CollectiveSpec& spec, const ExecContext&
   }
   switch (spec.op) {
     case CollOp::AllReduce: {
-      if (aiv && aiv_reduce(spec.dtype, spec.reduce_op) && !ctx.deterministic && !ring && ccl_16m) {
+      if (aiv && aiv_reduce(spec.dtype, spec.reduce_op) && !ctx.deterministic && !ring && aiv_buffer) {
         if (single) {
-          if (opbase && size < 16 * MiB) return pick("AllReduceMeshAivSmallCountExecutor", plan, "AIV, op-base, < 16 MiB (AIV_ALL_REDUCE_BIG_SIZE)");
-          return pick("AllReduceMeshAivExecutor", plan, opbase ? "AIV, op-base, >= 16 MiB" : "AIV, graph mode");
+          if (opbase && size < t.aiv_all_reduce_big) {
+            return pick("AllReduceMeshAivSmallCountExecutor", plan, "AIV, op-base, < " + size_words(t.aiv_all_reduce_big) + " (AIV_ALL_REDUCE_BIG_SIZE)");
+          }
+          return pick("AllReduceMeshAivExecutor", plan, opbase ? "AIV, op-base, >= " + size_words(t.aiv_all_reduce_big) : "AIV, graph mode");
         }
-        if (size / static_cast<std::uint64_t>(h.per_server) <= 190 * KiB || size <= 16 * MiB) {
-          unmodelled(size / static_cast<std::uint64_t>(h.per_server) <= 190 * KiB ? "AllReduceSmallCountAivRdmaExecutor"
-                                                                                   : "AllReduceMidCountAivRdmaExecutor",
+        const bool rdma_small = size / static_cast<std::uint64_t>(h.per_server) <= t.aiv_rdma_small_per_server;
+        if (rdma_small || size <= t.aiv_rdma_mid) {
+          unmodelled(rdma_small ? "AllReduceSmallCountAivRdmaExecutor"
+                     : "AllReduceMidCountAivRdmaExecutor",
                      "AIV across servers");
         }
       }
@@ -61,46 +101,55 @@ ExecutorChoice select_executor_a2(const CollectiveSpec& spec, const ExecContext&
       if (single) {
         if (!inline_reduce) return pick("AllReduceMeshExecutor", plan, "dtype or op not inline-reducible");
         if (ctx.deterministic && spec.ranks > 2) {
-          // (GetCountTypeForDeterAllReduce: op-base small <= 128 KiB, else
-          // medium on 8 ranks; graph small <= 64 KiB, medium <= 4 MiB on 8)
-          if (opbase && size > 128 * KiB) {
-            if (spec.ranks == 8) return pick("AllReduceMeshMidCountLoopExecutor", plan, "HCCL_DETERMINISTIC=true, op-base, one server of 8, > 128 KiB");
-            return pick("AllReduceMeshOneshotLoopExecutor", plan, "HCCL_DETERMINISTIC=true, op-base, one server not of 8, > 128 KiB");
+          // (GetCountTypeForDeterAllReduce: op-base small up to one size, else
+          // medium on 8 ranks; graph small and medium on 8 up to two others)
+          if (opbase && size > t.deterministic_small_opbase) {
+            const std::string above = "> " + size_words(t.deterministic_small_opbase);
+            if (spec.ranks == 8) return pick("AllReduceMeshMidCountLoopExecutor", plan, "HCCL_DETERMINISTIC=true, op-base, one server of 8, " + above);
+            return pick("AllReduceMeshOneshotLoopExecutor", plan, "HCCL_DETERMINISTIC=true, op-base, one server not of 8, " + above);
           }
-          unmodelled(size <= (opbase ? 128 : 64) * KiB ? "AllReduceMeshSmallCountExecutor (deterministic templates)"
-                     : spec.ranks == 8 && size <= 4 * MiB ? "AllReduceMeshMidCountLoopExecutor (graph mode)"
+          unmodelled(size <= (opbase ? t.deterministic_small_opbase : t.deterministic_small_graph) ? "AllReduceMeshSmallCountExecutor (deterministic templates)"
+                     : spec.ranks == 8 && size <= t.deterministic_medium_graph ? "AllReduceMeshMidCountLoopExecutor (graph mode)"
                                                           : "AllReduceMeshOneshotLoopExecutor (graph mode)",
                      "HCCL_DETERMINISTIC=true, one server");
         }
         const bool fits = size <= spec.buffer_bytes;  // one shot through the HCCL buffer
         if (opbase) {
-          if (size <= 256 * KiB && fits) return pick("AllReduceMeshSmallCountExecutor", plan, "op-base, one server, <= 256 KiB (HCCL_SMALL_COUNT_256_KB)");
-          return pick("AllReduceMeshOpbaseLoopExecutor", plan, "op-base, one server, > 256 KiB");
+          if (size <= t.small_count_opbase && fits) {
+            return pick("AllReduceMeshSmallCountExecutor", plan, "op-base, one server, <= " + size_words(t.small_count_opbase) + " (HCCL_SMALL_COUNT_256_KB)");
+          }
+          return pick("AllReduceMeshOpbaseLoopExecutor", plan, "op-base, one server, > " + size_words(t.small_count_opbase));
         }
-        if (size <= 64 * KiB && fits) return pick("AllReduceMeshSmallCountExecutor", plan, "graph, one server, <= 64 KiB (HCCL_SMALL_COUNT_GRAPH_64_KB)");
-        return pick("AllReduceMeshExecutor", plan, "graph, one server, > 64 KiB");
+        if (size <= t.small_count_graph && fits) {
+          return pick("AllReduceMeshSmallCountExecutor", plan, "graph, one server, <= " + size_words(t.small_count_graph) + " (HCCL_SMALL_COUNT_GRAPH_64_KB)");
+        }
+        return pick("AllReduceMeshExecutor", plan, "graph, one server, > " + size_words(t.small_count_graph));
       }
       if (ctx.deterministic) unmodelled("AllReduceMeshOpbaseMidCountDeterministicExecutor", "HCCL_DETERMINISTIC=true across servers");
       if (plan.pipeline) return pick("AllReduceMeshOpbasePipelineExecutor", plan, "op-base across servers, level1 pipeline");
       return pick("AllReduceMeshExecutor", plan, "across servers");
     }
     case CollOp::AllGather: {
-      if (aiv && single && !ring && size <= 256 * MiB) {
-        if (opbase && size <= 700 * KiB) return pick("AllGatherMeshAivSmallCountExecutor", plan, "AIV, op-base, <= 700 KiB (AIV_ALL_GATHER_SMALL_SIZE)");
-        return pick("AllGatherMeshAivExecutor", plan, "AIV, one server, <= 256 MiB (AIV_BIG_SIZE)");
+      if (aiv && single && !ring && size <= t.aiv_big) {
+        if (opbase && size <= t.aiv_all_gather_small) {
+          return pick("AllGatherMeshAivSmallCountExecutor", plan, "AIV, op-base, <= " + size_words(t.aiv_all_gather_small) + " (AIV_ALL_GATHER_SMALL_SIZE)");
+        }
+        return pick("AllGatherMeshAivExecutor", plan, "AIV, one server, <= " + size_words(t.aiv_big) + " (AIV_BIG_SIZE)");
       }
       if (ring) return pick("AllGatherRingExecutor", plan, "level0:ring requested");
       if (single) {
         if (opbase) return pick("AllGatherMeshOpbaseExecutor", plan, "op-base, one server");
-        return pick(size > MiB ? "AllGatherMeshExecutor" : "AllGatherMeshGraphExecutor", plan, "graph, one server");
+        return pick(size > t.graph_mesh_small ? "AllGatherMeshExecutor" : "AllGatherMeshGraphExecutor", plan, "graph, one server");
       }
       if (plan.pipeline) return pick("AllGatherMeshOpbasePipelineExecutor", plan, "op-base across servers, level1 pipeline");
       return pick("AllGatherMeshExecutor", plan, "across servers");
     }
     case CollOp::ReduceScatter: {
-      if (aiv && aiv_reduce(spec.dtype, spec.reduce_op) && !ctx.deterministic && single && !ring && size <= 256 * MiB) {
-        if (opbase && size <= 2 * MiB) return pick("ReduceScatterMeshAivSmallCountExecutor", plan, "AIV, op-base, <= 2 MiB (AIV_REDUCE_SCATTER_MID_SIZE)");
-        return pick("ReduceScatterMeshAivExecutor", plan, "AIV, one server, <= 256 MiB");
+      if (aiv && aiv_reduce(spec.dtype, spec.reduce_op) && !ctx.deterministic && single && !ring && size <= t.aiv_big) {
+        if (opbase && size <= t.aiv_reduce_scatter_mid) {
+          return pick("ReduceScatterMeshAivSmallCountExecutor", plan, "AIV, op-base, <= " + size_words(t.aiv_reduce_scatter_mid) + " (AIV_REDUCE_SCATTER_MID_SIZE)");
+        }
+        return pick("ReduceScatterMeshAivExecutor", plan, "AIV, one server, <= " + size_words(t.aiv_big));
       }
       if (ring) return pick("ReduceScatterRingExecutor", plan, "level0:ring requested");
       if (single) {
@@ -113,7 +162,7 @@ ExecutorChoice select_executor_a2(const CollectiveSpec& spec, const ExecContext&
           }
           return pick("ReduceScatterMeshDmaEliminationExecutor", plan, "op-base, one server, inline reduce");
         }
-        return pick(size > MiB ? "ReduceScatterMeshExecutor" : "ReduceScatterMeshGraphExecutor", plan, "graph, one server");
+        return pick(size > t.graph_mesh_small ? "ReduceScatterMeshExecutor" : "ReduceScatterMeshGraphExecutor", plan, "graph, one server");
       }
       if (plan.pipeline && !ctx.deterministic) return pick("ReduceScatterMeshOpbasePipelineExecutor", plan, "op-base across servers, level1 pipeline");
       return pick("ReduceScatterMeshExecutor", plan, "across servers");
@@ -126,9 +175,10 @@ ExecutorChoice select_executor_a2(const CollectiveSpec& spec, const ExecContext&
       return pick("ReduceMeshExecutor", plan, "mesh topology");
     case CollOp::AlltoAll: {
       const bool alltoallv = !spec.alltoallv_counts.empty();
-      if (aiv && single && (!opbase || spec.buffer_bytes >= 8 * MiB)) {
-        if (!alltoallv && opbase && size < 512 * KiB) return pick("AlltoAllMeshAivExecutor", plan, "AIV, one server, op-base, < 512 KiB per peer");
-        unmodelled("AlltoAllMeshAivExecutor (AlltoAllVC kernels)", "AIV AlltoAll of 512 KiB per peer or more, or AlltoAllV");
+      if (aiv && single && (!opbase || spec.buffer_bytes >= t.aiv_alltoall_min_buffer)) {
+        const std::string per_peer = size_words(t.aiv_alltoall_max_per_peer) + " per peer";
+        if (!alltoallv && opbase && size < t.aiv_alltoall_max_per_peer) return pick("AlltoAllMeshAivExecutor", plan, "AIV, one server, op-base, < " + per_peer);
+        unmodelled("AlltoAllMeshAivExecutor (AlltoAllVC kernels)", "AIV AlltoAll of " + per_peer + " or more, or AlltoAllV");
       }
       if (!single) return pick("RunAlltoAllVTwoLevelPipeline", plan, "op-base across servers");
       if (alltoallv) return pick("RunAlltoAllDirectFullmesh", plan, "AlltoAllV, op-base, one server");

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "models/params.h"
+#include "topologies/config.h"
 #include "topologies/platform.h"
 
 // Times print as picoseconds in failure messages.
@@ -21,6 +22,14 @@ namespace hcclsim::testing {
 
 // A file of the source tree (configs, topologies), wherever the tests run from.
 inline std::string source_file(const std::string& relative) { return std::string(HCCLSIM_SOURCE_DIR) + "/" + relative; }
+
+// HCCL's traits and executor-selection thresholds on `product`, as its
+// shipped profile states them (read once per product).
+inline const HcclApiLimits& shipped_hccl_api(Product product) {
+  static const HcclApiLimits a2 = load_profile(source_file("configs/profiles/a2-910b.json")).npu.hccl_api;
+  static const HcclApiLimits a3 = load_profile(source_file("configs/profiles/a3-910c.json")).npu.hccl_api;
+  return product == Product::A3 ? a3 : a2;
+}
 
 // A channel with no SDMA-specific caps or extras.
 inline ChannelParams channel_params(Bandwidth bandwidth, Time latency, std::uint64_t segment_bytes) {

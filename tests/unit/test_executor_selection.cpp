@@ -146,7 +146,7 @@ TEST_CASE("over a grid of contexts the selection names a registered executor tha
                       spec.buffer_bytes = buffer;
                       ExecContext ctx;
                       ctx.product = g.product;
-                      ctx.hccl = hccl_api_defaults(g.product);
+                      ctx.hccl = testing::shipped_hccl_api(g.product);
                       ctx.mode = mode;
                       ctx.expansion = expansion;
                       ctx.deterministic = deterministic;
@@ -278,4 +278,58 @@ TEST_CASE("the shipped profiles state their product's executor builds, and a bad
   doc["npu"]["hccl_api"]["small_count_all_reduce"] = "ring";
   CHECK_THROWS_WITH(read_profile(doc, "p.json"),
                     Catch::Contains("p.json") && Catch::Contains("$.npu.hccl_api.small_count_all_reduce"));
+}
+
+// ---- HCCL's selection thresholds, as profile data ----
+
+TEST_CASE("a selection threshold comes from the profile: moving it moves the executor's boundary and the rule's words",
+          "[executors][selection][profile]") {
+  std::ifstream in(testing::source_file("configs/profiles/a2-910b.json"));
+  nlohmann::json doc = nlohmann::json::parse(in);
+  CollectiveSpec spec;
+  spec.op = CollOp::AllReduce;
+  spec.ranks = 8;
+  spec.dtype = DataType::Fp32;
+  spec.count = 384 * KiB / 4;  // between the shipped 256 KiB and the 512 KiB tried below
+  spec.buffer_bytes = 200 * MiB;
+  ExecContext ctx;
+  ctx.product = Product::A2;
+  ctx.hierarchy = Hierarchy{8, 1, 1};
+  ctx.hccl = read_profile(doc, "a2.json").npu.hccl_api;
+  const ExecutorChoice shipped = select_executor(spec, ctx);
+  CHECK(shipped.executor == "AllReduceMeshOpbaseLoopExecutor");
+  CHECK(shipped.rule == "op-base, one server, > 256 KiB");
+
+  doc["npu"]["hccl_selection"]["small_count_opbase"] = "512KiB";
+  ctx.hccl = read_profile(doc, "a2.json").npu.hccl_api;
+  const ExecutorChoice moved = select_executor(spec, ctx);
+  CHECK(moved.executor == "AllReduceMeshSmallCountExecutor");
+  CHECK(moved.rule == "op-base, one server, <= 512 KiB (HCCL_SMALL_COUNT_256_KB)");
+  spec.count = 512 * KiB / 4 + 1;  // one element past it
+  CHECK(select_executor(spec, ctx).executor == "AllReduceMeshOpbaseLoopExecutor");
+}
+
+TEST_CASE("a profile without a threshold its product's rules need, or with a threshold that is not a size, is refused by name",
+          "[executors][selection][profile]") {
+  std::ifstream in(testing::source_file("configs/profiles/a3-910c.json"));
+  nlohmann::json doc = nlohmann::json::parse(in);
+  nlohmann::json bad = doc;
+  bad["npu"]["hccl_selection"]["mid_count_pods"] = "lots";
+  CHECK_THROWS_WITH(read_profile(bad, "p.json"), Catch::Contains("p.json") && Catch::Contains("$.npu.hccl_selection.mid_count_pods"));
+  bad = doc;
+  bad["npu"].erase("hccl_selection");
+  CHECK_THROWS_WITH(read_profile(bad, "p.json"), Catch::Contains("p.json") && Catch::Contains("hccl_selection"));
+
+  doc["npu"]["hccl_selection"].erase("small_count_per_rank");
+  ExecContext ctx;
+  ctx.product = Product::A3;
+  ctx.hierarchy = Hierarchy{16, 1, 1};
+  ctx.hccl = read_profile(doc, "a3.json").npu.hccl_api;
+  CollectiveSpec spec;
+  spec.op = CollOp::AllGather;  // a rule that does not use the missing size still finds it missing
+  spec.ranks = 16;
+  spec.dtype = DataType::Fp32;
+  spec.count = 1024;
+  spec.buffer_bytes = 200 * MiB;
+  CHECK_THROWS_WITH(select_executor(spec, ctx), Catch::Contains("a3.json at $.npu.hccl_selection") && Catch::Contains("'small_count_per_rank'"));
 }

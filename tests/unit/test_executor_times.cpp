@@ -245,7 +245,7 @@ CollectiveSpec spec_of(const Case& cs) {
 ExecContext context_of(const Case& cs) {
   ExecContext ctx;
   ctx.product = cs.product;
-  ctx.hccl = hccl_api_defaults(cs.product);
+  ctx.hccl = shipped_hccl_api(cs.product);
   ctx.mode = cs.mode;
   ctx.expansion = cs.expansion;
   ctx.hierarchy = Hierarchy{cs.ranks, 1, 1};
