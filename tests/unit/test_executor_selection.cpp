@@ -333,3 +333,26 @@ TEST_CASE("a profile without a threshold its product's rules need, or with a thr
   spec.buffer_bytes = 200 * MiB;
   CHECK_THROWS_WITH(select_executor(spec, ctx), Catch::Contains("a3.json at $.npu.hccl_selection") && Catch::Contains("'small_count_per_rank'"));
 }
+
+TEST_CASE("every selection threshold a shipped profile holds is listed in docs/executors.md with its value",
+          "[executors][selection][profile][docs]") {
+  std::ifstream doc_in(testing::source_file("docs/executors.md"));
+  std::stringstream doc;
+  doc << doc_in.rdbuf();
+  const std::string text = doc.str();
+  // The table's rows: | `name` | 910B | 910C | where |; a profile's value stands in its product's column.
+  for (const auto& [file, column] : {std::pair{"configs/profiles/a2-910b.json", 2}, std::pair{"configs/profiles/a3-910c.json", 3}}) {
+    const HcclApiLimits api = load_profile(testing::source_file(file)).npu.hccl_api;
+    REQUIRE(api.selection_sizes.size() >= 15);
+    for (const auto& [name, bytes] : api.selection_sizes) {
+      INFO(file << ": " << name);
+      const std::size_t row = text.find("| `" + name + "` |");
+      REQUIRE(row != std::string::npos);
+      std::stringstream line(text.substr(row, text.find('\n', row) - row));
+      std::string cell;
+      for (int i = 0; i <= column; ++i) std::getline(line, cell, '|');
+      const std::string words = bytes % MiB == 0 ? std::to_string(bytes / MiB) + " MiB" : std::to_string(bytes / KiB) + " KiB";
+      CHECK(cell == " " + words + " ");
+    }
+  }
+}
