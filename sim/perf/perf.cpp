@@ -242,7 +242,7 @@ namespace {
 
 ExecutorChoice choose_executor(const CollectiveSpec& spec, const ExecContext& ctx, const PerfRequest& request) {
   return request.executor.empty() ? select_executor(spec, ctx)
-                                  : ExecutorChoice{request.executor, default_levels(spec, ctx), "requested"};
+                                  : ExecutorChoice{request.executor, default_levels(spec, ctx), "asked for with --executor"};
 }
 
 // A row's description and figures; the caller adds the check and the counts.

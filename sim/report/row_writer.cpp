@@ -205,6 +205,7 @@ nlohmann::json perf_row_json(const PerfRow& r) {
           {"busbw_GBps", std::stod(format_fixed(r.busbw_gbps, 4))},
           {"check_result", r.check},
           {"executor", r.executor},
+          {"executor_rule", r.executor_rule},
           {"model", r.model},
           {"tasks", r.tasks},
           {"links", link_summary_json(r.link_summary)},
@@ -267,6 +268,12 @@ void RowWriter::row(const PerfRow& r) {
     case RowFormat::Table:
       out_ << table_row(r);
       assumed_.insert(r.assumed.begin(), r.assumed.end());
+      if (!r.executor_rule.empty()) {
+        if (choices_.empty() || choices_.back().executor != r.executor || choices_.back().rule != r.executor_rule) {
+          choices_.push_back({r.executor, r.executor_rule, r.data_size, r.data_size});
+        }
+        choices_.back().last_size = r.data_size;
+      }
       if (r.scenario) {
         scenarios_.push_back(*r.scenario);
         scenario_labels_.push_back(std::to_string(r.data_size));
@@ -287,6 +294,11 @@ void RowWriter::finish() {
   if (rows_ == 0) header(nullptr);
   if (format_ == RowFormat::Json) json_.finish();
   if (format_ == RowFormat::Table && rows_ > 0) {
+    for (const Choice& c : choices_) {
+      out_ << "# " << c.executor << " for data_size " << c.first_size;
+      if (c.last_size != c.first_size) out_ << ".." << c.last_size;
+      out_ << ": " << c.rule << "\n";
+    }
     out_ << assumed_footnote(std::vector<std::string>(assumed_.begin(), assumed_.end()), profile_file_);
     std::vector<const ScenarioOutcome*> scenarios;
     for (const ScenarioOutcome& s : scenarios_) scenarios.push_back(&s);

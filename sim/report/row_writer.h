@@ -83,6 +83,13 @@ class RowWriter {
   HcclTestPreamble preamble_;
   std::string profile_file_;
   std::set<std::string> assumed_;   // every row's, for the table's footnote
+  // Each executor and the rule that chose it, in the order they first
+  // appear, with the data sizes of their rows: the table's "why" lines.
+  struct Choice {
+    std::string executor, rule;
+    std::uint64_t first_size = 0, last_size = 0;
+  };
+  std::vector<Choice> choices_;
   std::vector<ScenarioOutcome> scenarios_;        // every row's under --scenario, for the footnote
   std::vector<std::string> scenario_labels_;
   JsonArrayStream json_;
@@ -92,7 +99,9 @@ class RowWriter {
 
 
 // The line a table ends with: "# assumed constants used: a, b (their source
-// in PROFILE says 'assumed')", or "... used: none".
+// in PROFILE says 'assumed')", or "... used: none". Before it, a line per
+// executor and the selection rule that chose it: "# AllReduceMeshExecutor
+// for data_size 1048576..16777216: graph, one server, > 64 KiB".
 std::string assumed_footnote(const std::vector<std::string>& assumed, const std::string& profile_file);
 
 // All rows at once, for callers that have them (tests, tools).

@@ -237,6 +237,8 @@ PY
     check "the footnote names task_dispatch" bash -c "tail -1 '$tmp/table.txt' | grep -qF npu.stream.task_dispatch"
     check "the footnote names the profile" bash -c "tail -1 '$tmp/table.txt' | grep -qF \"a2-910b.json says 'assumed')\""
     check "the footnote leaves out measured constants" bash -c "! tail -1 '$tmp/table.txt' | grep -qF copy_bandwidth"
+    check "above it, the executor and the rule that chose it" \
+      bash -c "tail -2 '$tmp/table.txt' | head -1 | grep -qxF '# AllReduceMeshOpbaseLoopExecutor for data_size 1048576..2097152: op-base, one server, > 256 KiB'"
     "$hcclsim" perf all_reduce -b 1M -e 2M --format jsonl >"$tmp/rows.jsonl" 2>/dev/null
     check "every jsonl row has an assumed list with task_dispatch" \
       [ "$(grep -c '"assumed":\[[^]]*"npu.stream.task_dispatch"' "$tmp/rows.jsonl")" -eq 2 ]

@@ -89,6 +89,30 @@ TEST_CASE("hccl_test layout: the printf formats of print_execution_time") {
         "16384             | 30.00          | 0.54604              | failed\n");
 }
 
+TEST_CASE("a table names, before its last line, each executor with the rule that chose it and the sizes it ran") {
+  std::vector<PerfRow> rows;
+  for (const std::uint64_t size : {8192ULL, 65536ULL, 524288ULL, 4194304ULL, 33554432ULL}) {
+    PerfRow r = sample_row(size, 1000000 + size);
+    const bool small = size <= 256 * 1024;
+    r.executor = small ? "AllReduceMeshSmallCountExecutor" : "AllReduceMeshOpbaseLoopExecutor";
+    r.executor_rule = small ? "op-base, one server, <= 256 KiB" : "op-base, one server, > 256 KiB";
+    if (size == 33554432ULL) r.executor_rule = "another rule";  // same executor, another rule: a line of its own
+    rows.push_back(r);
+  }
+  const std::string table = format_rows(rows, RowFormat::Table, "AllReduce", {}, "a2.json");
+  const std::string why = "# AllReduceMeshSmallCountExecutor for data_size 8192..65536: op-base, one server, <= 256 KiB\n"
+                          "# AllReduceMeshOpbaseLoopExecutor for data_size 524288..4194304: op-base, one server, > 256 KiB\n"
+                          "# AllReduceMeshOpbaseLoopExecutor for data_size 33554432: another rule\n"
+                          "# assumed constants used: none\n";
+  REQUIRE(table.size() > why.size());
+  CHECK(table.substr(table.size() - why.size()) == why);
+  CHECK(perf_row_json(rows[0]).at("executor_rule") == "op-base, one server, <= 256 KiB");
+  // A row that crossed a process boundary keeps its rule, and layouts other than the table print none.
+  CHECK(deserialize_perf_row(serialize_perf_row(rows[2])).executor_rule == "op-base, one server, > 256 KiB");
+  CHECK_THAT(format_rows(rows, RowFormat::Csv), !Catch::Contains("256 KiB"));
+  CHECK_THAT(format_rows(rows, RowFormat::HcclTest), !Catch::Contains("256 KiB"));
+}
+
 TEST_CASE("a row crosses a process boundary exactly") {
   const PerfRow r = sample_row(3 << 20, 123456789);
   const PerfRow back = deserialize_perf_row(serialize_perf_row(r));
