@@ -1,5 +1,7 @@
 #include "sim/link_usage.h"
 
+#include "models/link/channel.h"
+
 namespace hcclsim {
 
 std::string link_kind(const std::string& label) {

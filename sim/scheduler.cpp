@@ -8,6 +8,8 @@
 
 #include "base/error.h"
 #include "base/json_reader.h"
+#include "models/link/channel.h"
+#include "models/npu/task_engine.h"
 
 namespace hcclsim {
 

@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
+#include "models/link/channel.h"
+
 namespace hcclsim {
 
 namespace {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <iterator>
 
+#include "models/link/channel.h"
 #include "topologies/platform.h"
 #include "topologies/routes.h"
 

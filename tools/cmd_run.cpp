@@ -9,8 +9,9 @@
 #include <optional>
 #include <ostream>
 
-#include "sim/critical_path.h"
 #include "base/error.h"
+#include "models/link/channel.h"
+#include "sim/critical_path.h"
 #include "sim/perf/perf.h"
 #include "sim/program/program_json.h"
 #include "sim/report/link_stats.h"

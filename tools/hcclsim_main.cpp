@@ -4,6 +4,7 @@
 // escapes to SystemC, whose own handler would print an E549 dump on stdout.
 #include <cstdlib>
 #include <string>
+#include <systemc>   // sc_main's declaration (C linkage), which this file defines
 #include <vector>
 
 #include "tools/dispatch.h"

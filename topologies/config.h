@@ -3,13 +3,13 @@
 #pragma once
 
 #include <map>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "models/params.h"
-#include "topologies/platform.h"
+#include "topologies/platform_spec.h"
 
 namespace hcclsim {
 

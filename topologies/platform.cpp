@@ -5,6 +5,10 @@
 #include <stdexcept>
 
 #include "base/error.h"
+#include "models/link/channel.h"
+#include "models/link/flow_network.h"
+#include "models/npu/task_engine.h"
+#include "models/wake_clock.h"
 
 namespace hcclsim {
 

@@ -9,15 +9,19 @@
 #include <unordered_map>
 #include <vector>
 
-#include "models/link/channel.h"
-#include "models/link/flow_network.h"
-#include "models/link/network.h"
-#include "models/npu/task_engine.h"
 #include "models/params.h"
 #include "topologies/platform_spec.h"
 #include "topologies/routes.h"
 
 namespace hcclsim {
+
+// The SystemC modules a platform owns (models/): only their pointers here,
+// so that what includes this header does not compile SystemC's.
+class Channel;
+class FlowNetwork;
+class Network;
+class TaskEngine;
+class WakeClock;
 
 class Platform {
  public:

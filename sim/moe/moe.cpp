@@ -8,9 +8,10 @@
 #include <set>
 #include <tuple>
 
-#include "sim/executors/exec_builder.h"
 #include "base/error.h"
 #include "base/json_reader.h"
+#include "models/link/channel.h"
+#include "sim/executors/exec_builder.h"
 #include "sim/scheduler.h"
 #include "sim/trace.h"
 

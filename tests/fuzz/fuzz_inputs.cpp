@@ -33,6 +33,7 @@
 #include <iostream>
 #include <new>
 #include <string>
+#include <systemc>   // sc_main's declaration (C linkage), which this file defines
 #include <vector>
 
 #include "sim/calibrate/import.h"

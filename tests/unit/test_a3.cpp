@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "models/link/channel.h"
 #include "sim/perf/perf.h"
 #include "sim/scheduler.h"
 #include "sim/task_graph.h"

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <string>
 
+#include "models/link/channel.h"
 #include "sim/scheduler.h"
 #include "sim/task_graph.h"
 #include "topologies/platform.h"

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "models/link/channel.h"
 #include "sim/scheduler.h"
 #include "sim/task_graph.h"
 #include "topologies/cluster.h"

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "models/npu/task_engine.h"
 #include "sim/scheduler.h"
 #include "sim/task_graph.h"
 #include "topologies/platform.h"

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "models/link/channel.h"
 #include "sim/perf/perf.h"
 #include "sim/scheduler.h"
 #include "sim/task_graph.h"

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "models/npu/task_engine.h"
 #include "sim/program/program.h"
 #include "sim/program/program_json.h"
 #include "sim/scheduler.h"

@@ -16,6 +16,7 @@
 
 #include "base/error.h"
 #include "base/json_reader.h"
+#include "models/link/channel.h"
 #include "sim/scenario/scenario_run.h"
 #include "sim/scheduler.h"
 #include "sim/task_graph.h"

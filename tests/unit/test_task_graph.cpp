@@ -9,6 +9,7 @@
 #include "sim/scheduler.h"
 #include "sim/task_graph.h"
 #include "fixtures.h"
+#include "models/npu/task_engine.h"
 #include "topologies/platform.h"
 
 using namespace hcclsim;
