@@ -3,6 +3,7 @@
 // candidates valid for the topology, and the predicted gain (issue 43, item
 // 2). The candidates run as perf requests (sim/report/recommend.h).
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <sstream>

@@ -4,6 +4,7 @@
 // the same bytes a single process writes (sim/report/sweep.h).
 #include <cstdio>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "sim/report/row_writer.h"

@@ -28,7 +28,7 @@
 #pragma once
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json.hpp>   // CalibrationReport holds an ordered_json by value
 #include <optional>
 #include <ostream>
 #include <string>

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 
 #include "sim/executors/hccl_algo.h"

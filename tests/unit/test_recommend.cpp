@@ -4,6 +4,7 @@
 // the default and that perf reproduces when given the recommended setting.
 #include <catch2/catch.hpp>
 
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "sim/report/recommend.h"
