@@ -14,10 +14,12 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
 #include "sim/report/baseline.h"
 #include "sim/report/row_transport.h"
+
+namespace CLI {
+class App;
+}
 
 namespace hcclsim {
 
