@@ -69,9 +69,10 @@ class PerfCommand : public Command {
                    "run this HCCL executor instead of HCCL's choice (list: hcclsim executors)")
         ->type_name("NAME");
     app.add_option("--format", format_,
-                   "table | csv | json | jsonl | hccl_test (default table); a json / jsonl row's \"assumed\" lists "
-                   "the profile's assumed constants its tasks used, a table ends with them (csv and hccl_test: "
-                   "unchanged)")
+                   "table | csv | json | jsonl | hccl_test (default table); a json / jsonl row's \"executor_rule\" "
+                   "is the selection rule that chose its executor (thresholds: the profile's npu.hccl_selection) and "
+                   "its \"assumed\" lists the profile's assumed constants its tasks used; a table ends with both "
+                   "(csv and hccl_test: unchanged)")
         ->type_name("F");
     app.add_option("--out", out_file_, "write the rows to FILE instead of stdout")->type_name("FILE");
     app.add_option("--trace", trace_file_, "write a Chrome trace-event JSON (Perfetto, MindStudio Insight)")
