@@ -101,8 +101,9 @@ ExecutorChoice select_executor_a2(const CollectiveSpec& spec, const ExecContext&
       if (single) {
         if (!inline_reduce) return pick("AllReduceMeshExecutor", plan, "dtype or op not inline-reducible");
         if (ctx.deterministic && spec.ranks > 2) {
-          // (GetCountTypeForDeterAllReduce: op-base small up to one size, else
-          // medium on 8 ranks; graph small and medium on 8 up to two others)
+          // (GetCountTypeForDeterAllReduce: op-base, small up to
+          // deterministic_small_opbase, else medium on 8 ranks; graph, small up to
+          // deterministic_small_graph, medium on 8 up to deterministic_medium_graph)
           if (opbase && size > t.deterministic_small_opbase) {
             const std::string above = "> " + size_words(t.deterministic_small_opbase);
             if (spec.ranks == 8) return pick("AllReduceMeshMidCountLoopExecutor", plan, "HCCL_DETERMINISTIC=true, op-base, one server of 8, " + above);

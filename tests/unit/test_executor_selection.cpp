@@ -20,6 +20,7 @@
 #include "fixtures.h"
 #include "sim/executors/level1.h"
 #include "sim/executors/executor.h"
+#include "sim/executors/selection.h"
 #include "topologies/config.h"
 
 using namespace hcclsim;
@@ -351,8 +352,7 @@ TEST_CASE("every selection threshold a shipped profile holds is listed in docs/e
       std::stringstream line(text.substr(row, text.find('\n', row) - row));
       std::string cell;
       for (int i = 0; i <= column; ++i) std::getline(line, cell, '|');
-      const std::string words = bytes % MiB == 0 ? std::to_string(bytes / MiB) + " MiB" : std::to_string(bytes / KiB) + " KiB";
-      CHECK(cell == " " + words + " ");
+      CHECK(cell == " " + selection::size_words(bytes) + " ");  // the words the rules quote it in
     }
   }
 }
