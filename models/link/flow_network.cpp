@@ -10,6 +10,8 @@ namespace {
 constexpr std::uint64_t kNever = std::numeric_limits<std::uint64_t>::max();
 constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();  // a flow not in the heap of drains
 constexpr double kPsPerS = 1e12;
+// Components held by at most this many channels are tried for an equal split first.
+constexpr std::size_t kFewSharedChannels = 4;
 
 // Picoseconds to drain `bytes` at `rate` bytes/s, rounded up. Exact in
 // integers when both are whole numbers (a flow that never shared its
@@ -368,6 +370,7 @@ void FlowNetwork::solve(std::uint64_t now) {
     apply_rate(*comp_flows_.front(), static_cast<double>(comp_flows_.front()->fluid.bound), now);
     return;
   }
+  if (comp_links_.size() <= kFewSharedChannels && solve_shared_channels(now)) return;
   std::sort(comp_links_.begin(), comp_links_.end());
   DenseFlows& dense = solver_.work().dense;
   dense.capacity.resize(comp_links_.size());
@@ -391,6 +394,35 @@ void FlowNetwork::solve(std::uint64_t now) {
   fill_progressively(solver_.work(), dense, limit_, {});
   const std::vector<double>& shares = solver_.work().out;
   for (std::size_t i = 0; i < comp_flows_.size(); ++i) apply_rate(*comp_flows_[i], shares[i], now);
+}
+
+// A component whose flows all cross the same few channels that can fill,
+// each once, none bounded below an equal split: the filling's first level
+// is the least capacity / flows (a channel's room over its load, a sum of
+// ones), where every flow freezes, so each gets exactly that, without
+// setting the filling up (a batch of thousands of RDMA writes through one
+// NIC, solved thousands of times, spent most of its run there). False when
+// the shape is another: the filling decides.
+bool FlowNetwork::solve_shared_channels(std::uint64_t now) {
+  const double flows = static_cast<double>(comp_flows_.size());
+  double share = kNoLimit;
+  for (const std::uint32_t index : comp_links_) {
+    const Link& link = links_[index];
+    if (link.flows.size() != comp_flows_.size()) return false;
+    share = std::min(share, static_cast<double>(link.capacity) / flows);
+  }
+  for (const Flow* flow : comp_flows_) {
+    const Flow::Fluid& f = flow->fluid;
+    if (static_cast<double>(f.bound) < share) return false;
+    std::size_t crossings = 0;
+    for (const std::uint32_t hop : f.links) crossings += links_[hop].can_fill() ? 1 : 0;
+    if (crossings != comp_links_.size()) return false;
+    for (const std::uint32_t index : comp_links_) {
+      if (std::count(f.links.begin(), f.links.end(), index) != 1) return false;
+    }
+  }
+  for (Flow* flow : comp_flows_) apply_rate(*flow, share, now);
+  return true;
 }
 
 // A new rate takes effect now; a flow whose rate did not change keeps its drain event.

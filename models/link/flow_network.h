@@ -113,6 +113,7 @@ class FlowNetwork final : public sc_core::sc_module, public Network, public Cloc
   }
   void collect(Flow& seed);
   void solve(std::uint64_t now);
+  bool solve_shared_channels(std::uint64_t now);
   void apply_rate(Flow& flow, double rate, std::uint64_t now);
   // The drains: a binary heap by (drain_at, drain_seq) that knows each
   // flow's place, so a new rate moves its flow instead of leaving a stale

@@ -158,6 +158,36 @@ TEST_CASE("flow model: a flow held back by a slower channel elsewhere leaves the
   CHECK(r.timings[held].end == flows_start + Time::from_ps(bytes * 1000 * 4) + slow.latency + kLink.latency);
 }
 
+TEST_CASE("flow model: flows that all cross the same two channels split the narrower one equally", "[flow][sharing]") {
+  const NpuParams npu = small_npu();
+  TopologySpec spec = two_npus(npu);
+  // npu0 -> switch3 at 1 GB/s, switch3 -> npu1 at 0.6 GB/s: three flows
+  // over both get 0.2 GB/s each (5000 ps a byte), the wider channel's third
+  // (0.33 GB/s) not reached.
+  spec.npus = 3;
+  spec.npus_per_server = 3;
+  spec.switches = 1;
+  ChannelParams narrow = kLink;
+  narrow.bandwidth = Bandwidth{600'000'000};
+  spec.links = {LinkSpec{0, 3, "roce", kLink}, LinkSpec{1, 3, "roce", narrow}, LinkSpec{2, 3, "roce", kLink}};
+  Platform platform(spec);
+  Scheduler sched(platform);
+
+  const std::uint64_t bytes = 30000;
+  TaskGraph g;
+  std::vector<TaskId> flows;
+  for (int i = 0; i < 3; ++i) {
+    flows.push_back(g.copy(g.add_thread(0, "T" + std::to_string(i)), in(0, i * bytes), out(1, i * bytes), bytes));
+  }
+  const RunResult r = sched.run(g);
+  REQUIRE(r.failure.empty());
+  const Time flows_start = r.begin + npu.stream.op_launch + npu.sdma.task_fixed;
+  for (const TaskId id : flows) {
+    INFO("task " << g.describe(id));
+    CHECK(r.timings[id].end == flows_start + Time::from_ps(bytes * 5000) + kLink.latency + narrow.latency);
+  }
+}
+
 TEST_CASE("flow model: a flow joining mid-way halves the first one's rate at exactly that time", "[flow][sharing]") {
   const NpuParams npu = small_npu();
   Platform platform(two_npus(npu));
