@@ -18,8 +18,9 @@
 //  - libFuzzer (clang -fsanitize=fuzzer, CMake -DHCCLSIM_LIBFUZZER=ON):
 //    `build-fuzz/fuzz_inputs_libfuzzer tests/fuzz/corpus -max_total_time=600`;
 //  - without clang, this file's own main (ctest fuzz_inputs): every corpus
-//    file as is, then random mutations of them for a bounded time, printing
-//    how many inputs it tried.
+//    file as is, then a budget of random mutations of them (a count of
+//    inputs, the same ones for the same seed, or a time such as 600s),
+//    printing how many inputs it tried.
 #include <unistd.h>
 
 #include <algorithm>
@@ -274,13 +275,23 @@ int run_input(const std::string& s) {
 
 }  // namespace
 
-// usage: fuzz_inputs CORPUS_DIR [SECONDS] [SEED]
+// usage: fuzz_inputs CORPUS_DIR [BUDGET] [SEED]
+// BUDGET: a number of mutated inputs (default 20000; the same inputs for the
+// same seed, so CI's run is repeatable) or a time in seconds written with an
+// "s" ("600s").
 int sc_main(int argc, char* argv[]) {
   if (argc < 2) {
-    std::cerr << "usage: fuzz_inputs CORPUS_DIR [SECONDS (default 30)] [SEED (default 1)]\n";
+    std::cerr << "usage: fuzz_inputs CORPUS_DIR [BUDGET: N inputs (default 20000) or SECONDS followed by s] [SEED (default 1)]\n";
     return 2;
   }
-  const double seconds = argc > 2 ? std::atof(argv[2]) : 30.0;
+  const std::string budget = argc > 2 ? argv[2] : "20000";
+  const bool timed = !budget.empty() && budget.back() == 's';
+  char* end = nullptr;
+  const double amount = std::strtod(budget.c_str(), &end);
+  if (budget.empty() || end != budget.c_str() + budget.size() - (timed ? 1 : 0) || !(amount >= 0)) {
+    std::cerr << "fuzz_inputs: BUDGET '" << budget << "' is neither a count of inputs nor seconds such as 30s\n";
+    return 2;
+  }
   Rng rng{argc > 3 ? std::strtoull(argv[3], nullptr, 10) | 1 : 1};
   std::vector<std::string> corpus;
   for (const auto& entry : fs::directory_iterator(argv[1])) {
@@ -300,7 +311,7 @@ int sc_main(int argc, char* argv[]) {
     run_input(s);
     ++tried;
   }
-  while (elapsed() < seconds) {
+  for (std::uint64_t mutated = 0; timed ? elapsed() < amount : mutated < amount; ++mutated) {
     run_input(mutate(corpus[rng.below(corpus.size())], rng, corpus));
     ++tried;
   }
