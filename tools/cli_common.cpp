@@ -45,7 +45,7 @@ std::string data_dir() {
 
 std::string default_topology() { return data_dir() + "/configs/topologies/a2-server.json"; }
 
-void TopologyOptions::declare(CLI::App& app) {
+void TopologyOptions::declare(CommandOptions& app) {
   app.add_option("--topology", topology,
                  "topology JSON (default configs/topologies/a2-server.json); clusters: a2-cluster.json, "
                  "a2-cluster-oversubscribed.json, cloudmatrix384.json, cloudmatrix384x4.json")
@@ -128,7 +128,7 @@ TopologySpec TopologyOptions::load_spec(std::string* described) const {
                        has_servers ? servers : -1);
 }
 
-void MemoryLimit::declare(CLI::App& app) {
+void MemoryLimit::declare(CommandOptions& app) {
   app.add_option("--max-memory", text,
                  "refuse, before it starts, a run estimated to need more memory than SIZE (default 16GiB)")
       ->type_name("SIZE");
@@ -187,7 +187,7 @@ std::uint64_t checked_size(const std::string& option, const std::string& text) {
   }
 }
 
-void SizeSweepOptions::declare(CLI::App& app) {
+void SizeSweepOptions::declare(CommandOptions& app) {
   app.add_option("-b,--minbytes", first, "smallest data_size (default 8K); K/M/G are binary as in hccl_test")
       ->type_name("SIZE");
   app.add_option("-e,--maxbytes", last, "largest data_size (default 64M)")->type_name("SIZE");
@@ -314,7 +314,7 @@ const char* const kScenarioHelp =
     "takes the remaining spines; elsewhere (an A2 HCCS mesh link, a NIC) HCCL fails the operation: exit 1 with the "
     "reason. Jitter scales each task's own duration (a transfer's set-up, compute, delays), not the links' time";
 
-void ScenarioOptions::declare(CLI::App& app, bool with_seed) {
+void ScenarioOptions::declare(CommandOptions& app, bool with_seed) {
   app.add_option("--scenario", file, kScenarioHelp)->type_name("FILE");
   samples_option = app.add_option("--samples", samples,
                                   "with --scenario: draws of its random parts (jitter), reported as p50 / p90 / p99 / "
@@ -328,7 +328,7 @@ void ScenarioOptions::declare(CLI::App& app, bool with_seed) {
 
 std::optional<ScenarioSetup> ScenarioOptions::load(const TopologySpec& healthy, std::optional<std::uint64_t> seed_override) const {
   if (!given()) {
-    for (const CLI::Option* o : {samples_option, seed_option}) {
+    for (const CommandOption* o : {samples_option, seed_option}) {
       if (o != nullptr && o->count() > 0) throw InputError("option " + o->get_name(), "needs --scenario FILE");
     }
     return std::nullopt;

@@ -12,12 +12,11 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
 #include "sim/executors/hierarchy.h"
 #include "sim/scenario/scenario_run.h"
 #include "base/error.h"
 #include "sim/trace.h"
+#include "tools/command_options.h"
 #include "topologies/platform.h"
 
 namespace hcclsim {
@@ -38,11 +37,11 @@ struct TopologyOptions {
   std::string network = "flow";
   std::string flow_quantum = "1us";
   std::string segment;  // empty: each channel's own segment size
-  CLI::Option* servers_option = nullptr;
-  CLI::Option* flow_quantum_option = nullptr;
+  CommandOption* servers_option = nullptr;
+  CommandOption* flow_quantum_option = nullptr;
   bool flow_quantum_given() const { return flow_quantum_option != nullptr && flow_quantum_option->count() > 0; }
 
-  void declare(CLI::App& app);
+  void declare(CommandOptions& app);
   // `described` names the topology for headings and messages.
   TopologySpec load(std::string* described) const;
 
@@ -59,9 +58,9 @@ struct ScenarioOptions {
   std::string file;
   int samples = 1;
   std::string seed = "1";
-  CLI::Option* samples_option = nullptr;
-  CLI::Option* seed_option = nullptr;
-  void declare(CLI::App& app, bool with_seed = true);
+  CommandOption* samples_option = nullptr;
+  CommandOption* seed_option = nullptr;
+  void declare(CommandOptions& app, bool with_seed = true);
   bool given() const { return !file.empty(); }
   // The setup on `healthy` (the scenario read and applied), or none without
   // --scenario; `seed` replaces --seed when the command has its own. Errors
@@ -77,7 +76,7 @@ struct SizeSweepOptions {
   std::string first = "8K";
   std::string last = "64M";
   int factor = 2;
-  void declare(CLI::App& app);
+  void declare(CommandOptions& app);
   std::vector<std::uint64_t> sizes() const;
 };
 
@@ -88,7 +87,7 @@ DataType checked_data_type(const std::string& text);
 // allocates anything (default 16 GiB, sim/perf/perf.h kMaxRunBytes).
 struct MemoryLimit {
   std::string text;
-  void declare(CLI::App& app);
+  void declare(CommandOptions& app);
   std::uint64_t bytes() const;
 };
 
@@ -100,7 +99,7 @@ struct MemoryLimit {
 Platform& platform_kept_until_exit(const TopologySpec& spec);
 
 // `value` when the option was given.
-inline std::optional<int> given(const CLI::Option* option, int value) {
+inline std::optional<int> given(const CommandOption* option, int value) {
   return option->count() > 0 ? std::optional<int>(value) : std::nullopt;
 }
 

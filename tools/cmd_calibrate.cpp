@@ -118,7 +118,7 @@ class CalibrateCommand : public Command {
   std::string summary() const override {
     return "fit profile constants to measured rows (least squares within bounds); write the fitted profile";
   }
-  void declare(CLI::App& app) override {
+  void declare(CommandOptions& app) override {
     app.add_option("files", files_, "measurement files (configs/calibration/measurements.json)");
     app.add_option("--profile", profile_, "the profile to start from (BASE)")->required()->type_name("BASE");
     app.add_option("--fit", fit_, "constants to fit, dotted paths into the profile (each states bounds)")

@@ -21,7 +21,7 @@ class CheckCommand : public Command {
     return "re-run a baseline saved by 'perf/run --save-baseline' and compare the times: exit 1 when a result "
            "got slower beyond the tolerance";
   }
-  void declare(CLI::App& app) override {
+  void declare(CommandOptions& app) override {
     app.add_option("baseline", baseline_file_, "baseline JSON written by --save-baseline")
         ->type_name("FILE")
         ->required();

@@ -79,7 +79,7 @@ class DescribeCommand : public Command {
     return "the SystemC module hierarchy a topology elaborates into: each NPU's stream engine and units (notify "
            "registers, flags, SDMA engines, AIC / AIV cores, RDMA queue pairs), local memories, links by kind";
   }
-  void declare(CLI::App& app) override {
+  void declare(CommandOptions& app) override {
     topology_.declare(app);
     app.add_option("--format", format_, "table (default) | json")->type_name("F");
     memory_limit_.declare(app);

@@ -14,7 +14,7 @@ class ExecutorsCommand : public Command {
   std::string summary() const override {
     return "the HCCL executors hcclsim models, with their sources and whether --model estimate has a closed form";
   }
-  void declare(CLI::App&) override {}
+  void declare(CommandOptions&) override {}
   int run(CommandContext& ctx) override {
     for (const Executor& e : executors()) {
       *ctx.out << e.name << "\n    " << e.summary << "\n    source: " << e.source << "\n    estimate: "

@@ -49,7 +49,7 @@ class ImportCommand : public Command {
     return "your own measurements (hccl_test output, a torch_npu profile) as a measurement file for validate";
   }
 
-  void declare(CLI::App& app) override {
+  void declare(CommandOptions& app) override {
     app.require_subcommand(1, 1);
     app.footer("Writes the measurement file `hcclsim validate FILE` reads (docs/calibration.md: the measurement file; "
                "docs/user-guide-import.md). 'hcclsim import hccl-test --help' and 'hcclsim import torch-npu-profile "
@@ -104,10 +104,10 @@ class ImportCommand : public Command {
   // The options both kinds of import take: where the points run, how they
   // are named, where they go. Both bind the same variables (one kind runs).
   struct TargetOptions {
-    CLI::Option* servers = nullptr;
-    CLI::Option* ranks = nullptr;
+    CommandOption* servers = nullptr;
+    CommandOption* ranks = nullptr;
   };
-  TargetOptions declare_target(CLI::App& sub, const std::string& ranks_help) {
+  TargetOptions declare_target(CommandOptions& sub, const std::string& ranks_help) {
     sub.add_option("--topology", topology_, "topology JSON the points run on (written as given)")
         ->required()
         ->type_name("FILE");
@@ -163,8 +163,8 @@ class ImportCommand : public Command {
     return name.empty() ? "torch_npu profile" : name;
   }
 
-  CLI::App* hccl_test_ = nullptr;
-  CLI::App* torch_ = nullptr;
+  CommandOptions* hccl_test_ = nullptr;
+  CommandOptions* torch_ = nullptr;
   std::string input_;
   std::string op_;
   std::string dtype_ = "fp32";  // hccl_test's default
@@ -174,7 +174,7 @@ class ImportCommand : public Command {
   int ranks_ = 0;
   std::string group_;
   std::string out_;
-  CLI::Option* npus_opt_ = nullptr;
+  CommandOption* npus_opt_ = nullptr;
   TargetOptions hccl_test_target_;
   TargetOptions torch_target_;
 };

@@ -22,7 +22,7 @@ class MoeCommand : public Command {
     return "MoE expert-parallel dispatch / combine (DeepEP on Ascend, MC2 MoeDistribute*) on AIV cores; normal mode "
            "across A2 servers runs the A2 kernels (notify_dispatch_a2, dispatch_normal_a2, moe_distribute_combine_a2)";
   }
-  void declare(CLI::App& app) override {
+  void declare(CommandOptions& app) override {
     app.add_option("phase", phase_, "dispatch | combine | both")->required();
     app.add_option("--ep", p_.ep, "ranks taking part (expert parallelism)")->required()->type_name("N");
     app.add_option("--tokens", p_.tokens, "tokens per rank")->required()->type_name("T");

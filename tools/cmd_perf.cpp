@@ -22,7 +22,7 @@ class PerfCommand : public Command {
   std::string summary() const override { return "hccl_test-style sweep of one collective over sizes"; }
   bool parallel() const override { return true; }
 
-  void declare(CLI::App& app) override {
+  void declare(CommandOptions& app) override {
     app.add_option("op", op_,
                    "all_reduce | all_gather | reduce_scatter | alltoall | alltoallv | broadcast | reduce, "
                    "or hccl_test's binary name (all_reduce_test, ...)")
@@ -135,12 +135,12 @@ class PerfCommand : public Command {
   bool no_check_ = false;
   std::string model_ = "detailed";
   bool stats_ = false;
-  CLI::Option* ranks_opt_ = nullptr;
-  CLI::Option* npus_opt_ = nullptr;
-  CLI::Option* iters_opt_ = nullptr;
-  CLI::Option* warmup_opt_ = nullptr;
-  CLI::Option* check_opt_ = nullptr;
-  CLI::Option* algo_opt_ = nullptr;
+  CommandOption* ranks_opt_ = nullptr;
+  CommandOption* npus_opt_ = nullptr;
+  CommandOption* iters_opt_ = nullptr;
+  CommandOption* warmup_opt_ = nullptr;
+  CommandOption* check_opt_ = nullptr;
+  CommandOption* algo_opt_ = nullptr;
 };
 
 int PerfCommand::run(CommandContext& ctx) {

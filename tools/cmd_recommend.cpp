@@ -26,7 +26,7 @@ class RecommendCommand : public Command {
            "and the predicted gain; as a table, JSON, or the lines to export";
   }
 
-  void declare(CLI::App& app) override {
+  void declare(CommandOptions& app) override {
     topology_.declare(app);
     ranks_opt_ = app.add_option("--ranks", ranks_,
                                 "ranks 0..N-1 take part (default: every NPU; more than one server: whole servers)")
@@ -72,8 +72,8 @@ class RecommendCommand : public Command {
   std::string model_;
   std::string format_ = "table";
   std::string out_file_;
-  CLI::Option* ranks_opt_ = nullptr;
-  CLI::Option* ops_opt_ = nullptr;
+  CommandOption* ranks_opt_ = nullptr;
+  CommandOption* ops_opt_ = nullptr;
 };
 
 std::vector<CollOp> parse_ops(const std::string& text, bool given) {

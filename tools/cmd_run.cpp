@@ -56,7 +56,7 @@ class RunCommand : public Command {
            "MoE dispatch / combine calls): total time, each handle's and MoE call's start, end and duration, Query "
            "results and the critical path";
   }
-  void declare(CLI::App& app) override {
+  void declare(CommandOptions& app) override {
     app.add_option("--program", program_file_,
                    "program JSON (configs/programs/); kernel steps: init, set_tiling, prepare, commit, wait, query, "
                    "inter_group_sync, iterate, finalize, matmul, vector, moe_dispatch, moe_combine (AIV list), "

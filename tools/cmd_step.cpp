@@ -35,7 +35,7 @@ class StepCommand : public Command {
            "HCCL's executors at once on one fabric, with roofline compute; step time, exposed communication per "
            "group, pipeline bubble, critical path";
   }
-  void declare(CLI::App& app) override {
+  void declare(CommandOptions& app) override {
     app.add_option("--model-config", model_file_,
                    "a Hugging Face config.json as it is (llama / qwen3 dense, qwen3_moe, deepseek_v3 with MLA and "
                    "shared experts; examples in configs/models/); with --layout or --search and --batch, unless --chakra")

@@ -24,7 +24,7 @@ class SweepCommand : public Command {
            "closed forms (configs/sweeps/capacity-estimate.json: 192 points up to 100,000 NPUs in seconds)";
   }
   bool parallel() const override { return true; }
-  void declare(CLI::App& app) override {
+  void declare(CommandOptions& app) override {
     app.add_option("grid", grid_file_, "grid JSON")->type_name("GRID.json")->required();
     app.add_option("--format", format_, "csv | json (default csv)")->type_name("F");
     app.add_option("--out", out_file_, "write the table to FILE instead of stdout")->type_name("FILE");

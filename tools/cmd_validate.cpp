@@ -16,7 +16,7 @@ class ValidateCommand : public Command {
   std::string summary() const override {
     return "run every point of a measurement file; measured, simulated, error % and the mean per group";
   }
-  void declare(CLI::App& app) override {
+  void declare(CommandOptions& app) override {
     app.add_option("file", file_, "measurement file (configs/calibration/measurements.json)")->required();
     app.add_option("--format", format_, "table | json | csv (default table)")->type_name("F");
     app.add_option("--plot", plot_, "write an SVG of simulated against measured")->type_name("OUT.svg");

@@ -1,6 +1,6 @@
-// A subcommand of hcclsim: its options are declared on a CLI11 subcommand
-// (so `hcclsim NAME --help` is generated from the same declarations that
-// parse them), then run() does the work and returns the exit code:
+// A subcommand of hcclsim: its options are declared on a CLI11 subcommand,
+// through tools/command_options.h (so `hcclsim NAME --help` is generated
+// from the same declarations that parse them), then run() does the work and returns the exit code:
 // 0 success, 1 the run failed (deadlock, timeout, failed check, regression),
 // 2 bad input. Errors are thrown (InputError -> 2, GraphError -> 1) and
 // turned into messages and exit codes by the dispatcher (tools/dispatch.h).
@@ -17,11 +17,9 @@
 #include "sim/report/baseline.h"
 #include "sim/report/row_transport.h"
 
-namespace CLI {
-class App;
-}
-
 namespace hcclsim {
+
+class CommandOptions;  // tools/command_options.h
 
 // What a command produced, for `--save-baseline` and `hcclsim check`.
 struct RunRecord {
@@ -43,7 +41,7 @@ class Command {
   virtual ~Command() = default;
   virtual std::string name() const = 0;
   virtual std::string summary() const = 0;
-  virtual void declare(CLI::App& app) = 0;
+  virtual void declare(CommandOptions& app) = 0;
   virtual int run(CommandContext& ctx) = 0;
   // Whether every MPI process runs it (perf, sweep split their work);
   // otherwise only rank 0 does.

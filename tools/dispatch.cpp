@@ -11,6 +11,8 @@
 #include <regex>
 #include <systemc>
 
+#include <CLI/CLI.hpp>
+
 #include "base/error.h"
 #include "base/json_reader.h"
 #include "tools/cli_common.h"
@@ -86,6 +88,7 @@ struct Parser {
   CLI::App app{"hcclsim - a cycle-approximate simulator of HCCL collectives on Ascend A2/A3", "hcclsim"};
   std::vector<std::unique_ptr<Command>> commands;
   std::vector<CLI::App*> subcommands;
+  std::vector<std::unique_ptr<CommandOptions>> declared;  // what each command declared on its subcommand
 
   Parser() {
     app.require_subcommand(1, 1);
@@ -94,7 +97,8 @@ struct Parser {
     for (auto& c : commands) {
       CLI::App* sub = app.add_subcommand(c->name(), c->summary());
       sub->get_formatter()->column_width(34);
-      c->declare(*sub);
+      declared.push_back(std::make_unique<CommandOptions>(*sub));
+      c->declare(*declared.back());
       subcommands.push_back(sub);
     }
   }
