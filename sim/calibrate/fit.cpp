@@ -460,10 +460,15 @@ class Calibration {
     eval_->simulate(x0_, fitted_, estimate_, at_base);
     depends_.assign(n(), std::vector<char>(k(), 0));
     for (std::size_t j = 0; j < k(); ++j) {
-      for (const std::uint64_t end : {constants_[j].low, constants_[j].high}) {
+      // The high bound first: a rate there is fastest and a cost longest,
+      // so a batch of writes has the fewest in flight and simulates in a
+      // fraction of the time (A2's RDMA post at its low bound put 8192
+      // writes through one NIC at once: 2.9 s against 0.07 s). Whatever
+      // the order, a row depends on the constant when either bound moves it.
+      for (const std::uint64_t end : {constants_[j].high, constants_[j].low}) {
         std::vector<std::uint64_t> x = x0_;
         x[j] = end;
-        std::vector<std::size_t> open;  // rows not yet seen to move (the high bound asks only those)
+        std::vector<std::size_t> open;  // rows not yet seen to move (the low bound asks only those)
         std::vector<double> base_of;
         for (std::size_t i = 0; i < fitted_.size(); ++i) {
           if (!depends_[fitted_[i]][j]) {
