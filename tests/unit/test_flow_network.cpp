@@ -10,6 +10,7 @@
 
 #include "fixtures.h"
 
+#include <array>
 #include <cmath>
 #include <systemc>
 #include <string>
@@ -33,6 +34,15 @@ TopologySpec flow_model(TopologySpec spec) {
   return spec;
 }
 TopologySpec two_npus(const NpuParams& npu = small_npu()) { return flow_model(testing::two_npus(npu)); }
+// NPUs 0, 1, 2, each linked to switch 3 by the channel given for it.
+TopologySpec three_npus_on_a_switch(const NpuParams& npu, const std::array<ChannelParams, 3>& uplinks) {
+  TopologySpec spec = two_npus(npu);
+  spec.npus = 3;
+  spec.npus_per_server = 3;
+  spec.switches = 1;
+  spec.links = {LinkSpec{0, 3, "roce", uplinks[0]}, LinkSpec{1, 3, "roce", uplinks[1]}, LinkSpec{2, 3, "roce", uplinks[2]}};
+  return spec;
+}
 
 // Two platforms in one process: SystemC renames the second one's modules
 // (npu0_engine_0, ...) and would warn about each.
@@ -135,15 +145,10 @@ TEST_CASE("flow model: a flow capped by its SDMA rate leaves the rest of the cha
 TEST_CASE("flow model: a flow held back by a slower channel elsewhere leaves the rest of a shared one (max-min)",
           "[flow][sharing]") {
   const NpuParams npu = small_npu();
-  TopologySpec spec = two_npus(npu);
-  // NPUs 0, 1, 2 and switch 3; npu2's uplink runs at a quarter of the others.
-  spec.npus = 3;
-  spec.npus_per_server = 3;
-  spec.switches = 1;
+  // npu2's uplink runs at a quarter of the others.
   ChannelParams slow = kLink;
   slow.bandwidth = Bandwidth{250'000'000};
-  spec.links = {LinkSpec{0, 3, "roce", kLink}, LinkSpec{1, 3, "roce", kLink}, LinkSpec{2, 3, "roce", slow}};
-  Platform platform(spec);
+  Platform platform(three_npus_on_a_switch(npu, {kLink, kLink, slow}));
   Scheduler sched(platform);
 
   const std::uint64_t bytes = 30000;
@@ -160,17 +165,12 @@ TEST_CASE("flow model: a flow held back by a slower channel elsewhere leaves the
 
 TEST_CASE("flow model: flows that all cross the same two channels split the narrower one equally", "[flow][sharing]") {
   const NpuParams npu = small_npu();
-  TopologySpec spec = two_npus(npu);
   // npu0 -> switch3 at 1 GB/s, switch3 -> npu1 at 0.6 GB/s: three flows
   // over both get 0.2 GB/s each (5000 ps a byte), the wider channel's third
   // (0.33 GB/s) not reached.
-  spec.npus = 3;
-  spec.npus_per_server = 3;
-  spec.switches = 1;
   ChannelParams narrow = kLink;
   narrow.bandwidth = Bandwidth{600'000'000};
-  spec.links = {LinkSpec{0, 3, "roce", kLink}, LinkSpec{1, 3, "roce", narrow}, LinkSpec{2, 3, "roce", kLink}};
-  Platform platform(spec);
+  Platform platform(three_npus_on_a_switch(npu, {kLink, narrow, kLink}));
   Scheduler sched(platform);
 
   const std::uint64_t bytes = 30000;
