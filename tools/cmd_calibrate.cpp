@@ -46,7 +46,9 @@ did); the errors before and after are the detailed model's.
 
 Method: Levenberg-Marquardt on each constant scaled to [0, 1] over its
 bounds (logarithmically when the low bound is above 0), forward-difference
-Jacobian, bounds held, at most 100 iterations; independent blocks of rows
+Jacobian, bounds held, at most 100 iterations, ending when a step would
+move no constant by 5e-6 of its value (a tenth of what the rounding below
+shows) or lowers the cost by less than 1e-9 of it; independent blocks of rows
 and constants are fitted apart. The fit is deterministic: the same inputs give
 byte-identical output. Values are rounded to 4 significant digits in the
 unit BASE writes them in, and the fit is repeated from the rounded values

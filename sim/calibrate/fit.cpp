@@ -316,8 +316,10 @@ std::vector<double> block_part(const Block& block, const std::vector<double>& u)
 
 // Fits the constants of one block to `rows`, the others held at `u`
 // (updated in place).
+// `options.resolution`, when given, is per constant of the whole problem.
 LeastSquaresResult fit_block(const LeastSquaresProblem& problem, const Block& block, const std::vector<std::size_t>& rows,
-                             std::vector<double>& u, const LeastSquaresOptions& options) {
+                             std::vector<double>& u, LeastSquaresOptions options) {
+  if (!options.resolution.empty()) options.resolution = block_part(block, options.resolution);
   const LeastSquaresResult result = least_squares(block_problem(problem, block, u), rows, block_part(block, u), options);
   for (std::size_t p = 0; p < block.params.size(); ++p) u[block.params[p]] = result.u[p];
   return result;
@@ -521,6 +523,22 @@ class Calibration {
     return {x, text};
   }
 
+  // Per constant, the move in [0, 1] coordinates at `u` that changes its
+  // value by a tenth of the least its rounding to kFitDigits significant
+  // digits can show (half a unit of the last digit of 9.999...): a fit step
+  // smaller than that in every constant ends the fit (LeastSquaresOptions).
+  // Without it, a fit at its optimum spent most of its simulations on such
+  // steps (the A2 MoE stage: 196, each a tenth of a second).
+  std::vector<double> resolution_at(const std::vector<double>& u) const {
+    const double relative = 0.05 * std::pow(10.0, -kFitDigits);
+    std::vector<double> out(k());
+    for (std::size_t j = 0; j < k(); ++j) {
+      const double x = static_cast<double>(constants_[j].to_x(u[j]));
+      out[j] = std::fabs(constants_[j].to_u(x * (1 + relative)) - constants_[j].to_u(x));
+    }
+    return out;
+  }
+
   // The fit, block by block, each again from its rounded values until they repeat.
   void fit() {
     fit_options_.max_iterations = kFitIterations;
@@ -530,12 +548,14 @@ class Calibration {
     x_fit_ = x0_;
     text_fit_.assign(k(), "");
     for (const Block& b : blocks_) {
+      fit_options_.resolution = resolution_at(u_best_);
       LeastSquaresResult res = fit_block(problem_, b, b.rows, u_best_, fit_options_);
       auto [x_round, text_round] = rounded(u_best_);
       for (int round = 0; round < 3; ++round) {
         const std::vector<double> u_round = u_of(x_round);
         std::vector<double> u = u_best_;
         for (const std::size_t j : b.params) u[j] = u_round[j];
+        fit_options_.resolution = resolution_at(u);
         res = fit_block(problem_, b, b.rows, u, fit_options_);
         auto [x_again, text_again] = rounded(u);
         for (const std::size_t j : b.params) u_best_[j] = u[j];

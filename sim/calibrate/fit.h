@@ -11,7 +11,8 @@
 // - The fit minimises the sum over the fitted rows of the squared relative
 //   error (simulated - measured) / measured, by bounded Levenberg-Marquardt
 //   on each constant scaled to [0, 1] over its bounds (logarithmically when
-//   the low bound is above 0); deterministic. A trial value is written into a
+//   the low bound is above 0), ending where a step would move no constant
+//   by a tenth of what its rounding (below) shows; deterministic. A trial value is written into a
 //   copy of the profile JSON, read again into typed parameters and applied to
 //   platforms elaborated once (Platform::set_parameters).
 // - Fitted values are rounded to kFitDigits significant digits in the unit

@@ -99,7 +99,6 @@ LeastSquaresResult least_squares(const LeastSquaresProblem& problem, const std::
     bool accepted = false;
     bool vanished = false;
     double decrease = 0;
-    double moved_most = 0;
     while (lambda <= kMaxLambda) {
       std::vector<double> a = jtj;
       std::vector<double> rhs(m);
@@ -109,13 +108,15 @@ LeastSquaresResult least_squares(const LeastSquaresProblem& problem, const std::
       }
       const std::vector<double> d = solve(a, rhs);
       std::vector<double> trial = result.u;
-      moved_most = 0;
+      bool moves_any = false;  // by more than its resolution
       for (std::size_t p = 0; p < m; ++p) {
         const std::size_t j = free[p];
         trial[j] = std::clamp(result.u[j] + d[p], 0.0, 1.0);
-        moved_most = std::max(moved_most, std::fabs(trial[j] - result.u[j]));
+        const double moved = std::fabs(trial[j] - result.u[j]);
+        const double resolution = options.resolution.empty() ? 0.0 : options.resolution[j];
+        moves_any = moves_any || moved >= std::max(options.min_step, resolution);
       }
-      if (moved_most < options.min_step) {
+      if (!moves_any) {
         vanished = true;
         break;
       }

@@ -31,6 +31,11 @@ struct LeastSquaresOptions {
   double step = 1e-3;          // forward-difference step in [0, 1] coordinates (backwards at the upper bound)
   double min_decrease = 1e-10; // stop once an accepted step lowers the cost by less than this fraction
   double min_step = 1e-8;      // ... or moves no parameter by more than this
+  // Per parameter (empty: none): a trial step that moves no parameter by
+  // more than its entry here (or min_step) ends the fit, as too small to
+  // matter to the caller (calibrate: a tenth of what its rounding to four
+  // significant digits can show).
+  std::vector<double> resolution;
 };
 
 struct LeastSquaresResult {

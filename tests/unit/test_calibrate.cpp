@@ -183,6 +183,28 @@ TEST_CASE("least squares stops at a bound when the optimum lies beyond it", "[ca
   CHECK(r.u[1] == Approx(0.25).margin(1e-6));
 }
 
+TEST_CASE("least squares ends where a step would move no parameter by its resolution", "[calibrate]") {
+  // The optimum is u = (0.4, 0.7); the start is 1e-5 off in the intercept.
+  const std::vector<double> start{0.4, 0.7 + 1e-5};
+  LeastSquaresOptions options;
+  SECTION("no resolution: the step is taken") {
+    const LeastSquaresResult r = least_squares(line_problem(0.7, 0.7), ten_rows(), start, options);
+    CHECK(r.u[1] == Approx(0.7).margin(1e-9));
+  }
+  SECTION("a resolution above the step: the fit ends where it started") {
+    options.resolution = {1e-4, 1e-4};
+    const LeastSquaresResult r = least_squares(line_problem(0.7, 0.7), ten_rows(), start, options);
+    CHECK(r.converged);
+    CHECK(r.iterations == 1);
+    CHECK(r.u == start);
+  }
+  SECTION("one parameter's step above its own resolution: taken") {
+    options.resolution = {1e-4, 1e-7};
+    const LeastSquaresResult r = least_squares(line_problem(0.7, 0.7), ten_rows(), start, options);
+    CHECK(r.u[1] == Approx(0.7).margin(1e-9));
+  }
+}
+
 TEST_CASE("least squares is deterministic to the bit", "[calibrate]") {
   const LeastSquaresResult a = least_squares(line_problem(0.9, 0.1), ten_rows(), {0.2, 0.9});
   const LeastSquaresResult b = least_squares(line_problem(0.9, 0.1), ten_rows(), {0.2, 0.9});
