@@ -59,8 +59,8 @@ Limits: a handful of constants (each Jacobian simulates every row once per
 constant it depends on); a constant without bounds, one no row depends on
 (moving it across its bounds changes no simulated row by more than 0.001%)
 and a set of files without a row of BASE's product are refused (exit 2). Cost: about rows x
-(constants + 3) simulations per iteration; the shipped A2 and A3 fits take
-under half a minute each. MoE rows take seconds per simulation (two
+(constants + 3) simulations per iteration; re-creating the shipped A2 and A3
+profiles takes about half a minute each. MoE rows take seconds per simulation (two
 constants fitted with the 16 A3 MoE rows: 16 minutes): leave them out with
 --only.
 
