@@ -34,10 +34,6 @@ CommandOption* CommandOptions::add_option(const std::string& names, int& into, c
   return keep(app_.add_option(names, into, description));
 }
 
-CommandOption* CommandOptions::add_option(const std::string& names, double& into, const std::string& description) {
-  return keep(app_.add_option(names, into, description));
-}
-
 CommandOption* CommandOptions::add_option(const std::string& names, std::vector<std::string>& into,
                                           const std::string& description) {
   return keep(app_.add_option(names, into, description));

@@ -46,7 +46,6 @@ class CommandOptions {
   // `into` when given.
   CommandOption* add_option(const std::string& names, std::string& into, const std::string& description);
   CommandOption* add_option(const std::string& names, int& into, const std::string& description);
-  CommandOption* add_option(const std::string& names, double& into, const std::string& description);
   CommandOption* add_option(const std::string& names, std::vector<std::string>& into, const std::string& description);
   CommandOption* add_flag(const std::string& names, bool& into, const std::string& description);
   CommandOptions* add_subcommand(const std::string& name, const std::string& description);
