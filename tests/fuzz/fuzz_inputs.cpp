@@ -33,6 +33,7 @@
 #include <fstream>
 #include <iostream>
 #include <new>
+#include <optional>
 #include <string>
 #include <systemc>   // sc_main's declaration (C linkage), which this file defines
 #include <vector>
@@ -275,24 +276,34 @@ int run_input(const std::string& s) {
 
 }  // namespace
 
+// A whole number of at most 12 digits, or none.
+std::optional<std::uint64_t> whole_number(const std::string& text) {
+  if (text.empty() || text.size() > 12 || text.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  return std::stoull(text);
+}
+
 // usage: fuzz_inputs CORPUS_DIR [BUDGET] [SEED]
 // BUDGET: a number of mutated inputs (default 20000; the same inputs for the
-// same seed, so CI's run is repeatable) or a time in seconds written with an
-// "s" ("600s").
+// same seed, so CI's run is repeatable) or whole seconds followed by "s"
+// ("600s"). SEED: a whole number (default 1).
 int sc_main(int argc, char* argv[]) {
-  if (argc < 2) {
-    std::cerr << "usage: fuzz_inputs CORPUS_DIR [BUDGET: N inputs (default 20000) or SECONDS followed by s] [SEED (default 1)]\n";
+  const char* usage =
+      "usage: fuzz_inputs CORPUS_DIR [BUDGET: N inputs (default 20000) or SECONDS followed by s] [SEED (default 1)]\n";
+  if (argc < 2 || argc > 4) {
+    std::cerr << usage;
     return 2;
   }
   const std::string budget = argc > 2 ? argv[2] : "20000";
   const bool timed = !budget.empty() && budget.back() == 's';
-  char* end = nullptr;
-  const double amount = std::strtod(budget.c_str(), &end);
-  if (budget.empty() || end != budget.c_str() + budget.size() - (timed ? 1 : 0) || !(amount >= 0)) {
-    std::cerr << "fuzz_inputs: BUDGET '" << budget << "' is neither a count of inputs nor seconds such as 30s\n";
+  const std::optional<std::uint64_t> amount = whole_number(timed ? budget.substr(0, budget.size() - 1) : budget);
+  const std::optional<std::uint64_t> seed = whole_number(argc > 3 ? argv[3] : "1");
+  if (!amount || !seed) {
+    std::cerr << "fuzz_inputs: " << (!amount ? "BUDGET '" + budget + "'" : "SEED '" + std::string(argv[3]) + "'")
+              << " is not a whole number (of at most 12 digits" << (!amount ? ", seconds followed by s" : "") << ")\n"
+              << usage;
     return 2;
   }
-  Rng rng{argc > 3 ? std::strtoull(argv[3], nullptr, 10) | 1 : 1};
+  Rng rng{*seed | 1};
   std::vector<std::string> corpus;
   for (const auto& entry : fs::directory_iterator(argv[1])) {
     if (!entry.is_regular_file()) continue;
@@ -311,7 +322,7 @@ int sc_main(int argc, char* argv[]) {
     run_input(s);
     ++tried;
   }
-  for (std::uint64_t mutated = 0; timed ? elapsed() < amount : mutated < amount; ++mutated) {
+  for (std::uint64_t mutated = 0; timed ? elapsed() < static_cast<double>(*amount) : mutated < *amount; ++mutated) {
     run_input(mutate(corpus[rng.below(corpus.size())], rng, corpus));
     ++tried;
   }
