@@ -17,6 +17,15 @@ const char* link_kind_name(LinkKind kind) {
   return "?";
 }
 
+const std::vector<std::string>& link_kind_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const LinkKind kind : {LinkKind::Hccs, LinkKind::Sio, LinkKind::Ub, LinkKind::Roce}) out.push_back(link_kind_name(kind));
+    return out;
+  }();
+  return names;
+}
+
 LinkKind parse_link_kind(const std::string& name) {
   for (const LinkKind kind : {LinkKind::Hccs, LinkKind::Sio, LinkKind::Ub, LinkKind::Roce}) {
     if (name == link_kind_name(kind)) return kind;

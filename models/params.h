@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "base/units.h"
 
@@ -19,6 +20,9 @@ const char* product_name(Product product);   // "A2", "A3"
 // describes under "links" (its constants are links.<kind>.*).
 enum class LinkKind : std::uint8_t { Memory, Hccs, Sio, Ub, Roce };
 const char* link_kind_name(LinkKind kind);   // "memory", "hccs", "sio", "ub", "roce"
+// The kinds a profile's `links` and a topology's `links[].kind` name (the
+// fabric's; Memory is a platform's own): "hccs", "sio", "ub", "roce".
+const std::vector<std::string>& link_kind_names();
 // "hccs" -> LinkKind::Hccs; throws std::invalid_argument for another name.
 LinkKind parse_link_kind(const std::string& name);
 

@@ -326,7 +326,7 @@ HardwareProfile read_profile(const nlohmann::json& doc, const std::string& file)
   }
   {
     ObjectReader links = root.required_object("links");
-    for (const std::string kind : {"hccs", "sio", "ub", "roce"}) {
+    for (const std::string& kind : link_kind_names()) {
       if (links.has(kind)) profile.links[kind] = read_channel(links.required_object(kind));
     }
     links.finish();
@@ -409,7 +409,7 @@ TopologySpec load_topology_with(const std::string& file, const HardwareProfile& 
   for (std::size_t i = 0; i < links.size(); ++i) {
     const JsonLocation loc = root.location_of("links").index(i);
     ObjectReader link(links[i], loc);
-    const std::string kind = link.required_choice("kind", {"hccs", "sio", "ub", "roce"});
+    const std::string kind = link.required_choice("kind", link_kind_names());
     const auto params = profile.links.find(kind);
     if (params == profile.links.end()) {
       link.location_of("kind").fail("link kind '" + kind + "' is not described in profile " + profile_file);

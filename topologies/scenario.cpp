@@ -56,7 +56,7 @@ LinkChange read_link_change(const nlohmann::json& v, const JsonLocation& where) 
   ObjectReader o(v, where);
   LinkChange c;
   c.path = where.path;
-  if (o.has("kind")) c.select.kind = o.required_choice("kind", {"hccs", "sio", "ub", "roce"});
+  if (o.has("kind")) c.select.kind = o.required_choice("kind", link_kind_names());
   if (o.has("between")) {
     const nlohmann::json& ends = o.required_array("between");
     if (ends.size() != 2) o.location_of("between").fail("expected two ranks [a, b]");
