@@ -303,6 +303,11 @@ int sc_main(int argc, char* argv[]) {
               << usage;
     return 2;
   }
+  std::error_code dir_error;
+  if (!fs::is_directory(argv[1], dir_error)) {
+    std::cerr << "fuzz_inputs: CORPUS_DIR '" << argv[1] << "' is not a directory\n" << usage;
+    return 2;
+  }
   Rng rng{*seed | 1};
   std::vector<std::string> corpus;
   for (const auto& entry : fs::directory_iterator(argv[1])) {
