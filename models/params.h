@@ -96,6 +96,10 @@ struct CoreParams {
   int aic = 0;                      // cube cores
   int aiv = 0;                      // vector cores
   std::uint64_t aic_flops_per_s = 0;  // one AIC, fp16 multiply-add counted as 2 flops
+  // One AIC in flash attention (the profile's aic_attention_rate; without
+  // it, aic_flops_per_s): the step's core attention, whose softmax tiles
+  // between the matmuls keep the cube below its GEMM rate.
+  std::uint64_t aic_attention_flops_per_s = 0;
   Bandwidth aiv_bandwidth;          // one AIV, bytes processed per second
   // Not hardware: a what-if (a scenario's slow rank, docs/user-guide.md
   // "Scenarios"): Compute tasks on this NPU take this many times the

@@ -85,9 +85,9 @@ class StepCommand : public Command {
                    "norm, qkv, attn_core, attn_out, mlp, router, experts, shared_experts, lm_head, optimizer, a _bwd "
                    "suffix for backward (else twice the forward); shape as the step writes it, or *; '*,*,us' for all). "
                    "Simplified: the default roofline max(flops / cube rate, bytes / HBM bandwidth) uses the profile's "
-                   "rates (the A2 cube rate fitted to published 7B-72B steps), backward = 2 x forward, no "
-                   "recomputation, no per-kernel launch cost (models under 2B come out 25-150% too fast, "
-                   "docs/calibration.md); TP and EP communication do not overlap "
+                   "rates (on A2 the cube's GEMM and flash-attention rates fitted to published 7B-72B steps), "
+                   "backward = 2 x forward, no recomputation, no per-kernel launch cost (below 1.5B a step comes "
+                   "out up to 77% too fast, docs/calibration.md); TP and EP communication do not overlap "
                    "compute (CP's ring sends do); a PP or CP send is a 2-rank HCCL Broadcast; uniform MoE routing "
                    "(docs/user-guide.md, \"Training "
                    "and inference steps\")")

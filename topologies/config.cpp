@@ -254,6 +254,8 @@ HardwareProfile read_profile(const nlohmann::json& doc, const std::string& file)
       p.cores.aic = static_cast<int>(cores.required_int_in("aic", 0, 1024));
       p.cores.aiv = static_cast<int>(cores.required_int_in("aiv", 0, 1024));
       p.cores.aic_flops_per_s = cores.required_flops("aic_fp16_rate");
+      p.cores.aic_attention_flops_per_s =
+          cores.has("aic_attention_rate") ? cores.required_flops("aic_attention_rate") : p.cores.aic_flops_per_s;
       p.cores.aiv_bandwidth = cores.required_bandwidth("aiv_bandwidth");
       cores.finish();
     }

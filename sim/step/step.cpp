@@ -202,7 +202,9 @@ class Planner {
   int domain(Group g, int slot, const std::vector<int>& members);
   int part(int domain, const Item& item);
   void check();
-  Time roofline(double flops, double bytes) const;
+  // max(flops at the cube's rate, bytes at HBM's); `attention`: the cube's
+  // flash-attention rate (npu.cores.aic_attention_rate) instead of its GEMM rate.
+  Time roofline(double flops, double bytes, bool attention = false) const;
   Time vector_time(double bytes) const;
   Item compute(const std::string& op, const std::string& shape, Time roof, bool backward);
   std::vector<Item> layer_items(std::int64_t layer, bool backward);
@@ -307,8 +309,9 @@ int Planner::part(int dom, const Item& item) {
   return p_.part_of.emplace(key, static_cast<int>(p_.parts.size()) - 1).first->second;
 }
 
-Time Planner::roofline(double flops, double bytes) const {
-  const double cube = static_cast<double>(t_.npu.cores.aic_flops_per_s) * t_.npu.cores.aic;
+Time Planner::roofline(double flops, double bytes, bool attention) const {
+  const std::uint64_t rate = attention ? t_.npu.cores.aic_attention_flops_per_s : t_.npu.cores.aic_flops_per_s;
+  const double cube = static_cast<double>(rate) * t_.npu.cores.aic;
   const double hbm = static_cast<double>(t_.npu.memory.hbm_bandwidth.bytes_per_s);
   const double s = std::max(cube > 0 ? flops / cube : 0.0, hbm > 0 ? bytes / hbm : 0.0);
   return Time{static_cast<std::uint64_t>(std::llround(s * 1e12))};
@@ -337,7 +340,8 @@ Planner::Item Planner::compute(const std::string& op, const std::string& shape, 
     it.time = Time{static_cast<std::uint64_t>(std::llround(*us * 1e6))};
   } else {
     it.time = backward ? Time{2 * roof.ps} : roof;
-    for (const char* c : {"npu.cores.aic_fp16_rate", "npu.memory.hbm_bandwidth", "npu.cores.aiv_bandwidth"}) {
+    for (const char* c : {"npu.cores.aic_fp16_rate", "npu.cores.aic_attention_rate", "npu.memory.hbm_bandwidth",
+                          "npu.cores.aiv_bandwidth"}) {
       if (std::count(t_.assumed_constants.begin(), t_.assumed_constants.end(), c) != 0) p_.compute_assumed.insert(c);
     }
   }
@@ -406,7 +410,8 @@ std::vector<Planner::Item> Planner::layer_items(std::int64_t layer, bool backwar
                               : S * 2.0 * static_cast<double>(mc_.kv_heads) * mc_.head_dim / tp * dt;
   items.push_back(compute("attn_core", tok + ",context=" + std::to_string(context_),
                           roofline(2 * T * S * heads * static_cast<double>(mc_.qk_dim() + mc_.v_dim()) * causal,
-                                   T * heads * static_cast<double>(mc_.qk_dim() + mc_.v_dim()) * dt + kv_bytes),
+                                   T * heads * static_cast<double>(mc_.qk_dim() + mc_.v_dim()) * dt + kv_bytes,
+                                   true),
                           backward));
   if (l_.cp > 1) {  // ring attention: each step passes this rank's K and V on (backward: and their gradients)
     const std::uint64_t kv = mc_.mla ? static_cast<std::uint64_t>(mc_.kv_lora_rank + mc_.qk_rope_dim)

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "base/error.h"
+#include "base/json_reader.h"
 #include "sim/perf/perf.h"
 #include "sim/step/step.h"
 #include "tests/unit/fixtures.h"
@@ -89,6 +90,35 @@ TEST_CASE("step: the roofline of a matmul is flops over the cube rate", "[step]"
   REQUIRE(flops / cube > bytes / 1.6e12);
   const StepResult r = run_step_estimate(*plan_step(spec, req));
   CHECK(r.compute_us == Approx(4 * 3 * flops / cube * 1e6).epsilon(1e-6));
+}
+
+TEST_CASE("step: the core attention runs at the cube's flash-attention rate", "[step]") {
+  // attn_core of tiny-llama at 512 tokens (causal): 2 x 512 x 512 x 16 heads
+  // x (64 + 64) / 2 flops on 24 AIC at npu.cores.aic_attention_rate, above
+  // its bytes (Q, K, V, O of 512 tokens, K and V of the 8 KV heads) / 1.6
+  // TB/s; every other operator 0, so the step is attn_core forward and
+  // backward (3x) in 4 layers. The shipped A2 profile's attention rate is
+  // below its GEMM rate, so the GEMM rate would give another time.
+  const TopologySpec spec = a2_server();
+  REQUIRE(spec.npu.cores.aic_attention_flops_per_s < spec.npu.cores.aic_flops_per_s);
+  StepRequest req = request("tiny-llama.json", "tp=1,pp=1,dp=1", "global=1,micro=1,seq=512");
+  for (const char* op : {"embedding", "norm", "qkv", "attn_out", "mlp", "lm_head", "optimizer"}) {
+    req.compute.add(op, "*", 0.0);
+  }
+  const double flops = 2.0 * 512 * 512 * 16 * (64 + 64) * 0.5;
+  const double bytes = 512.0 * 16 * (64 + 64) * 2 + 512.0 * 2 * 8 * 64 * 2;
+  const double cube = 24.0 * static_cast<double>(spec.npu.cores.aic_attention_flops_per_s);
+  REQUIRE(flops / cube > bytes / 1.6e12);
+  const StepResult r = run_step_estimate(*plan_step(spec, req));
+  CHECK(r.compute_us == Approx(4 * 3 * flops / cube * 1e6).epsilon(1e-6));
+}
+
+TEST_CASE("step: a profile without an attention rate runs attention at its GEMM rate", "[step]") {
+  nlohmann::json doc = load_json_file(source_file("configs/profiles/a2-910b.json"));
+  doc["npu"]["cores"].erase("aic_attention_rate");
+  doc.erase("calibration");  // (its stage 3 fits the rate)
+  const HardwareProfile profile = read_profile(doc, "a2-without-attention-rate.json");
+  CHECK(profile.npu.cores.aic_attention_flops_per_s == profile.npu.cores.aic_flops_per_s);
 }
 
 TEST_CASE("step: a 1F1B pipeline of equal stages idles (pp-1) micro-batch slots", "[step]") {
