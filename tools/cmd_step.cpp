@@ -38,7 +38,7 @@ class StepCommand : public Command {
   void declare(CommandOptions& app) override {
     app.add_option("--model-config", model_file_,
                    "a Hugging Face config.json as it is (llama / qwen3 dense, qwen3_moe, deepseek_v3 with MLA and "
-                   "shared experts; examples in configs/models/); with --layout or --search and --batch, unless --chakra")
+                   "shared experts, mixtral; examples in configs/models/); with --layout or --search and --batch, unless --chakra")
         ->type_name("FILE");
     app.add_option("--chakra", chakra_dir_,
                    "run a Chakra execution-trace workload instead of a model: DIR holds PREFIX.<rank>.et per rank (as "

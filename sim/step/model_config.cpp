@@ -58,11 +58,11 @@ ModelConfig read_model_config(const std::string& file) {
   m.file = file;
   m.model_type = r.required_string("model_type");
   const std::set<std::string> dense = {"llama", "mistral", "qwen2", "qwen3"};
-  const std::set<std::string> moe = {"qwen3_moe", "qwen2_moe", "deepseek_v3", "deepseek_v2"};
+  const std::set<std::string> moe = {"qwen3_moe", "qwen2_moe", "deepseek_v3", "deepseek_v2", "mixtral"};
   if (dense.count(m.model_type) == 0 && moe.count(m.model_type) == 0) {
     throw InputError(file + " at $.model_type", "model_type '" + printable(m.model_type) +
                                                     "' is not supported; expected llama, mistral, qwen2, qwen3 (dense), "
-                                                    "qwen2_moe, qwen3_moe, deepseek_v2 or deepseek_v3");
+                                                    "qwen2_moe, qwen3_moe, deepseek_v2, deepseek_v3 or mixtral");
   }
   m.hidden = r.required_int_in("hidden_size", 1, kMaxDimension);
   m.layers = r.required_int_in("num_hidden_layers", 1, 100000);
@@ -89,7 +89,12 @@ ModelConfig read_model_config(const std::string& file) {
     m.v_head_dim = r.required_int_in("v_head_dim", 1, kMaxDimension);
     m.kv_heads = m.heads;
   }
-  if (moe.count(m.model_type) != 0) {
+  if (m.model_type == "mixtral") {
+    // Mixtral: every layer's MLP is num_local_experts experts of intermediate_size, no shared expert.
+    m.experts = r.required_int_in("num_local_experts", 1, kMaxDimension);
+    m.topk = r.required_int_in("num_experts_per_tok", 1, m.experts);
+    m.moe_ffn = m.ffn;
+  } else if (moe.count(m.model_type) != 0) {
     const bool deepseek = m.model_type.rfind("deepseek", 0) == 0;
     const std::string experts_key = deepseek ? "n_routed_experts" : "num_experts";
     m.experts = r.required_int_in(experts_key, 1, kMaxDimension);

@@ -121,6 +121,15 @@ TEST_CASE("step: a profile without an attention rate runs attention at its GEMM 
   CHECK(profile.npu.cores.aic_attention_flops_per_s == profile.npu.cores.aic_flops_per_s);
 }
 
+TEST_CASE("step: a Mixtral config is MoE in every layer with experts of intermediate_size", "[step]") {
+  const ModelConfig m = read_model_config(source_file("configs/models/mixtral-8x7b.json"));
+  CHECK(m.experts == 8);
+  CHECK(m.topk == 2);
+  CHECK(m.moe_ffn == 14336);
+  CHECK(m.shared_experts == 0);
+  for (std::int64_t layer = 0; layer < m.layers; ++layer) CHECK(m.is_moe_layer(layer));
+}
+
 TEST_CASE("step: a 1F1B pipeline of equal stages idles (pp-1) micro-batch slots", "[step]") {
   // pp = 2 over 4 micro-batches, every operator 10 ms: both stages take f = b =
   // 130 ms a micro-batch (two layers, and the embedding or the head). The PP
