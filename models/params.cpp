@@ -17,17 +17,22 @@ const char* link_kind_name(LinkKind kind) {
   return "?";
 }
 
+namespace {
+// The fabric's link kinds (Memory is a platform's own), in the order names are listed.
+constexpr LinkKind kFabricKinds[] = {LinkKind::Hccs, LinkKind::Sio, LinkKind::Ub, LinkKind::Roce};
+}  // namespace
+
 const std::vector<std::string>& link_kind_names() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> out;
-    for (const LinkKind kind : {LinkKind::Hccs, LinkKind::Sio, LinkKind::Ub, LinkKind::Roce}) out.push_back(link_kind_name(kind));
+    for (const LinkKind kind : kFabricKinds) out.push_back(link_kind_name(kind));
     return out;
   }();
   return names;
 }
 
 LinkKind parse_link_kind(const std::string& name) {
-  for (const LinkKind kind : {LinkKind::Hccs, LinkKind::Sio, LinkKind::Ub, LinkKind::Roce}) {
+  for (const LinkKind kind : kFabricKinds) {
     if (name == link_kind_name(kind)) return kind;
   }
   throw std::invalid_argument("unknown link kind '" + name + "'; expected hccs, sio, ub or roce");
