@@ -100,6 +100,17 @@ struct CoreParams {
   // it, aic_flops_per_s): the step's core attention, whose softmax tiles
   // between the matmuls keep the cube below its GEMM rate.
   std::uint64_t aic_attention_flops_per_s = 0;
+  // One AIC's fixed time per output base block of a GEMM (kAicBaseM x
+  // kAicBaseN, the profile's aic_gemm_block_fixed; 0 without it): loading
+  // the block's first operands and writing its accumulator out, on top of
+  // its K loop at aic_flops_per_s. What makes a GEMM of a short reduction
+  // (a small model's hidden size, a TP shard) slower per flop.
+  Time aic_gemm_block_fixed;
+  // Flash attention's time per score block (128 queries x 256 keys) beyond
+  // its two matmuls at aic_attention_flops_per_s: the block's online softmax
+  // on the AIC's vector units (the profile's aic_attention_block_fixed; 0
+  // without it). Independent of the head dimension, unlike the matmuls.
+  Time aic_attention_block_fixed;
   Bandwidth aiv_bandwidth;          // one AIV, bytes processed per second
   // Not hardware: a what-if (a scenario's slow rank, docs/user-guide.md
   // "Scenarios"): Compute tasks on this NPU take this many times the

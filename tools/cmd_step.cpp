@@ -77,20 +77,29 @@ class StepCommand : public Command {
                    "MoE token dispatcher: alltoall (default: AlltoAll) | allgather (AllGather + ReduceScatter) | deepep "
                    "(the AIV kernels of hcclsim moe; --model detailed only)")
         ->type_name("D");
+    app.add_flag("--mc2", mc2_,
+                 "TP communication fused with its matmuls, as MindSpeed's --use-mc2 runs it (torch_npu's AllGather + "
+                 "matmul and matmul + ReduceScatter kernels): each TP AllGather and ReduceScatter and its matmul in tp "
+                 "pieces (assumed: one per rank's block; the kernels' tiling is not public), piece k of the matmul after "
+                 "gathered piece k, scattered piece k after it, so the transfers run under the matmul. Needs sequence "
+                 "parallelism; no effect with tp = 1");
     app.add_flag("--no-sequence-parallel", no_sp_,
                  "TP AllReduce after attention and MLP instead of AllGather before / ReduceScatter after (the default "
                  "with tp > 1)");
     app.add_option("--compute", compute_file_,
                    "measured operator times instead of the roofline: CSV lines operator,shape,us (operators: embedding, "
-                   "norm, qkv, attn_core, attn_out, mlp, router, experts, shared_experts, lm_head, optimizer, a _bwd "
-                   "suffix for backward (else twice the forward); shape as the step writes it, or *; '*,*,us' for all). "
-                   "Simplified: the default roofline max(flops / cube rate, bytes / HBM bandwidth) uses the profile's "
-                   "rates (on A2 the cube's GEMM and flash-attention rates fitted to published 7B-72B steps), "
-                   "backward = 2 x forward, no recomputation, no per-kernel launch cost (below 1.5B a step comes "
-                   "out up to 77% too fast, docs/calibration.md); TP and EP communication do not overlap "
-                   "compute (CP's ring sends do); a PP or CP send is a 2-rank HCCL Broadcast; uniform MoE routing "
-                   "(docs/user-guide.md, \"Training "
-                   "and inference steps\")")
+                   "norm, qkv, rope, attn_core, attn_out, residual, mlp, swiglu, router, permute, experts, "
+                   "shared_experts, unpermute, lm_head, cross_entropy, optimizer, a _bwd suffix for backward (else the "
+                   "forward x its factor: 2; rope, residual, permute, unpermute 1; swiglu 5/3; cross_entropy 14/38); "
+                   "shape as the step writes it, or *; '*,*,us' for all). Simplified: by default a matmul is its 128 x "
+                   "256 output blocks in waves over the AIC (each a fixed cost and its K loop), flash attention its "
+                   "score blocks (each a softmax cost and two matmuls), vector passes (norms, RoPE, residual adds, "
+                   "SwiGLU, MoE permutation, the loss's passes over the fp32 logits) their bytes at HBM's rate, with "
+                   "the profile's constants (on A2 fitted to published 7B-72B steps, judged on 0.5B-70B ones: docs/calibration.md); "
+                   "no recomputation, no per-kernel launch cost; MoE layers without grouped-GEMM or routing costs "
+                   "(Mixtral's published step is 73% slower); TP and EP communication do not overlap compute unless "
+                   "--mc2 (CP's ring sends do); a PP or CP send is a 2-rank HCCL Broadcast; uniform MoE routing "
+                   "(docs/user-guide.md, \"Training and inference steps\")")
         ->type_name("FILE");
     topology_.declare(app);
     app.add_option("--model", model_,
@@ -133,6 +142,8 @@ class StepCommand : public Command {
       throw InputError("option --trace", "a trace needs --model detailed (the estimate runs no tasks)");
     }
     req.sequence_parallel = !no_sp_;
+    if (mc2_ && no_sp_) throw InputError("option --mc2", "MC2 fuses sequence parallelism's AllGather and ReduceScatter; drop --no-sequence-parallel");
+    req.mc2 = mc2_;
     if (per_layer_ && format_ == "csv") {
       throw InputError("option --per-layer", "the per-layer figures are in the table and in json's \"layers\"; give "
                                              "--format table or json");
@@ -439,6 +450,7 @@ class StepCommand : public Command {
   std::string phase_ = "train";
   std::string dispatcher_ = "alltoall";
   bool no_sp_ = false;
+  bool mc2_ = false;
   std::string compute_file_;
   TopologyOptions topology_;
   std::string model_ = "detailed";

@@ -256,6 +256,10 @@ HardwareProfile read_profile(const nlohmann::json& doc, const std::string& file)
       p.cores.aic_flops_per_s = cores.required_flops("aic_fp16_rate");
       p.cores.aic_attention_flops_per_s =
           cores.has("aic_attention_rate") ? cores.required_flops("aic_attention_rate") : p.cores.aic_flops_per_s;
+      if (cores.has("aic_gemm_block_fixed")) p.cores.aic_gemm_block_fixed = cores.required_time("aic_gemm_block_fixed");
+      if (cores.has("aic_attention_block_fixed")) {
+        p.cores.aic_attention_block_fixed = cores.required_time("aic_attention_block_fixed");
+      }
       p.cores.aiv_bandwidth = cores.required_bandwidth("aiv_bandwidth");
       cores.finish();
     }

@@ -46,11 +46,11 @@ std::string option_text(const nlohmann::json& v) {
 // A step point's request, as `hcclsim step` builds it from its options.
 // Errors name the point's options in the file (`where`) when it is read.
 StepRequest step_request_of(const MeasuredPoint& p, const JsonLocation& where) {
-  static const std::set<std::string> known{"model", "layout", "batch", "phase", "dispatcher", "sequence_parallel"};
+  static const std::set<std::string> known{"model", "layout", "batch", "phase", "dispatcher", "sequence_parallel", "mc2"};
   for (const auto& entry : p.options) {
     if (known.count(entry.first) == 0) {
-      where.key(entry.first).fail("unknown step option; expected model, layout, batch, phase, dispatcher or "
-                                  "sequence_parallel");
+      where.key(entry.first).fail("unknown step option; expected model, layout, batch, phase, dispatcher, "
+                                  "sequence_parallel or mc2");
     }
   }
   for (const char* key : {"model", "layout", "batch"}) {
@@ -84,6 +84,10 @@ StepRequest step_request_of(const MeasuredPoint& p, const JsonLocation& where) {
   const std::string sp = option_or("sequence_parallel", "true");
   if (sp != "true" && sp != "false") where.key("sequence_parallel").fail("expected true or false");
   req.sequence_parallel = sp == "true";
+  const std::string mc2 = option_or("mc2", "false");
+  if (mc2 != "true" && mc2 != "false") where.key("mc2").fail("expected true or false");
+  if (mc2 == "true" && !req.sequence_parallel) where.key("mc2").fail("MC2 needs sequence_parallel true");
+  req.mc2 = mc2 == "true";
   req.model = read_model_config(p.model_file);
   return req;
 }

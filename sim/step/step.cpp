@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <optional>
 #include <unordered_map>
@@ -36,6 +37,24 @@ constexpr std::uint64_t kOptimizerBytesPerParam = 30;
 // Recomputation", table 2; flash attention keeps no s^2 term). Assumed for MoE
 // layers too.
 constexpr std::uint64_t kActivationBytesPerToken = 34;
+// The vector passes over the fp32 logits per element in Megatron's vocabulary-
+// parallel cross entropy (megatron/core/tensor_parallel/cross_entropy.py,
+// VocabParallelCrossEntropy), counted from its public code: forward, the bf16
+// logits made fp32 (read 2, write 4), the row max (read 4), minus the max
+// (read 4, write 4), exp (read 4, write 4), the row sum (read 4) and the
+// division kept for backward (read 4, write 4): 38 bytes; backward, the saved
+// softmax times the loss gradient (read 4, write 4) and made bf16 for the
+// head's matmul (read 4, write 2): 14 bytes.
+constexpr double kCrossEntropyForwardBytes = 38;
+// A GEMM's output base block on one AIC: 128 x 256 elements, whose fp32
+// accumulator fills the 910B cube's 128 KiB L0C (assumed: the block of the
+// Ascend C matmul samples, cann/asc-devkit examples/03_libraries/01_matrix;
+// the tiling of each aclnn kernel is not public). A block narrower than the
+// GEMM is cut to the 16 x 16 fractal.
+constexpr double kAicBaseM = 128;
+constexpr double kAicBaseN = 256;
+constexpr double kAicFractal = 16;
+constexpr double kCrossEntropyBackwardBytes = 14;
 
 // The most operations a plan holds (about 100 bytes each with their dependencies).
 constexpr double kMaxOps = 4e7;
@@ -183,6 +202,7 @@ class Planner {
     bool moe = false;
     MoePhase phase = MoePhase::Dispatch;
     std::uint64_t ring = 0;  // attn_core with cp > 1: the K/V block (elements) each ring step passes on
+    bool matmul = false;     // a TP-split GEMM that --mc2 fuses with its AllGather / ReduceScatter
   };
 
   int rank_of(int t, int c, int d, int s) const { return t + l_.tp * (c + l_.cp * (d + l_.dp * s)); }
@@ -202,11 +222,26 @@ class Planner {
   int domain(Group g, int slot, const std::vector<int>& members);
   int part(int domain, const Item& item);
   void check();
-  // max(flops at the cube's rate, bytes at HBM's); `attention`: the cube's
-  // flash-attention rate (npu.cores.aic_attention_rate) instead of its GEMM rate.
-  Time roofline(double flops, double bytes, bool attention = false) const;
   Time vector_time(double bytes) const;
-  Item compute(const std::string& op, const std::string& shape, Time roof, bool backward);
+  // GEMMs of an operator: rows m (tokens), reduction k, columns n, `count` alike.
+  struct Gemm {
+    double m, k, n;
+    double count = 1;
+  };
+  // On the cube: each GEMM's output blocks spread over the AIC in waves, a
+  // block its fixed time and its K loop at `rate` (default: the GEMM's).
+  double gemm_seconds(const Gemm& g) const;
+  double block_seconds(const Gemm& g, std::uint64_t rate, Time block_fixed) const;
+  // A matmul operator: max(its GEMMs on the cube, its bytes at HBM's rate);
+  // backward the GEMMs of both gradients (dX: k and n swapped; dW: m x n
+  // reduced over the m tokens) and twice the bytes.
+  Item gemm(const std::string& op, const std::string& shape, const std::vector<Gemm>& gemms, double bytes, bool backward);
+  // `backward_factor`: the backward's time over the forward's (a matmul's
+  // backward computes two gradients: 2).
+  Item compute(const std::string& op, const std::string& shape, Time roof, bool backward, double backward_factor = 2.0);
+  // The same with the roofline of each direction given.
+  Item compute_phases(const std::string& op, const std::string& shape, Time forward_roof, Time backward_roof, bool backward,
+                      double backward_factor = 2.0);
   std::vector<Item> layer_items(std::int64_t layer, bool backward);
   // layer_items, worked out once per kind of layer (dense or MoE) and
   // direction: every micro-batch's layers of a kind are alike.
@@ -217,6 +252,10 @@ class Planner {
   int add_coll(int domain, int part, const std::string& label, const std::vector<int>& dep_ranks, bool blocking);
   int p2p(Group g, int slot, int sender, int receiver, int chunk, int mb);
   void ring_attention(int stage, const Item& item, const std::string& what);
+  // Whether items[i] is the TP AllGather or ReduceScatter MC2 fuses with its matmul.
+  bool is_tp_gather(const std::vector<Item>& items, std::size_t i) const;
+  bool is_tp_scatter(const std::vector<Item>& items, std::size_t i) const;
+  void mc2(int stage, const Item* gather, const Item& matmul, const Item* scatter, const std::string& what);
 
   StepPlan& p_;
   const TopologySpec& t_;
@@ -309,12 +348,35 @@ int Planner::part(int dom, const Item& item) {
   return p_.part_of.emplace(key, static_cast<int>(p_.parts.size()) - 1).first->second;
 }
 
-Time Planner::roofline(double flops, double bytes, bool attention) const {
-  const std::uint64_t rate = attention ? t_.npu.cores.aic_attention_flops_per_s : t_.npu.cores.aic_flops_per_s;
-  const double cube = static_cast<double>(rate) * t_.npu.cores.aic;
+double Planner::gemm_seconds(const Gemm& g) const {
+  return block_seconds(g, t_.npu.cores.aic_flops_per_s, t_.npu.cores.aic_gemm_block_fixed);
+}
+
+double Planner::block_seconds(const Gemm& g, std::uint64_t rate, Time block_fixed) const {
+  const CoreParams& c = t_.npu.cores;
+  if (rate == 0 || c.aic == 0) return 0;
+  auto fractals = [](double x) { return std::ceil(x / kAicFractal) * kAicFractal; };
+  const double bm = std::min(kAicBaseM, fractals(g.m)), bn = std::min(kAicBaseN, fractals(g.n));
+  const double blocks = std::ceil(g.m / bm) * std::ceil(g.n / bn) * g.count;
+  const double waves = std::ceil(blocks / c.aic);
+  const double per_block = static_cast<double>(block_fixed.ps) * 1e-12 + 2 * bm * bn * g.k / static_cast<double>(rate);
+  return waves * per_block;
+}
+
+Planner::Item Planner::gemm(const std::string& op, const std::string& shape, const std::vector<Gemm>& gemms, double bytes,
+                            bool backward) {
   const double hbm = static_cast<double>(t_.npu.memory.hbm_bandwidth.bytes_per_s);
-  const double s = std::max(cube > 0 ? flops / cube : 0.0, hbm > 0 ? bytes / hbm : 0.0);
-  return Time{static_cast<std::uint64_t>(std::llround(s * 1e12))};
+  double forward = 0, back = 0;
+  for (const Gemm& g : gemms) {
+    forward += gemm_seconds(g);
+    back += gemm_seconds({g.m, g.n, g.k, g.count}) + gemm_seconds({g.k, g.m, g.n, g.count});
+  }
+  if (hbm > 0) {
+    forward = std::max(forward, bytes / hbm);
+    back = std::max(back, 2 * bytes / hbm);
+  }
+  auto ps = [](double seconds) { return Time{static_cast<std::uint64_t>(std::llround(seconds * 1e12))}; };
+  return compute_phases(op, shape, ps(forward), ps(back), backward);
 }
 
 Time Planner::vector_time(double bytes) const {
@@ -325,23 +387,30 @@ Time Planner::vector_time(double bytes) const {
 }
 
 // A compute item: the user's table first (operator, or operator_bwd; a
-// backward the table lacks is twice its forward), else the roofline.
-Planner::Item Planner::compute(const std::string& op, const std::string& shape, Time roof, bool backward) {
+// backward the table lacks is its forward times backward_factor), else the roofline.
+Planner::Item Planner::compute(const std::string& op, const std::string& shape, Time roof, bool backward,
+                               double backward_factor) {
+  const Time back{static_cast<std::uint64_t>(std::llround(backward_factor * static_cast<double>(roof.ps)))};
+  return compute_phases(op, shape, roof, back, backward, backward_factor);
+}
+
+Planner::Item Planner::compute_phases(const std::string& op, const std::string& shape, Time forward_roof, Time backward_roof,
+                                      bool backward, double backward_factor) {
   Item it;
   it.op = backward ? op + "_bwd" : op;
   it.shape = shape;
   const ComputeTable& table = r_.compute;
   std::optional<double> us = table.find(it.op, shape);
   if (!us && backward) {
-    if (const auto fwd = table.find(op, shape)) us = 2 * *fwd;
+    if (const auto fwd = table.find(op, shape)) us = backward_factor * *fwd;
   }
   if (!us) us = table.find("*", "*");
   if (us) {
     it.time = Time{static_cast<std::uint64_t>(std::llround(*us * 1e6))};
   } else {
-    it.time = backward ? Time{2 * roof.ps} : roof;
-    for (const char* c : {"npu.cores.aic_fp16_rate", "npu.cores.aic_attention_rate", "npu.memory.hbm_bandwidth",
-                          "npu.cores.aiv_bandwidth"}) {
+    it.time = backward ? backward_roof : forward_roof;
+    for (const char* c : {"npu.cores.aic_fp16_rate", "npu.cores.aic_attention_rate", "npu.cores.aic_gemm_block_fixed",
+                          "npu.memory.hbm_bandwidth", "npu.cores.aiv_bandwidth"}) {
       if (std::count(t_.assumed_constants.begin(), t_.assumed_constants.end(), c) != 0) p_.compute_assumed.insert(c);
     }
   }
@@ -387,9 +456,14 @@ std::vector<Planner::Item> Planner::layer_items(std::int64_t layer, bool backwar
     else if (l_.tp > 1) coll(Group::Tp, CollOp::AllReduce, static_cast<std::uint64_t>(tokens_) * mc_.hidden);
   };
   const double norm_tokens = sp ? T / tp : T;
-  // Attention.
-  tp_in();
+  auto matmul = [&](Item it) {
+    it.matmul = true;
+    items.push_back(std::move(it));
+  };
+  // Attention: the norm on this rank's share of the sequence, then its gather.
   items.push_back(compute("norm", tok, vector_time(2 * norm_tokens * h * dt), backward));
+  tp_in();
+  const double heads_per_rank = static_cast<double>(mc_.heads) / tp;
   double qkv_w = 0;
   if (mc_.mla) {
     const double q = mc_.q_lora_rank > 0 ? h * mc_.q_lora_rank + static_cast<double>(mc_.q_lora_rank) * mc_.heads * mc_.qk_dim()
@@ -399,8 +473,14 @@ std::vector<Planner::Item> Planner::layer_items(std::int64_t layer, bool backwar
   } else {
     qkv_w = h * static_cast<double>(mc_.heads + 2 * mc_.kv_heads) * mc_.head_dim / tp;
   }
-  items.push_back(compute("qkv", tok, roofline(2 * T * qkv_w, qkv_w * dt + 2 * T * h * dt), backward));
-  const double heads = static_cast<double>(mc_.heads) / tp;
+  // (MLA's four projections as one GEMM over the hidden size: simplified.)
+  matmul(gemm("qkv", tok, {{T, h, qkv_w / h}}, qkv_w * dt + 2 * T * h * dt, backward));
+  // Rotary embedding of the queries and keys, read and written once; its
+  // backward is the inverse rotation of their gradients.
+  const double rotated = mc_.mla ? heads_per_rank * mc_.qk_rope_dim + static_cast<double>(mc_.qk_rope_dim)
+                                 : static_cast<double>(mc_.heads + mc_.kv_heads) * mc_.head_dim / tp;
+  items.push_back(compute("rope", tok, vector_time(2 * T * rotated * dt), backward, 1.0));
+  const double heads = heads_per_rank;
   const double causal = r_.phase == StepPhase::Decode ? 1.0 : 0.5;
   const double S = static_cast<double>(context_);
   const double kv_bytes = r_.phase == StepPhase::Decode
@@ -408,32 +488,62 @@ std::vector<Planner::Item> Planner::layer_items(std::int64_t layer, bool backwar
                                     (mc_.mla ? static_cast<double>(mc_.kv_lora_rank + mc_.qk_rope_dim)
                                              : 2.0 * static_cast<double>(mc_.kv_heads) * mc_.head_dim / tp) * dt
                               : S * 2.0 * static_cast<double>(mc_.kv_heads) * mc_.head_dim / tp * dt;
+  // Flash attention in score blocks (queries x keys) of the GEMM's block
+  // size: per block the cube's two matmuls (Q K^T over the query/key dim, P V
+  // over the keys) at the attention rate and the block's online softmax on
+  // the vector units (npu.cores.aic_attention_block_fixed), whatever the head
+  // dimension. Causal: half the blocks. Decode: each sequence's query rows
+  // (a KV head's group of query heads; MLA: every head) against its context.
+  Gemm scores{T, static_cast<double>(mc_.qk_dim() + mc_.v_dim()), S, heads * causal};
+  if (r_.phase == StepPhase::Decode) {
+    const double kv_heads = std::max(1.0, static_cast<double>(mc_.kv_heads) / tp);
+    scores.m = mc_.mla ? heads : std::max(1.0, heads / kv_heads);
+    scores.count = static_cast<double>(r_.batch.micro) * (mc_.mla ? 1.0 : kv_heads);
+  }
+  const CoreParams& cores = t_.npu.cores;
+  const double attention_s = block_seconds(scores, cores.aic_attention_flops_per_s, cores.aic_attention_block_fixed);
+  const double hbm = static_cast<double>(t_.npu.memory.hbm_bandwidth.bytes_per_s);
+  const double attention_bytes = T * heads * static_cast<double>(mc_.qk_dim() + mc_.v_dim()) * dt + kv_bytes;
+  const double attention_roof = std::max(attention_s, hbm > 0 ? attention_bytes / hbm : 0.0);
   items.push_back(compute("attn_core", tok + ",context=" + std::to_string(context_),
-                          roofline(2 * T * S * heads * static_cast<double>(mc_.qk_dim() + mc_.v_dim()) * causal,
-                                   T * heads * static_cast<double>(mc_.qk_dim() + mc_.v_dim()) * dt + kv_bytes,
-                                   true),
-                          backward));
+                          Time{static_cast<std::uint64_t>(std::llround(attention_roof * 1e12))}, backward));
   if (l_.cp > 1) {  // ring attention: each step passes this rank's K and V on (backward: and their gradients)
     const std::uint64_t kv = mc_.mla ? static_cast<std::uint64_t>(mc_.kv_lora_rank + mc_.qk_rope_dim)
                                      : ceil_div(2 * static_cast<std::uint64_t>(mc_.kv_heads * mc_.head_dim), l_.tp);
     items.back().ring = static_cast<std::uint64_t>(tokens_) * kv * (backward ? 2 : 1);
   }
   const double out_w = static_cast<double>(mc_.heads) * mc_.v_dim() * h / tp;
-  items.push_back(compute("attn_out", tok, roofline(2 * T * out_w, out_w * dt + 2 * T * h * dt), backward));
+  matmul(gemm("attn_out", tok, {{T, out_w / h, h}}, out_w * dt + 2 * T * h * dt, backward));
   tp_out();
+  // The residual add after attention and after the MLP (read two, write one);
+  // backward, the gradients of the two branches summed where they forked.
+  const Item residual = compute("residual", "tokens=" + std::to_string(static_cast<std::int64_t>(norm_tokens)),
+                                vector_time(3 * norm_tokens * h * dt), backward, 1.0);
+  items.push_back(residual);
+  // SwiGLU between the gate/up and the down matmul of `rows` token rows of
+  // `ffn` columns: reads gate and up, writes their product; backward reads the
+  // gradient, gate and up and writes two gradients (5 / 3 of the forward).
+  auto swiglu = [&](double rows, double ffn) {
+    items.push_back(compute("swiglu", "tokens=" + std::to_string(static_cast<std::int64_t>(rows)),
+                            vector_time(3 * rows * ffn * dt), backward, 5.0 / 3.0));
+  };
   // MLP.
   if (!mc_.is_moe_layer(layer)) {
-    tp_in();
     items.push_back(compute("norm", tok, vector_time(2 * norm_tokens * h * dt), backward));
+    tp_in();
     const double w = 3 * h * static_cast<double>(mc_.ffn) / tp;
-    items.push_back(compute("mlp", tok, roofline(2 * T * w, w * dt + 2 * T * h * dt), backward));
+    const double ffn = static_cast<double>(mc_.ffn) / tp;
+    matmul(gemm("mlp", tok, {{T, h, 2 * ffn}, {T, ffn, h}}, w * dt + 2 * T * h * dt, backward));
     tp_out();
+    // (SwiGLU runs between the MLP's two matmuls; after the collective in the
+    // chain, so that --mc2 finds the matmul next to it: the same time.)
+    swiglu(T, static_cast<double>(mc_.ffn) / tp);
   } else {
     const double te = static_cast<double>(ep_tokens_);
     const std::string etok = "tokens=" + std::to_string(ep_tokens_);
     items.push_back(compute("norm", etok, vector_time(2 * te * h * dt), backward));
     const double router_w = h * static_cast<double>(mc_.experts);
-    items.push_back(compute("router", etok, roofline(2 * te * router_w, router_w * dt + te * h * dt), backward));
+    items.push_back(gemm("router", etok, {{te, h, static_cast<double>(mc_.experts)}}, router_w * dt + te * h * dt, backward));
     const std::uint64_t routed = static_cast<std::uint64_t>(ep_tokens_ * mc_.topk);
     auto dispatch = [&](bool first) {
       if (l_.ep == 1) return;
@@ -447,18 +557,33 @@ std::vector<Planner::Item> Planner::layer_items(std::int64_t layer, bool backwar
         coll(Group::Ep, CollOp::AlltoAll, ceil_div(routed * mc_.hidden, l_.ep));
       }
     };
+    // Megatron's token dispatchers sort each token's top-k copies by expert
+    // before sending them and put them back in token order after (read the
+    // tokens, write the copies; backward the same); the deepep kernels write
+    // the copies expert by expert themselves.
+    const bool permutes = r_.dispatcher != Dispatcher::DeepEp;
+    const double copies_bytes = te * (1 + mc_.topk) * h * dt;
+    if (permutes) items.push_back(compute("permute", etok, vector_time(copies_bytes), backward, 1.0));
     dispatch(true);
     const double local_experts = static_cast<double>(mc_.experts / l_.ep);
     const double active = std::min(local_experts, static_cast<double>(routed));
     const double ew = 3 * h * static_cast<double>(mc_.moe_ffn);
-    items.push_back(compute("experts", etok, roofline(2 * te * mc_.topk * ew, active * ew * dt + 2 * te * mc_.topk * h * dt), backward));
+    const double moe_ffn = static_cast<double>(mc_.moe_ffn);
+    const double rows = te * mc_.topk / active;  // per active expert (uniform routing)
+    items.push_back(gemm("experts", etok, {{rows, h, 2 * moe_ffn, active}, {rows, moe_ffn, h, active}},
+                         active * ew * dt + 2 * te * mc_.topk * h * dt, backward));
+    swiglu(te * mc_.topk, static_cast<double>(mc_.moe_ffn));
     if (mc_.shared_experts > 0) {
       const double sw = ew * static_cast<double>(mc_.shared_experts);
-      items.push_back(compute("shared_experts", etok, roofline(2 * te * sw, sw * dt + 2 * te * h * dt), backward));
+      const double shared_ffn = moe_ffn * static_cast<double>(mc_.shared_experts);
+      items.push_back(gemm("shared_experts", etok, {{te, h, 2 * shared_ffn}, {te, shared_ffn, h}}, sw * dt + 2 * te * h * dt, backward));
+      swiglu(te, static_cast<double>(mc_.moe_ffn * mc_.shared_experts));
     }
     dispatch(false);
+    if (permutes) items.push_back(compute("unpermute", etok, vector_time(copies_bytes), backward, 1.0));
     if (!sp && l_.tp > 1) coll(Group::Tp, CollOp::AllGather, static_cast<std::uint64_t>(ep_tokens_ * mc_.hidden));
   }
+  items.push_back(residual);
   if (backward) std::reverse(items.begin(), items.end());
   if (backward) {  // a forward AllGather's gradient is a ReduceScatter and back
     for (Item& it : items) {
@@ -567,7 +692,16 @@ void Planner::ring_attention(int stage, const Item& item, const std::string& wha
 }
 
 void Planner::emit(int stage, const std::vector<Item>& items, const std::string& what) {
-  for (const Item& it : items) {
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const Item& it = items[i];
+    if (is_tp_gather(items, i) || (it.matmul && is_tp_scatter(items, i + 1))) {
+      const Item* gather = it.coll ? &it : nullptr;
+      if (gather != nullptr) ++i;
+      const Item* scatter = is_tp_scatter(items, i + 1) ? &items[i + 1] : nullptr;
+      mc2(stage, gather, items[i], scatter, what);
+      if (scatter != nullptr) ++i;
+      continue;
+    }
     if (it.ring > 0) {
       ring_attention(stage, it, what);
       continue;
@@ -585,6 +719,74 @@ void Planner::emit(int stage, const std::vector<Item>& items, const std::string&
       add_coll(dom, part(dom, it), what, members, true);
     }
   }
+}
+
+bool Planner::is_tp_gather(const std::vector<Item>& items, std::size_t i) const {
+  return r_.mc2 && i + 1 < items.size() && items[i].coll && !items[i].moe && items[i].group == Group::Tp &&
+         items[i].cop == CollOp::AllGather && items[i + 1].matmul;
+}
+
+bool Planner::is_tp_scatter(const std::vector<Item>& items, std::size_t i) const {
+  return r_.mc2 && i < items.size() && i > 0 && items[i].coll && !items[i].moe && items[i].group == Group::Tp &&
+         items[i].cop == CollOp::ReduceScatter && items[i - 1].matmul;
+}
+
+// MC2 (MindSpeed's --use-mc2: the AllGather + matmul and matmul + ReduceScatter
+// kernels of torch_npu) on a stage: the TP collective and its matmul cut into
+// tp pieces, one per rank's block of the sequence (assumed: the kernels'
+// own tiling is not public); matmul piece k waits for gathered piece k, and
+// scattered piece k for matmul piece k of every member, so the TP stream's
+// transfers run under the cube's work. The next compute waits for the last
+// scattered piece.
+void Planner::mc2(int stage, const Item* gather, const Item& matmul, const Item* scatter, const std::string& what) {
+  const int n = l_.tp;
+  const std::uint32_t label = p_.intern(what + " " + matmul.op);
+  auto piece_of = [&](const Item& coll) {
+    Item piece = coll;
+    piece.count = ceil_div(coll.count, static_cast<std::uint64_t>(n));
+    return piece;
+  };
+  // Each TP group of the stage once, through its planned leader: (leader, members, domain).
+  auto for_each_group = [&](const std::function<void(int, const std::vector<int>&, int)>& fn) {
+    for (int rank = stage * inner(); rank < (stage + 1) * inner(); ++rank) {
+      if (!planned(rank)) continue;
+      const std::vector<int> members = group_members(Group::Tp, rank, 0);
+      if (members.front() == rank) fn(rank, members, domain(Group::Tp, 0, members));
+    }
+  };
+  std::map<int, std::vector<int>> gathered;  // TP group leader -> its gathered pieces
+  if (gather != nullptr) {
+    for_each_group([&](int leader, const std::vector<int>& members, int dom) {
+      const int pt = part(dom, piece_of(*gather));
+      for (int k = 0; k < n; ++k) gathered[leader].push_back(add_coll(dom, pt, what + " mc2", members, false));
+    });
+  }
+  std::map<int, std::vector<int>> multiplied;  // rank -> its matmul pieces
+  for (int rank = stage * inner(); rank < (stage + 1) * inner(); ++rank) {
+    if (!planned(rank)) continue;
+    const int leader = group_members(Group::Tp, rank, 0).front();
+    for (int k = 0; k < n; ++k) {
+      Item piece = matmul;
+      const unsigned __int128 ps = matmul.time.ps;  // (pieces that sum to the whole, exactly)
+      piece.time = Time{static_cast<std::uint64_t>(ps * static_cast<unsigned>(k + 1) / static_cast<unsigned>(n) -
+                                                   ps * static_cast<unsigned>(k) / static_cast<unsigned>(n))};
+      if (gather != nullptr) pending_[static_cast<std::size_t>(rank)].push_back(gathered.at(leader)[static_cast<std::size_t>(k)]);
+      multiplied[rank].push_back(add_compute(rank, piece, label));
+    }
+  }
+  if (scatter == nullptr) return;
+  for_each_group([&](int, const std::vector<int>& members, int dom) {
+    const int pt = part(dom, piece_of(*scatter));
+    int last = -1;
+    for (int k = 0; k < n; ++k) {
+      last = add_coll(dom, pt, what + " mc2", {}, false);
+      for (int m : members) {
+        const auto found = multiplied.find(m);
+        if (found != multiplied.end()) p_.ops[static_cast<std::size_t>(last)].deps.push_back(found->second[static_cast<std::size_t>(k)]);
+      }
+    }
+    for (int m : members) pending_[static_cast<std::size_t>(m)] = {last};
+  });
 }
 
 void Planner::check() {
@@ -626,15 +828,19 @@ void Planner::check() {
                                            " tokens per micro-batch; at most 2^26 (67,108,864) are modelled");
   }
   // Every rank's operations are planned: refuse a plan that would not fit in memory.
-  const double ops = static_cast<double>(l_.world()) * static_cast<double>(m) *
-                     (static_cast<double>(mc_.layers) / l_.pp + 2) * 16.0 * (r_.phase == StepPhase::Train ? 2 : 1) * l_.cp;
+  // (Per rank and layer: about 20 operations, and with --mc2 the tp pieces of
+  // its three fused matmuls and a TP collective's four; a symmetric plan
+  // plans the representatives only.)
+  const double per_layer = 20.0 + (r_.mc2 ? 3.0 * l_.tp + 4.0 : 0.0);
+  const double ops = static_cast<double>(l_.world()) * static_cast<double>(m) * (static_cast<double>(mc_.layers) / l_.pp + 2) *
+                     per_layer * (r_.phase == StepPhase::Train ? 2 : 1) * l_.cp / (p_.symmetric ? l_.tp * l_.dp : 1);
   if (ops > kMaxOps) {
     throw InputError("option --batch", "the step would plan about " + std::to_string(static_cast<std::uint64_t>(ops)) +
                                            " operations (ranks x micro-batches x layers per stage); at most " +
                                            std::to_string(static_cast<std::uint64_t>(kMaxOps)) +
                                            " are planned: use fewer micro-batches (a larger micro or a smaller global)");
   }
-  p_.ops.reserve(static_cast<std::size_t>(p_.symmetric ? ops / (l_.tp * l_.dp) : ops));
+  p_.ops.reserve(static_cast<std::size_t>(ops));
   if (r_.phase != StepPhase::Decode && b.seq % l_.cp != 0) {
     throw InputError("option --batch", "seq=" + std::to_string(b.seq) + " is not a multiple of cp=" + std::to_string(l_.cp));
   }
@@ -663,6 +869,12 @@ void Planner::run() {
   const bool sp = r_.sequence_parallel && l_.tp > 1;
   const double h = static_cast<double>(mc_.hidden);
   const double T = static_cast<double>(tokens_);
+  // The loss over this rank's share of the vocabulary's logits (fp32).
+  auto cross_entropy = [&](bool backward) {
+    const double logits = T * static_cast<double>(mc_.vocab) / l_.tp;
+    return compute("cross_entropy", "tokens=" + std::to_string(tokens_), vector_time(kCrossEntropyForwardBytes * logits),
+                   backward, kCrossEntropyBackwardBytes / kCrossEntropyForwardBytes);
+  };
   for (int s = 0; s < l_.pp; ++s) {
     // The stage's order of (forward?, chunk, micro-batch): 1F1B, interleaved with vpp.
     struct Action {
@@ -758,13 +970,15 @@ void Planner::run() {
             ag.count = ceil_div(static_cast<std::uint64_t>(tokens_) * mc_.hidden, l_.tp);
             emit(s, {ag}, what + " head");
           }
-          emit(s, {compute("lm_head", tok, roofline(2 * T * w, w * kDtype + T * h * kDtype + T * mc_.vocab / l_.tp * 4.0), false)},
+          emit(s, {gemm("lm_head", tok, {{T, h, w / h}}, w * kDtype + T * h * kDtype + T * mc_.vocab / l_.tp * 4.0, false)},
                what);
+          if (train) emit(s, {cross_entropy(false)}, what);
         }
       } else {
         if (last_chunk) {
           const double w = static_cast<double>(mc_.vocab) * h / l_.tp;
-          emit(s, {compute("lm_head", tok, roofline(2 * T * w, w * kDtype + T * h * kDtype + T * mc_.vocab / l_.tp * 4.0), true)},
+          emit(s, {cross_entropy(true),
+                   gemm("lm_head", tok, {{T, h, w / h}}, w * kDtype + T * h * kDtype + T * mc_.vocab / l_.tp * 4.0, true)},
                what);
           if (last_mb_bwd) dense_acc += static_cast<std::int64_t>(w);
         }

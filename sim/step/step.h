@@ -55,6 +55,7 @@ struct StepRequest {
   StepPhase phase = StepPhase::Train;
   Dispatcher dispatcher = Dispatcher::AlltoAll;
   bool sequence_parallel = true;   // with tp > 1
+  bool mc2 = false;                // --mc2: TP AllGather / ReduceScatter fused with their matmuls (needs sequence_parallel)
   ComputeTable compute;            // --compute; empty: the roofline
 };
 

@@ -12,7 +12,7 @@ CASES=(bad_layout_key layout_too_large bad_batch missing_model unsupported_model
        deepep_estimate trace_estimate bad_compute_file detailed_too_large golden_json deterministic trace
        search good_deepep good_a3_issue_example_estimate scenario_estimate scenario_slow_rank
        chakra_astra_sim chakra_round_trip chakra_export_existing chakra_missing_rank chakra_with_model chakra_not_dir
-       per_layer_csv per_layer_json)
+       per_layer_csv per_layer_json mc2_without_sp)
 if [ "$name" = update ]; then name=golden_json; update=1; else update=0; fi
 start_cases
 m="$src/configs/models"
@@ -59,6 +59,7 @@ case "$name" in
     args=(step --chakra "$tmp/w"); expect=("--chakra" "all_reduce.1.et" "missing") ;;
   chakra_with_model) args=("${tiny[@]}" --chakra "$src/tests/data/chakra/astra-sim-all_reduce-8npus-1MB"); expect=("--model-config" "leave") ;;
   chakra_not_dir) args=(step --chakra "$tmp/none"); expect=("--chakra" "not a directory") ;;
+  mc2_without_sp) args=("${tiny[@]}" --layout tp=2,dp=4 --mc2 --no-sequence-parallel); expect=("--mc2" "--no-sequence-parallel") ;;
   per_layer_csv) args=("${tiny[@]}" --layout tp=2,dp=4 --per-layer --format csv); expect=("--per-layer" "json") ;;
   golden_json|deterministic|trace|search|good_deepep|good_a3_issue_example_estimate|scenario_slow_rank|chakra_astra_sim|chakra_round_trip|per_layer_json) ;;
   *) echo "unknown case '$name'; cases: ${CASES[*]}" >&2; exit 2 ;;

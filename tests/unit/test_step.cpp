@@ -3,6 +3,7 @@
 // arithmetic on round numbers, never a pasted result.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 #include "base/error.h"
@@ -54,9 +55,24 @@ struct Case {
   StepPhase phase;
 };
 
-// tiny-llama (4 layers): per micro-batch a forward of embedding + 4 x 6
-// operators + lm_head and as many backward: 52 operators.
-constexpr int kOpsPerMicroBatch = 52;
+// tiny-llama (4 layers): per micro-batch a forward of embedding, 4 x 10
+// operators (norm, qkv, rope, attn_core, attn_out, residual, norm, mlp,
+// swiglu, residual), lm_head and cross_entropy, and as many backward: 86.
+constexpr int kOpsPerMicroBatch = 86;
+
+// Every operator of tiny-llama's step at 0 us but `keep`.
+void zero_all_but(StepRequest& req, const std::vector<std::string>& keep) {
+  for (const char* op : {"embedding", "norm", "qkv", "rope", "attn_core", "attn_out", "residual", "mlp", "swiglu", "lm_head",
+                         "cross_entropy", "optimizer"}) {
+    if (std::find(keep.begin(), keep.end(), op) == keep.end()) req.compute.add(op, "*", 0.0);
+  }
+}
+
+// One AIC's time for `waves` waves of full 128 x 256 output blocks over a
+// reduction of k, at the profile's GEMM rate and block cost.
+double block_waves_s(double waves, double k, std::uint64_t rate, Time fixed) {
+  return waves * (static_cast<double>(fixed.ps) * 1e-12 + 2.0 * 128 * 256 * k / static_cast<double>(rate));
+}
 
 }  // namespace
 
@@ -74,51 +90,112 @@ TEST_CASE("step: pure compute equals the sum of the operator times", "[step]") {
   CHECK(r.bubble_us == Approx(0).margin(1e-9));
 }
 
-TEST_CASE("step: the roofline of a matmul is flops over the cube rate", "[step]") {
-  // qkv of tiny-llama at 512 tokens: 2 x 512 x 1024 x (16 + 2 x 8) x 64 flops
-  // on 24 AIC at the profile's sustained rate (fitted to A2-STEP-1),
-  // far above its bytes / 1.6 TB/s; the table gives
-  // every other operator 0, so the step is qkv forward and backward (3x).
+TEST_CASE("step: a GEMM is its 128 x 256 output blocks in waves over the AIC", "[step]") {
+  // qkv of tiny-llama at 512 tokens: x (512 x 1024) times W (1024 x 2048,
+  // 16 + 2 x 8 heads of 64). Forward 4 x 8 = 32 blocks over 24 AIC: 2
+  // waves of K = 1024. Backward dX = dY W^T (512 x 1024 over K = 2048): 16
+  // blocks, 1 wave; dW = x^T dY (1024 x 2048 over K = 512): 64 blocks, 3
+  // waves. Each block costs npu.cores.aic_gemm_block_fixed on top of its K
+  // loop; bytes / 1.6 TB/s stay below. Every other operator 0, 4 layers.
   const TopologySpec spec = a2_server();
+  const CoreParams& c = spec.npu.cores;
+  REQUIRE(c.aic == 24);
+  REQUIRE(c.aic_gemm_block_fixed.ps > 0);
   StepRequest req = request("tiny-llama.json", "tp=1,pp=1,dp=1", "global=1,micro=1,seq=512");
-  for (const char* op : {"embedding", "norm", "attn_core", "attn_out", "mlp", "lm_head", "optimizer"}) {
-    req.compute.add(op, "*", 0.0);
-  }
-  const double flops = 2.0 * 512 * 1024 * (16 + 2 * 8) * 64;
-  const double bytes = 1024.0 * 32 * 64 * 2 + 2.0 * 512 * 1024 * 2;
-  const double cube = 24.0 * static_cast<double>(spec.npu.cores.aic_flops_per_s);
-  REQUIRE(flops / cube > bytes / 1.6e12);
+  zero_all_but(req, {"qkv"});
+  const double fwd = block_waves_s(2, 1024, c.aic_flops_per_s, c.aic_gemm_block_fixed);
+  const double bwd = block_waves_s(1, 2048, c.aic_flops_per_s, c.aic_gemm_block_fixed) +
+                     block_waves_s(3, 512, c.aic_flops_per_s, c.aic_gemm_block_fixed);
+  const double bytes = 1024.0 * 2048 * 2 + 2.0 * 512 * 1024 * 2;
+  REQUIRE(fwd > bytes / 1.6e12);
   const StepResult r = run_step_estimate(*plan_step(spec, req));
-  CHECK(r.compute_us == Approx(4 * 3 * flops / cube * 1e6).epsilon(1e-6));
+  CHECK(r.compute_us == Approx(4 * (fwd + bwd) * 1e6).epsilon(1e-6));
 }
 
-TEST_CASE("step: the core attention runs at the cube's flash-attention rate", "[step]") {
-  // attn_core of tiny-llama at 512 tokens (causal): 2 x 512 x 512 x 16 heads
-  // x (64 + 64) / 2 flops on 24 AIC at npu.cores.aic_attention_rate, above
-  // its bytes (Q, K, V, O of 512 tokens, K and V of the 8 KV heads) / 1.6
-  // TB/s; every other operator 0, so the step is attn_core forward and
-  // backward (3x) in 4 layers. The shipped A2 profile's attention rate is
-  // below its GEMM rate, so the GEMM rate would give another time.
+TEST_CASE("step: a GEMM shorter than a block is cut to the 16 x 16 fractal", "[step]") {
+  // qkv in a prefill of 16 tokens: 16 x 1024 by 1024 x 2048 is 8 blocks of
+  // 16 x 256, one wave, each its block cost and a K loop of 1024 over 16 x
+  // 256 (the 4 MB of weights at 1.6 TB/s take less). At 128 tokens the
+  // blocks are full: the K loop grows 8x, the block cost does not.
   const TopologySpec spec = a2_server();
-  REQUIRE(spec.npu.cores.aic_attention_flops_per_s < spec.npu.cores.aic_flops_per_s);
-  StepRequest req = request("tiny-llama.json", "tp=1,pp=1,dp=1", "global=1,micro=1,seq=512");
-  for (const char* op : {"embedding", "norm", "qkv", "attn_out", "mlp", "lm_head", "optimizer"}) {
-    req.compute.add(op, "*", 0.0);
+  const CoreParams& c = spec.npu.cores;
+  const double hbm = static_cast<double>(spec.npu.memory.hbm_bandwidth.bytes_per_s);
+  for (const int tokens : {16, 128}) {
+    StepRequest req = request("tiny-llama.json", "tp=1,pp=1,dp=1", "global=1,micro=1,seq=" + std::to_string(tokens));
+    req.phase = StepPhase::Prefill;
+    zero_all_but(req, {"qkv"});
+    const double block = static_cast<double>(c.aic_gemm_block_fixed.ps) * 1e-12 +
+                         2.0 * tokens * 256 * 1024 / static_cast<double>(c.aic_flops_per_s);
+    REQUIRE(block > (1024.0 * 2048 * 2 + 2.0 * tokens * 1024 * 2) / hbm);
+    const StepResult r = run_step_estimate(*plan_step(spec, req));
+    CHECK(r.compute_us == Approx(4 * block * 1e6).epsilon(1e-6));
   }
-  const double flops = 2.0 * 512 * 512 * 16 * (64 + 64) * 0.5;
+}
+
+TEST_CASE("step: the cross entropy is Megatron's vector passes over the fp32 logits", "[step]") {
+  // 512 tokens x 32,000 logits: 38 bytes an element forward (made fp32, max,
+  // minus max, exp, sum, divide) and 14 backward, at HBM's rate (the vector
+  // units' 48 x 460 GB/s are faster).
+  const TopologySpec spec = a2_server();
+  StepRequest req = request("tiny-llama.json", "tp=1,pp=1,dp=1", "global=1,micro=1,seq=512");
+  zero_all_but(req, {"cross_entropy"});
+  const double hbm = static_cast<double>(spec.npu.memory.hbm_bandwidth.bytes_per_s);
+  REQUIRE(hbm < 48.0 * static_cast<double>(spec.npu.cores.aiv_bandwidth.bytes_per_s));
+  const StepResult r = run_step_estimate(*plan_step(spec, req));
+  CHECK(r.compute_us == Approx((38.0 + 14.0) * 512 * 32000 / hbm * 1e6).epsilon(1e-6));
+  // Inference computes no loss.
+  req.phase = StepPhase::Prefill;
+  CHECK(run_step_estimate(*plan_step(spec, req)).compute_us == Approx(0).margin(1e-9));
+}
+
+TEST_CASE("step: a layer's elementwise passes are their bytes at HBM's rate", "[step]") {
+  // Per layer at 512 tokens: rope reads and writes Q and K (16 + 8 heads of
+  // 64), backward the same; two residual adds of three hidden vectors, backward
+  // the same; SwiGLU reads gate and up and writes their product (3 x 2816),
+  // backward 5 / 3 of it. bf16.
+  const TopologySpec spec = a2_server();
+  StepRequest req = request("tiny-llama.json", "tp=1,pp=1,dp=1", "global=1,micro=1,seq=512");
+  zero_all_but(req, {"rope", "residual", "swiglu"});
+  const double hbm = static_cast<double>(spec.npu.memory.hbm_bandwidth.bytes_per_s);
+  const double rope = 2.0 * 512 * 24 * 64 * 2, residual = 3.0 * 512 * 1024 * 2, swiglu = 3.0 * 512 * 2816 * 2;
+  const double per_layer = 2 * rope + 2 * (2 * residual) + swiglu * (1 + 5.0 / 3.0);
+  const StepResult r = run_step_estimate(*plan_step(spec, req));
+  CHECK(r.compute_us == Approx(4 * per_layer / hbm * 1e6).epsilon(1e-6));
+}
+
+TEST_CASE("step: flash attention is its score blocks, each a softmax and two matmuls", "[step]") {
+  // attn_core of tiny-llama at 512 tokens (causal): 512 queries x 512 keys
+  // in 128 x 256 blocks is 8 a head, half of them under the causal mask, for
+  // 16 heads: 64 blocks over 24 AIC in 3 waves. A block costs
+  // npu.cores.aic_attention_block_fixed (its online softmax) and Q K^T and P V
+  // (64 + 64 deep) at the attention rate; backward twice the forward;
+  // bytes / 1.6 TB/s stay below. Every other operator 0, 4 layers.
+  const TopologySpec spec = a2_server();
+  const CoreParams& c = spec.npu.cores;
+  REQUIRE(c.aic_attention_block_fixed.ps > 0);
+  StepRequest req = request("tiny-llama.json", "tp=1,pp=1,dp=1", "global=1,micro=1,seq=512");
+  zero_all_but(req, {"attn_core"});
+  const double fwd = block_waves_s(3, 64 + 64, c.aic_attention_flops_per_s, c.aic_attention_block_fixed);
   const double bytes = 512.0 * 16 * (64 + 64) * 2 + 512.0 * 2 * 8 * 64 * 2;
-  const double cube = 24.0 * static_cast<double>(spec.npu.cores.aic_attention_flops_per_s);
-  REQUIRE(flops / cube > bytes / 1.6e12);
+  REQUIRE(fwd > bytes / 1.6e12);
   const StepResult r = run_step_estimate(*plan_step(spec, req));
-  CHECK(r.compute_us == Approx(4 * 3 * flops / cube * 1e6).epsilon(1e-6));
+  CHECK(r.compute_us == Approx(4 * 3 * fwd * 1e6).epsilon(1e-6));
 }
 
-TEST_CASE("step: a profile without an attention rate runs attention at its GEMM rate", "[step]") {
+TEST_CASE("step: attention's matmuls run at the GEMM rate unless the profile gives aic_attention_rate", "[step]") {
   nlohmann::json doc = load_json_file(source_file("configs/profiles/a2-910b.json"));
-  doc["npu"]["cores"].erase("aic_attention_rate");
-  doc.erase("calibration");  // (its stage 3 fits the rate)
-  const HardwareProfile profile = read_profile(doc, "a2-without-attention-rate.json");
-  CHECK(profile.npu.cores.aic_attention_flops_per_s == profile.npu.cores.aic_flops_per_s);
+  doc.erase("calibration");
+  const HardwareProfile plain = read_profile(doc, "a2.json");
+  CHECK(plain.npu.cores.aic_attention_flops_per_s == plain.npu.cores.aic_flops_per_s);
+  doc["npu"]["cores"]["aic_attention_rate"] = {{"value", "5TFLOPS"}, {"source", "assumed: a test"}};
+  const HardwareProfile own = read_profile(doc, "a2-with-attention-rate.json");
+  CHECK(own.npu.cores.aic_attention_flops_per_s == 5'000'000'000'000ULL);
+  // Without the block costs a GEMM is its K loops alone.
+  doc["npu"]["cores"].erase("aic_gemm_block_fixed");
+  doc["npu"]["cores"].erase("aic_attention_block_fixed");
+  const HardwareProfile bare = read_profile(doc, "a2-without-block-costs.json");
+  CHECK(bare.npu.cores.aic_gemm_block_fixed.ps == 0);
+  CHECK(bare.npu.cores.aic_attention_block_fixed.ps == 0);
 }
 
 TEST_CASE("step: a Mixtral config is MoE in every layer with experts of intermediate_size", "[step]") {
@@ -131,14 +208,16 @@ TEST_CASE("step: a Mixtral config is MoE in every layer with experts of intermed
 }
 
 TEST_CASE("step: a 1F1B pipeline of equal stages idles (pp-1) micro-batch slots", "[step]") {
-  // pp = 2 over 4 micro-batches, every operator 10 ms: both stages take f = b =
-  // 130 ms a micro-batch (two layers, and the embedding or the head). The PP
-  // sends are microseconds: bubble + exposed PP is (pp-1)(f+b) within them.
+  // pp = 2 over 4 micro-batches, every operator 10 ms but the loss (0): both
+  // stages take f = b = 210 ms a micro-batch (two layers of 10 operators, and
+  // the embedding or the head). The PP sends are microseconds: bubble +
+  // exposed PP is (pp-1)(f+b) within them.
   const TopologySpec spec = a2_server();
   StepRequest req = request("tiny-llama.json", "tp=1,pp=2,dp=1", "global=4,micro=1,seq=512");
   req.compute.add("*", "*", 10000.0);
+  req.compute.add("cross_entropy", "*", 0.0);
   const StepResult r = run_step_estimate(*plan_step(spec, req));
-  const double slot = 260000.0;  // f + b, us
+  const double slot = 420000.0;  // f + b, us
   const StepGroupResult* pp = group(r, "pp");
   REQUIRE(pp != nullptr);
   REQUIRE(pp->time_us < 0.01 * slot);
@@ -156,12 +235,13 @@ TEST_CASE("step: the interleaved schedule shrinks the bubble by vpp", "[step]") 
   req.compute.add("*", "*", 1000.0);
   req.compute.add("embedding", "*", 0.0);
   req.compute.add("lm_head", "*", 0.0);
+  req.compute.add("cross_entropy", "*", 0.0);
   const StepResult r = run_step_estimate(*plan_step(spec, req));
   const StepGroupResult* pp = group(r, "pp");
   REQUIRE(pp != nullptr);
-  // A chunk is one layer: 6 ms forward and 6 ms backward; (pp-1)/vpp of the
-  // non-interleaved bubble of 2 chunks' (f+b) = 24 ms is 12 ms.
-  CHECK(r.bubble_us + pp->exposed_us == Approx(12000.0).margin(16 * pp->time_us));
+  // A chunk is one layer: 10 ms forward and 10 ms backward; (pp-1)/vpp of the
+  // non-interleaved bubble of 2 chunks' (f+b) = 40 ms is 20 ms.
+  CHECK(r.bubble_us + pp->exposed_us == Approx(20000.0).margin(16 * pp->time_us));
 }
 
 TEST_CASE("step: a TP-only step is its AllReduces as perf times them", "[step]") {
@@ -180,6 +260,42 @@ TEST_CASE("step: a TP-only step is its AllReduces as perf times them", "[step]")
   CHECK(r.step_time_us == Approx(16 * ar_us).epsilon(1e-9));
   CHECK(tp->time_us == Approx(16 * ar_us).epsilon(1e-9));
   CHECK(tp->exposed_us == Approx(16 * ar_us).epsilon(1e-9));
+}
+
+TEST_CASE("step: MC2 runs the TP transfers under their matmuls but the first and last piece", "[step]") {
+  // tp = 8 with sequence parallelism, the three TP matmuls 10 ms each (their
+  // backward 20 ms), every other operator 0. With --mc2 each AllGather and
+  // ReduceScatter next to a matmul goes in 8 pieces, each piece of the matmul
+  // after its gathered piece and each scattered piece after its matmul piece:
+  // a site exposes only its first gathered and last scattered piece. Per layer
+  // forward and backward: 4 gathered and 4 scattered pieces (of 512 x 1024 / 8
+  // / 8 elements each), and the head's one whole AllGather. Without MC2 every
+  // collective is exposed.
+  const TopologySpec spec = a2_server();
+  StepRequest req = request("tiny-llama.json", "tp=8,pp=1,dp=1", "global=1,micro=1,seq=512");
+  req.compute.add("*", "*", 0.0);
+  for (const char* op : {"qkv", "attn_out", "mlp"}) req.compute.add(op, "*", 10000.0);
+  auto collective_us = [&](CollOp op, std::uint64_t count) {
+    PerfRequest pr = tp_all_reduce(spec);
+    pr.op = op;
+    pr.sizes = {data_size_of(op, 8, DataType::Bf16, count)};
+    return static_cast<double>(estimate_perf(spec, pr).front().time.ps) / 1e6;
+  };
+  const std::uint64_t block = 512 * 1024 / 8;
+  const double compute = 4 * 3 * (10000.0 + 20000.0);
+  const double piece = collective_us(CollOp::AllGather, block / 8) + collective_us(CollOp::ReduceScatter, block / 8);
+  const double head = collective_us(CollOp::AllGather, block);
+  req.mc2 = true;
+  const StepResult fused = run_step_estimate(*plan_step(spec, req));
+  const StepGroupResult* tp = group(fused, "tp");
+  REQUIRE(tp != nullptr);
+  CHECK(fused.compute_us == Approx(compute).epsilon(1e-12));
+  CHECK(tp->exposed_us == Approx(4 * 4 * piece + head).epsilon(1e-9));
+  CHECK(fused.step_time_us == Approx(compute + 4 * 4 * piece + head).epsilon(1e-9));
+  req.mc2 = false;
+  const StepResult serial = run_step_estimate(*plan_step(spec, req));
+  const double whole = collective_us(CollOp::AllGather, block) + collective_us(CollOp::ReduceScatter, block);
+  CHECK(serial.step_time_us == Approx(compute + 4 * 4 * whole + head).epsilon(1e-9));
 }
 
 TEST_CASE("step: a detailed step of compute alone takes the sum of its operators and no launch", "[step]") {
@@ -380,15 +496,15 @@ TEST_CASE("step: the symmetric estimate plan gives the every-rank plan's report 
 
 TEST_CASE("step: per layer the critical rank's compute is its operators and a blocking TP collective is exposed", "[step]") {
   const TopologySpec spec = a2_server();
-  // tiny-llama, 4 layers, 3 micro-batches: per layer 6 operators forward and
-  // 6 backward of 10 us each.
+  // tiny-llama, 4 layers, 3 micro-batches: per layer 10 operators forward and
+  // 10 backward of 10 us each.
   StepRequest req = request("tiny-llama.json", "tp=1,pp=1,dp=1", "global=3,micro=1,seq=512");
   req.compute.add("*", "*", 10.0);
   const StepResult alone = run_step_estimate(*plan_step(spec, req));
   REQUIRE(alone.layers.size() == 4);
   for (int l = 0; l < 4; ++l) {
     CHECK(alone.layers[static_cast<std::size_t>(l)].layer == l);
-    CHECK(alone.layers[static_cast<std::size_t>(l)].compute_us == Approx(3 * 12 * 10.0).epsilon(1e-12));
+    CHECK(alone.layers[static_cast<std::size_t>(l)].compute_us == Approx(3 * 20 * 10.0).epsilon(1e-12));
     CHECK(alone.layers[static_cast<std::size_t>(l)].communication_us == 0);
   }
   // tp = 8 without sequence parallelism: per layer and micro-batch two
