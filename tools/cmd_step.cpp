@@ -54,8 +54,10 @@ class StepCommand : public Command {
                    "microseconds, collectives with comm_type, comm_size and pg_name")
         ->type_name("DIR");
     app.add_option("--layout", layout_,
-                   "tp=N,pp=N,dp=N[,ep=N][,cp=N][,vpp=N]; ranks in Megatron's order tp-cp-ep-dp-pp (TP fastest), "
-                   "EP groups are ep consecutive DP ranks (ep divides dp)")
+                   "tp=N,pp=N,dp=N[,ep=N][,cp=N][,vpp=N][,etp=N]; ranks in Megatron's order tp-cp-ep-dp-pp (TP "
+                   "fastest), EP groups are ep consecutive DP ranks (ep divides dp); etp (expert tensor parallelism) 1 "
+                   "(default: experts whole on a rank) or tp (each expert's FFN split over the TP group, Megatron's "
+                   "default: a TP AllGather of the dispatched tokens before the experts and a ReduceScatter after)")
         ->type_name("L");
     app.add_option("--search", search_,
                    "rank layouts instead of one: \"tp=1,2,4,8;pp=1,2;ep=8,16\" (also cp, vpp, dp; dp left out fills "

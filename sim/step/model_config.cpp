@@ -121,12 +121,13 @@ ModelConfig read_model_config(const std::string& file) {
 
 std::string Layout::describe() const {
   return "tp=" + std::to_string(tp) + ",cp=" + std::to_string(cp) + ",ep=" + std::to_string(ep) +
-         ",dp=" + std::to_string(dp) + ",pp=" + std::to_string(pp) + ",vpp=" + std::to_string(vpp);
+         ",dp=" + std::to_string(dp) + ",pp=" + std::to_string(pp) + ",vpp=" + std::to_string(vpp) +
+         (etp != 1 ? ",etp=" + std::to_string(etp) : "");
 }
 
 Layout parse_layout(const std::string& text, const std::string& option) {
   Layout l;
-  const std::string expected = "tp=N,pp=N,dp=N[,ep=N][,cp=N][,vpp=N] (a key left out is 1)";
+  const std::string expected = "tp=N,pp=N,dp=N[,ep=N][,cp=N][,vpp=N][,etp=N] (a key left out is 1)";
   parse_pairs(text, option, expected, [&](const std::string& key, long long v) {
     if (v > (1 << 20)) throw InputError("option " + option, key + "=" + std::to_string(v) + " is too large");
     const int n = static_cast<int>(v);
@@ -136,6 +137,7 @@ Layout parse_layout(const std::string& text, const std::string& option) {
     else if (key == "ep") l.ep = n;
     else if (key == "cp") l.cp = n;
     else if (key == "vpp") l.vpp = n;
+    else if (key == "etp") l.etp = n;
     else return false;
     return true;
   });

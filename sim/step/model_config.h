@@ -56,8 +56,11 @@ ModelConfig read_model_config(const std::string& file);
 // repeated keys and values below 1 are refused (InputError naming --layout).
 struct Layout {
   int tp = 1, pp = 1, dp = 1, ep = 1, cp = 1, vpp = 1;
+  // Expert tensor parallelism: 1 (experts whole on a rank) or tp (each
+  // expert's FFN split over the TP group, Megatron's default).
+  int etp = 1;
   int world() const { return tp * cp * dp * pp; }
-  std::string describe() const;   // "tp=8,cp=1,ep=8,dp=2,pp=8,vpp=1"
+  std::string describe() const;   // "tp=8,cp=1,ep=8,dp=2,pp=8,vpp=1" (and ",etp=N" when not 1)
 };
 Layout parse_layout(const std::string& text, const std::string& option = "--layout");
 

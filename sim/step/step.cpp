@@ -565,20 +565,29 @@ std::vector<Planner::Item> Planner::layer_items(std::int64_t layer, bool backwar
     const double copies_bytes = te * (1 + mc_.topk) * h * dt;
     if (permutes) items.push_back(compute("permute", etok, vector_time(copies_bytes), backward, 1.0));
     dispatch(true);
+    // With expert tensor parallelism the TP group gathers what each of its
+    // ranks holds after the dispatch (alltoall: its routed copies; allgather:
+    // its EP group's tokens) and every rank runs all of it through its
+    // 1/etp of each expert's FFN; a ReduceScatter returns the partial sums.
+    const int etp = l_.etp;
+    const std::uint64_t held = r_.dispatcher == Dispatcher::AllGather ? static_cast<std::uint64_t>(ep_tokens_) * l_.ep : routed;
+    if (etp > 1) coll(Group::Tp, CollOp::AllGather, held * mc_.hidden);
     const double local_experts = static_cast<double>(mc_.experts / l_.ep);
-    const double active = std::min(local_experts, static_cast<double>(routed));
-    const double ew = 3 * h * static_cast<double>(mc_.moe_ffn);
-    const double moe_ffn = static_cast<double>(mc_.moe_ffn);
-    const double rows = te * mc_.topk / active;  // per active expert (uniform routing)
+    const double expert_rows = te * mc_.topk * etp;  // the copies this rank's experts run
+    const double active = std::min(local_experts, expert_rows);
+    const double ew = 3 * h * static_cast<double>(mc_.moe_ffn) / etp;
+    const double moe_ffn = static_cast<double>(mc_.moe_ffn) / etp;
+    const double rows = expert_rows / active;  // per active expert (uniform routing)
     items.push_back(gemm("experts", etok, {{rows, h, 2 * moe_ffn, active}, {rows, moe_ffn, h, active}},
-                         active * ew * dt + 2 * te * mc_.topk * h * dt, backward));
-    swiglu(te * mc_.topk, static_cast<double>(mc_.moe_ffn));
+                         active * ew * dt + 2 * expert_rows * h * dt, backward));
+    swiglu(expert_rows, moe_ffn);
     if (mc_.shared_experts > 0) {
-      const double sw = ew * static_cast<double>(mc_.shared_experts);
-      const double shared_ffn = moe_ffn * static_cast<double>(mc_.shared_experts);
+      const double sw = 3 * h * static_cast<double>(mc_.moe_ffn) * static_cast<double>(mc_.shared_experts);
+      const double shared_ffn = static_cast<double>(mc_.moe_ffn) * static_cast<double>(mc_.shared_experts);
       items.push_back(gemm("shared_experts", etok, {{te, h, 2 * shared_ffn}, {te, shared_ffn, h}}, sw * dt + 2 * te * h * dt, backward));
       swiglu(te, static_cast<double>(mc_.moe_ffn * mc_.shared_experts));
     }
+    if (etp > 1) coll(Group::Tp, CollOp::ReduceScatter, held * mc_.hidden);
     dispatch(false);
     if (permutes) items.push_back(compute("unpermute", etok, vector_time(copies_bytes), backward, 1.0));
     if (!sp && l_.tp > 1) coll(Group::Tp, CollOp::AllGather, static_cast<std::uint64_t>(ep_tokens_ * mc_.hidden));
@@ -797,6 +806,14 @@ void Planner::check() {
   }
   if (l_.dp % l_.ep != 0) throw InputError("option --layout", layout + ": ep must divide dp (EP groups are taken from the DP ranks)");
   if (l_.ep > 1 && mc_.experts == 0) throw InputError("option --layout", layout + ": ep > 1 but " + mc_.file + " is a dense model");
+  if (l_.etp != 1) {
+    if (l_.etp != l_.tp) throw InputError("option --layout", layout + ": etp must be 1 or tp (" + std::to_string(l_.tp) + ")");
+    if (mc_.experts == 0) throw InputError("option --layout", layout + ": etp > 1 but " + mc_.file + " is a dense model");
+    if (!r_.sequence_parallel) throw InputError("option --layout", layout + ": etp > 1 needs sequence parallelism (drop --no-sequence-parallel)");
+    if (r_.dispatcher == Dispatcher::DeepEp) {
+      throw InputError("option --layout", layout + ": the deepep kernels dispatch over EP only; give etp=1");
+    }
+  }
   if (mc_.experts > 0 && mc_.experts % l_.ep != 0) {
     throw InputError("option --layout", layout + ": ep must divide the experts (" + std::to_string(mc_.experts) + ")");
   }
@@ -991,7 +1008,7 @@ void Planner::run() {
             std::int64_t expert = 0;
             if (mc_.is_moe_layer(layer)) {
               dense += mc_.hidden * mc_.experts + mc_.shared_experts * mc_.expert_params();
-              expert = mc_.experts / l_.ep * mc_.expert_params();
+              expert = mc_.experts / l_.ep * mc_.expert_params() / l_.etp;
             } else {
               dense += mc_.dense_mlp_params() / l_.tp;
             }
@@ -1569,7 +1586,7 @@ MemoryUse step_memory(const StepRequest& request) {
         dense += static_cast<double>(mc.attention_params()) / l.tp;
         if (mc.is_moe_layer(layer)) {
           dense += static_cast<double>(mc.hidden * mc.experts + mc.shared_experts * mc.expert_params());
-          expert += static_cast<double>(mc.experts / l.ep) * mc.expert_params();
+          expert += static_cast<double>(mc.experts / l.ep) * mc.expert_params() / l.etp;
         } else {
           dense += static_cast<double>(mc.dense_mlp_params()) / l.tp;
         }

@@ -12,6 +12,7 @@
 #include "sim/step/step.h"
 #include "tests/unit/fixtures.h"
 #include "topologies/config.h"
+#include "topologies/group_view.h"
 
 using namespace hcclsim;
 using hcclsim::testing::source_file;
@@ -405,10 +406,43 @@ TEST_CASE("step: bad layouts are refused naming the option", "[step]") {
   refused("tiny-llama.json", "tp=1,pp=8,dp=1", "global=8,micro=1,seq=512", "layers");
   refused("tiny-moe.json", "tp=1,pp=1,dp=6,ep=4", "global=6,micro=1,seq=512", "ep must divide dp");
   refused("tiny-llama.json", "tp=1,pp=1,dp=2,vpp=2", "global=2,micro=1,seq=512", "needs pp > 1");
+  refused("tiny-moe.json", "tp=4,pp=1,dp=2,ep=2,etp=2", "global=2,micro=1,seq=512", "etp must be 1 or tp");
+  refused("tiny-llama.json", "tp=2,pp=1,dp=4,etp=2", "global=4,micro=1,seq=512", "dense");
   CHECK_THROWS_AS(parse_layout("tp=8,pp=0"), InputError);
   CHECK_THROWS_AS(parse_layout("tp=8,tp=2"), InputError);
   CHECK_THROWS_AS(parse_layout("tq=8"), InputError);
   CHECK_THROWS_AS(parse_batch("global=8,micro=1"), InputError);
+}
+
+TEST_CASE("step: with etp = tp the TP group gathers the routed copies and splits each expert", "[step]") {
+  // tiny-moe (3 MoE layers of 16 experts, top 4, FFN 256) on tp = 2, ep = 2,
+  // dp = 4, 512 tokens: a rank dispatches 256 tokens (its sequence share), 1024
+  // copies. With etp = 2 each MoE layer adds a TP AllGather of those 1024 x
+  // 1024 elements before the experts and a ReduceScatter after (backward the
+  // other way round); the experts run twice the copies through half of each
+  // FFN: the same flops. With compute at 0 the added time is those
+  // collectives, 3 layers x 2 directions x (AllGather + ReduceScatter).
+  const TopologySpec spec = a2_server();
+  StepRequest req = request("tiny-moe.json", "tp=2,pp=1,dp=4,ep=2", "global=4,micro=1,seq=512");
+  req.compute.add("*", "*", 0.0);
+  const StepResult whole = run_step_estimate(*plan_step(spec, req));
+  req.layout = parse_layout("tp=2,pp=1,dp=4,ep=2,etp=2");
+  CHECK(req.layout.describe() == "tp=2,cp=1,ep=2,dp=4,pp=1,vpp=1,etp=2");
+  const StepResult split = run_step_estimate(*plan_step(spec, req));
+  auto collective_us = [&](CollOp op) {
+    PerfRequest pr = tp_all_reduce(spec);
+    pr.op = op;
+    pr.ranks = 2;
+    pr.sizes = {data_size_of(op, 2, DataType::Bf16, 1024ULL * 1024)};
+    const TopologySpec pair = group_view(spec, {0, 1}, "a TP pair");
+    return static_cast<double>(estimate_perf(pair, pr).front().time.ps) / 1e6;
+  };
+  const StepGroupResult* tp_whole = group(whole, "tp");
+  const StepGroupResult* tp_split = group(split, "tp");
+  REQUIRE(tp_whole != nullptr);
+  REQUIRE(tp_split != nullptr);
+  CHECK(tp_split->time_us - tp_whole->time_us ==
+        Approx(3 * 2 * (collective_us(CollOp::AllGather) + collective_us(CollOp::ReduceScatter))).epsilon(1e-6));
 }
 
 TEST_CASE("step: the estimate is within 5% of the detailed step on a grid of small models", "[step]") {
