@@ -166,6 +166,9 @@ struct HcclApiLimits {
   // by name: the sizes the product's selection rules (sim/executors/select_*.cpp)
   // compare a collective's data size or its HCCL buffer with.
   std::map<std::string, std::uint64_t> selection_sizes;
+  // The rank counts those rules compare a communicator's size with
+  // (npu.hccl_selection_ranks), by name.
+  std::map<std::string, int> selection_ranks;
   std::string selection_file;   // the profile they were read from, for messages
 };
 

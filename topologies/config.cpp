@@ -247,6 +247,16 @@ HardwareProfile read_profile(const nlohmann::json& doc, const std::string& file)
         if (item.key() != "source") api.selection_sizes[item.key()] = sizes.required_size(item.key());
       }
       sizes.finish();
+      // The rank counts the same rules compare a communicator's size with.
+      if (npu.has("hccl_selection_ranks")) {
+        const nlohmann::json& raw_ranks = npu.required_value("hccl_selection_ranks");
+        ObjectReader counts = npu.required_object("hccl_selection_ranks");
+        counts.optional_string("source");
+        for (const auto& item : raw_ranks.items()) {
+          if (item.key() != "source") api.selection_ranks[item.key()] = static_cast<int>(counts.required_int_in(item.key(), 1, 1 << 20));
+        }
+        counts.finish();
+      }
       api.selection_file = file;
     }
     {

@@ -30,7 +30,9 @@ struct A2Thresholds {
         graph_mesh_small(threshold(ctx, "graph_mesh_small")),
         aiv_reduce_scatter_mid(threshold(ctx, "aiv_reduce_scatter_mid")),
         aiv_alltoall_min_buffer(threshold(ctx, "aiv_alltoall_min_buffer")),
-        aiv_alltoall_max_per_peer(threshold(ctx, "aiv_alltoall_max_per_peer")) {}
+        aiv_alltoall_max_per_peer(threshold(ctx, "aiv_alltoall_max_per_peer")),
+        deterministic_mid_count_ranks(rank_threshold(ctx, "deterministic_mid_count_ranks")),
+        alltoall_p2p_max_ranks(rank_threshold(ctx, "alltoall_p2p_max_ranks")) {}
   std::uint64_t aiv_all_reduce_min_buffer;   // the HCCL buffer AIV AllReduce needs
   std::uint64_t aiv_all_reduce_big;          // AIV_ALL_REDUCE_BIG_SIZE
   std::uint64_t aiv_rdma_small_per_server;   // AllReduceSmallCountAivRdmaExecutor, per server
@@ -46,6 +48,9 @@ struct A2Thresholds {
   std::uint64_t aiv_reduce_scatter_mid;      // AIV_REDUCE_SCATTER_MID_SIZE
   std::uint64_t aiv_alltoall_min_buffer;     // the HCCL buffer AIV AlltoAll needs
   std::uint64_t aiv_alltoall_max_per_peer;
+  // Rank counts (npu.hccl_selection_ranks).
+  std::uint64_t deterministic_mid_count_ranks;  // the one server size of the deterministic mid-count loop
+  std::uint64_t alltoall_p2p_max_ranks;         // AlltoAll(V) point to point up to this many ranks
 };
 
 }  // namespace
@@ -106,11 +111,11 @@ ExecutorChoice select_executor_a2(const CollectiveSpec& spec, const ExecContext&
           // deterministic_small_graph, medium on 8 up to deterministic_medium_graph)
           if (opbase && size > t.deterministic_small_opbase) {
             const std::string above = "> " + size_words(t.deterministic_small_opbase);
-            if (spec.ranks == 8) return pick("AllReduceMeshMidCountLoopExecutor", plan, "HCCL_DETERMINISTIC=true, op-base, one server of 8, " + above);
+            if (static_cast<std::uint64_t>(spec.ranks) == t.deterministic_mid_count_ranks) return pick("AllReduceMeshMidCountLoopExecutor", plan, "HCCL_DETERMINISTIC=true, op-base, one server of 8, " + above);
             return pick("AllReduceMeshOneshotLoopExecutor", plan, "HCCL_DETERMINISTIC=true, op-base, one server not of 8, " + above);
           }
           unmodelled(size <= (opbase ? t.deterministic_small_opbase : t.deterministic_small_graph) ? "AllReduceMeshSmallCountExecutor (deterministic templates)"
-                     : spec.ranks == 8 && size <= t.deterministic_medium_graph ? "AllReduceMeshMidCountLoopExecutor (graph mode)"
+                     : static_cast<std::uint64_t>(spec.ranks) == t.deterministic_mid_count_ranks && size <= t.deterministic_medium_graph ? "AllReduceMeshMidCountLoopExecutor (graph mode)"
                                                           : "AllReduceMeshOneshotLoopExecutor (graph mode)",
                      "HCCL_DETERMINISTIC=true, one server");
         }
@@ -190,7 +195,7 @@ ExecutorChoice select_executor_a2(const CollectiveSpec& spec, const ExecContext&
       if (total * data_type_size(spec.dtype) > spec.buffer_bytes) {
         return pick("RunAlltoAllDirectFullmesh", plan, "AlltoAll whose send and receive data exceed the HCCL buffer");
       }
-      if (spec.ranks <= 2) return pick("RunAlltoAllVFullMesh", plan, "two ranks (HCCL_ALLTOALLV_P2P_SIZE)");
+      if (static_cast<std::uint64_t>(spec.ranks) <= t.alltoall_p2p_max_ranks) return pick("RunAlltoAllVFullMesh", plan, "two ranks (HCCL_ALLTOALLV_P2P_SIZE)");
       return pick("RunAlltoAllVStaged", plan, "AlltoAll within the HCCL buffer, one server");
     }
   }

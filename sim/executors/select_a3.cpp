@@ -81,7 +81,10 @@ struct A3Thresholds {
         reduce_scatter_deter(threshold(ctx, "reduce_scatter_deter")),
         reduce_scatter_comm_not_pow2(threshold(ctx, "reduce_scatter_comm_not_pow2")),
         reduce_scatter_deter_servers(threshold(ctx, "reduce_scatter_deter_servers")),
-        aiv_alltoall_max_per_peer(threshold(ctx, "aiv_alltoall_max_per_peer")) {}
+        aiv_alltoall_max_per_peer(threshold(ctx, "aiv_alltoall_max_per_peer")),
+        aiv_all_reduce_across_servers_few_ranks_max(rank_threshold(ctx, "aiv_all_reduce_across_servers_few_ranks_max")),
+        aiv_across_servers_small_ranks_max(rank_threshold(ctx, "aiv_across_servers_small_ranks_max")),
+        aiv_across_servers_mid_ranks_max(rank_threshold(ctx, "aiv_across_servers_mid_ranks_max")) {}
   std::uint64_t aiv_all_reduce_across_servers_many_ranks;
   std::uint64_t aiv_all_reduce_across_servers_few_ranks;
   std::uint64_t aiv_all_reduce_entry_per_die_opbase;   // AIV_ALL_REDUCE_A3_ENTRY_SIZE
@@ -109,6 +112,10 @@ struct A3Thresholds {
   std::uint64_t reduce_scatter_comm_not_pow2;
   std::uint64_t reduce_scatter_deter_servers;
   std::uint64_t aiv_alltoall_max_per_peer;
+  // Rank counts (npu.hccl_selection_ranks).
+  std::uint64_t aiv_all_reduce_across_servers_few_ranks_max;   // the "few ranks" of the AIV AllReduce across servers
+  std::uint64_t aiv_across_servers_small_ranks_max;   // the ranks of aiv_across_servers_up_to_6_ranks
+  std::uint64_t aiv_across_servers_mid_ranks_max;     // the ranks of aiv_across_servers_up_to_16_ranks
 };
 
 AlgoPlan flat(AlgoPlan plan, Level1Algo algo) {
@@ -141,7 +148,8 @@ ExecutorChoice select_executor_a3(const CollectiveSpec& spec, const ExecContext&
         if (!one_pod) {
           // AIV stays inside one supernode; HCCL falls back to AI CPU.
         } else if (!single) {
-          if ((ranks > 8 && size < t.aiv_all_reduce_across_servers_many_ranks) || (ranks <= 8 && size <= t.aiv_all_reduce_across_servers_few_ranks)) {
+          if ((ranks > t.aiv_all_reduce_across_servers_few_ranks_max && size < t.aiv_all_reduce_across_servers_many_ranks) ||
+              (ranks <= t.aiv_all_reduce_across_servers_few_ranks_max && size <= t.aiv_all_reduce_across_servers_few_ranks)) {
             unmodelled("AllReduceMeshAivFor91093Executor", "AIV across the servers of a supernode");
           }
         } else if (!ctx.deterministic && size / dies <= (opbase ? t.aiv_all_reduce_entry_per_die_opbase : t.aiv_all_reduce_entry_per_die_graph)) {
@@ -177,7 +185,8 @@ ExecutorChoice select_executor_a3(const CollectiveSpec& spec, const ExecContext&
         return pick("AllGatherMeshAivExecutor", plan, "AIV, one server");
       }
       if (aiv && one_pod && !single &&
-          ((ranks <= 6 && size <= t.aiv_across_servers_up_to_6_ranks) || (ranks <= 16 && size <= t.aiv_across_servers_up_to_16_ranks) ||
+          ((ranks <= t.aiv_across_servers_small_ranks_max && size <= t.aiv_across_servers_up_to_6_ranks) ||
+           (ranks <= t.aiv_across_servers_mid_ranks_max && size <= t.aiv_across_servers_up_to_16_ranks) ||
            size <= t.aiv_all_gather_across_servers)) {
         unmodelled("AllGatherMeshAivFor91093Executor", "AIV across the servers of a supernode");
       }
@@ -204,7 +213,8 @@ ExecutorChoice select_executor_a3(const CollectiveSpec& spec, const ExecContext&
           return pick("ReduceScatterMeshAivExecutor", plan, "AIV, one server, graph");
         }
         if (!single && one_pod &&
-            ((ranks <= 6 && size <= t.aiv_across_servers_up_to_6_ranks) || (ranks <= 16 && size <= t.aiv_across_servers_up_to_16_ranks) ||
+            ((ranks <= t.aiv_across_servers_small_ranks_max && size <= t.aiv_across_servers_up_to_6_ranks) ||
+           (ranks <= t.aiv_across_servers_mid_ranks_max && size <= t.aiv_across_servers_up_to_16_ranks) ||
              size <= t.aiv_reduce_scatter_across_servers)) {
           unmodelled("ReduceScatterMeshAivFor91093Executor", "AIV across the servers of a supernode");
         }

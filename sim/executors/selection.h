@@ -2,6 +2,7 @@
 // executor HCCL would run that hcclsim does not model.
 #pragma once
 
+#include <map>
 #include <stdexcept>
 #include <string>
 
@@ -16,16 +17,28 @@ inline ExecutorChoice pick(const std::string& name, const AlgoPlan& plan, const 
   return ExecutorChoice{name, plan, rule};
 }
 
-// One of the product's selection thresholds, by its name in the profile's
-// npu.hccl_selection.
-inline std::uint64_t threshold(const ExecContext& ctx, const std::string& name) {
-  const auto it = ctx.hccl.selection_sizes.find(name);
-  if (it == ctx.hccl.selection_sizes.end()) {
+// A value a product's selection rules ask for by name, from `values` (the
+// profile's npu.<object>); a name the profile lacks is the profile's error.
+template <typename Value>
+std::uint64_t named_rule_value(const ExecContext& ctx, const std::map<std::string, Value>& values, const std::string& name,
+                               const char* object, const char* what) {
+  const auto it = values.find(name);
+  if (it == values.end()) {
     const std::string& file = ctx.hccl.selection_file;
-    throw std::invalid_argument((file.empty() ? "the profile" : file) + " at $.npu.hccl_selection: no size '" + name +
-                                "', which HCCL's executor selection on this NPU compares with");
+    throw std::invalid_argument((file.empty() ? "the profile" : file) + " at $.npu." + object + ": no " + what + " '" +
+                                name + "', which HCCL's executor selection on this NPU compares with");
   }
-  return it->second;
+  return static_cast<std::uint64_t>(it->second);
+}
+
+// One of the product's selection thresholds (npu.hccl_selection), by name.
+inline std::uint64_t threshold(const ExecContext& ctx, const std::string& name) {
+  return named_rule_value(ctx, ctx.hccl.selection_sizes, name, "hccl_selection", "size");
+}
+
+// One of the communicator sizes the rules compare with (npu.hccl_selection_ranks), by name.
+inline std::uint64_t rank_threshold(const ExecContext& ctx, const std::string& name) {
+  return named_rule_value(ctx, ctx.hccl.selection_ranks, name, "hccl_selection_ranks", "rank count");
 }
 
 // How a rule quotes a threshold: "16 MiB", "700 KiB", "100 B".

@@ -341,18 +341,27 @@ TEST_CASE("every selection threshold a shipped profile holds is listed in docs/e
   std::stringstream doc;
   doc << doc_in.rdbuf();
   const std::string text = doc.str();
-  // The table's rows: | `name` | 910B | 910C | where |; a profile's value stands in its product's column.
+  // The tables' rows: | `name` | 910B | 910C | where |; a profile's value stands in its product's column.
+  auto cell_of = [&](const std::string& name, int column) {
+    const std::size_t row = text.find("| `" + name + "` |");
+    REQUIRE(row != std::string::npos);
+    std::stringstream line(text.substr(row, text.find('\n', row) - row));
+    std::string cell;
+    for (int i = 0; i <= column; ++i) std::getline(line, cell, '|');
+    return cell;
+  };
   for (const auto& [file, column] : {std::pair{"configs/profiles/a2-910b.json", 2}, std::pair{"configs/profiles/a3-910c.json", 3}}) {
     const HcclApiLimits api = load_profile(testing::source_file(file)).npu.hccl_api;
     REQUIRE(api.selection_sizes.size() >= 15);
     for (const auto& [name, bytes] : api.selection_sizes) {
       INFO(file << ": " << name);
-      const std::size_t row = text.find("| `" + name + "` |");
-      REQUIRE(row != std::string::npos);
-      std::stringstream line(text.substr(row, text.find('\n', row) - row));
-      std::string cell;
-      for (int i = 0; i <= column; ++i) std::getline(line, cell, '|');
-      CHECK(cell == " " + selection::size_words(bytes) + " ");  // the words the rules quote it in
+      CHECK(cell_of(name, column) == " " + selection::size_words(bytes) + " ");  // the words the rules quote it in
+    }
+    REQUIRE(!api.selection_ranks.empty());
+    for (const auto& [name, ranks] : api.selection_ranks) {
+      INFO(file << ": " << name);
+      CHECK(cell_of(name, column) == " " + std::to_string(ranks) + " ");
     }
   }
 }
+
