@@ -101,8 +101,10 @@ class StepCommand : public Command {
                    "SwiGLU, MoE permutation, the loss's passes over the fp32 logits) their bytes at HBM's rate, with "
                    "the profile's constants (on A2 fitted to published 7B-72B steps, judged on 0.5B-70B ones: docs/calibration.md); "
                    "no recomputation, no per-kernel launch cost; MoE layers without grouped-GEMM or routing costs "
-                   "(Mixtral's published step is 73% slower); TP and EP communication do not overlap compute unless "
-                   "--mc2 (CP's ring sends do); a PP or CP send is a 2-rank HCCL Broadcast; uniform MoE routing "
+                   "(Mixtral's published step is 74% slower); TP collectives block the compute but in a "
+                   "column-parallel layer's backward (Megatron's sequence parallelism: the input gathered again under "
+                   "the input gradient, that gradient reduce-scattered under the weight gradient) and with --mc2; EP "
+                   "communication does not overlap compute (CP's ring sends do); a PP or CP send is a 2-rank HCCL Broadcast; uniform MoE routing "
                    "(docs/user-guide.md, \"Training and inference steps\")")
         ->type_name("FILE");
     topology_.declare(app);

@@ -203,6 +203,10 @@ class Planner {
     MoePhase phase = MoePhase::Dispatch;
     std::uint64_t ring = 0;  // attn_core with cp > 1: the K/V block (elements) each ring step passes on
     bool matmul = false;     // a TP-split GEMM that --mc2 fuses with its AllGather / ReduceScatter
+    // Backward of a column-parallel matmul: the share of its time that is
+    // that GEMM's weight gradient, which Megatron runs while the input
+    // gradient is reduce-scattered (0: none).
+    double weight_grad_share = 0;
   };
 
   int rank_of(int t, int c, int d, int s) const { return t + l_.tp * (c + l_.cp * (d + l_.dp * s)); }
@@ -235,7 +239,10 @@ class Planner {
   // A matmul operator: max(its GEMMs on the cube, its bytes at HBM's rate);
   // backward the GEMMs of both gradients (dX: k and n swapped; dW: m x n
   // reduced over the m tokens) and twice the bytes.
-  Item gemm(const std::string& op, const std::string& shape, const std::vector<Gemm>& gemms, double bytes, bool backward);
+  // `column_parallel`: gemms[0] is a column-parallel GEMM (its backward's
+  // weight gradient is the item's weight_grad_share).
+  Item gemm(const std::string& op, const std::string& shape, const std::vector<Gemm>& gemms, double bytes, bool backward,
+            bool column_parallel = false);
   // `backward_factor`: the backward's time over the forward's (a matmul's
   // backward computes two gradients: 2).
   Item compute(const std::string& op, const std::string& shape, Time roof, bool backward, double backward_factor = 2.0);
@@ -256,6 +263,9 @@ class Planner {
   bool is_tp_gather(const std::vector<Item>& items, std::size_t i) const;
   bool is_tp_scatter(const std::vector<Item>& items, std::size_t i) const;
   void mc2(int stage, const Item* gather, const Item& matmul, const Item* scatter, const std::string& what);
+  void column_parallel_backward(int stage, const Item& matmul, const Item& scatter, const std::string& what);
+  // Each TP group of `stage` once, through its planned leader: fn(leader, members, domain).
+  void for_each_tp_group(int stage, const std::function<void(int, const std::vector<int>&, int)>& fn);
 
   StepPlan& p_;
   const TopologySpec& t_;
@@ -364,19 +374,24 @@ double Planner::block_seconds(const Gemm& g, std::uint64_t rate, Time block_fixe
 }
 
 Planner::Item Planner::gemm(const std::string& op, const std::string& shape, const std::vector<Gemm>& gemms, double bytes,
-                            bool backward) {
+                            bool backward, bool column_parallel) {
   const double hbm = static_cast<double>(t_.npu.memory.hbm_bandwidth.bytes_per_s);
-  double forward = 0, back = 0;
+  double forward = 0, back = 0, weight_grad = 0;
   for (const Gemm& g : gemms) {
     forward += gemm_seconds(g);
-    back += gemm_seconds({g.m, g.n, g.k, g.count}) + gemm_seconds({g.k, g.m, g.n, g.count});
+    const double dw = gemm_seconds({g.k, g.m, g.n, g.count});
+    back += gemm_seconds({g.m, g.n, g.k, g.count}) + dw;
+    if (column_parallel && &g == &gemms.front()) weight_grad = dw;
   }
+  const double weight_grad_share = back > 0 ? weight_grad / back : 0;
   if (hbm > 0) {
     forward = std::max(forward, bytes / hbm);
     back = std::max(back, 2 * bytes / hbm);
   }
   auto ps = [](double seconds) { return Time{static_cast<std::uint64_t>(std::llround(seconds * 1e12))}; };
-  return compute_phases(op, shape, ps(forward), ps(back), backward);
+  Item it = compute_phases(op, shape, ps(forward), ps(back), backward);
+  if (backward) it.weight_grad_share = weight_grad_share;
+  return it;
 }
 
 Time Planner::vector_time(double bytes) const {
@@ -474,7 +489,7 @@ std::vector<Planner::Item> Planner::layer_items(std::int64_t layer, bool backwar
     qkv_w = h * static_cast<double>(mc_.heads + 2 * mc_.kv_heads) * mc_.head_dim / tp;
   }
   // (MLA's four projections as one GEMM over the hidden size: simplified.)
-  matmul(gemm("qkv", tok, {{T, h, qkv_w / h}}, qkv_w * dt + 2 * T * h * dt, backward));
+  matmul(gemm("qkv", tok, {{T, h, qkv_w / h}}, qkv_w * dt + 2 * T * h * dt, backward, true));
   // Rotary embedding of the queries and keys, read and written once; its
   // backward is the inverse rotation of their gradients.
   const double rotated = mc_.mla ? heads_per_rank * mc_.qk_rope_dim + static_cast<double>(mc_.qk_rope_dim)
@@ -533,7 +548,7 @@ std::vector<Planner::Item> Planner::layer_items(std::int64_t layer, bool backwar
     tp_in();
     const double w = 3 * h * static_cast<double>(mc_.ffn) / tp;
     const double ffn = static_cast<double>(mc_.ffn) / tp;
-    matmul(gemm("mlp", tok, {{T, h, 2 * ffn}, {T, ffn, h}}, w * dt + 2 * T * h * dt, backward));
+    matmul(gemm("mlp", tok, {{T, h, 2 * ffn}, {T, ffn, h}}, w * dt + 2 * T * h * dt, backward, true));
     tp_out();
     // (SwiGLU runs between the MLP's two matmuls; after the collective in the
     // chain, so that --mc2 finds the matmul next to it: the same time.)
@@ -711,6 +726,12 @@ void Planner::emit(int stage, const std::vector<Item>& items, const std::string&
       if (scatter != nullptr) ++i;
       continue;
     }
+    if (!r_.mc2 && it.weight_grad_share > 0 && i + 1 < items.size() && items[i + 1].coll && !items[i + 1].moe &&
+        items[i + 1].group == Group::Tp && items[i + 1].cop == CollOp::ReduceScatter) {
+      column_parallel_backward(stage, it, items[i + 1], what);
+      ++i;
+      continue;
+    }
     if (it.ring > 0) {
       ring_attention(stage, it, what);
       continue;
@@ -755,14 +776,7 @@ void Planner::mc2(int stage, const Item* gather, const Item& matmul, const Item*
     piece.count = ceil_div(coll.count, static_cast<std::uint64_t>(n));
     return piece;
   };
-  // Each TP group of the stage once, through its planned leader: (leader, members, domain).
-  auto for_each_group = [&](const std::function<void(int, const std::vector<int>&, int)>& fn) {
-    for (int rank = stage * inner(); rank < (stage + 1) * inner(); ++rank) {
-      if (!planned(rank)) continue;
-      const std::vector<int> members = group_members(Group::Tp, rank, 0);
-      if (members.front() == rank) fn(rank, members, domain(Group::Tp, 0, members));
-    }
-  };
+  auto for_each_group = [&](const std::function<void(int, const std::vector<int>&, int)>& fn) { for_each_tp_group(stage, fn); };
   std::map<int, std::vector<int>> gathered;  // TP group leader -> its gathered pieces
   if (gather != nullptr) {
     for_each_group([&](int leader, const std::vector<int>& members, int dom) {
@@ -796,6 +810,49 @@ void Planner::mc2(int stage, const Item* gather, const Item& matmul, const Item*
     }
     for (int m : members) pending_[static_cast<std::size_t>(m)] = {last};
   });
+}
+
+void Planner::for_each_tp_group(int stage, const std::function<void(int, const std::vector<int>&, int)>& fn) {
+  for (int rank = stage * inner(); rank < (stage + 1) * inner(); ++rank) {
+    if (!planned(rank)) continue;
+    const std::vector<int> members = group_members(Group::Tp, rank, 0);
+    if (members.front() == rank) fn(rank, members, domain(Group::Tp, 0, members));
+  }
+}
+
+// The backward of a column-parallel linear under sequence parallelism, as
+// Megatron's LinearWithGradAccumulationAndAsyncCommunication runs it: the
+// input is all-gathered again (it was kept sequence-sharded) while the
+// input gradient is computed; that gradient is reduce-scattered while the
+// weight gradient is computed (which needs the gathered input); the next
+// operator waits for the ReduceScatter. Both collectives on the TP stream,
+// the matmuls on the compute stream.
+void Planner::column_parallel_backward(int stage, const Item& matmul, const Item& scatter, const std::string& what) {
+  Item gather = scatter;
+  gather.cop = CollOp::AllGather;
+  std::map<int, int> regathered;  // TP group leader -> its AllGather
+  for_each_tp_group(stage, [&](int leader, const std::vector<int>& members, int dom) {
+    regathered[leader] = add_coll(dom, part(dom, gather), what + " input", members, false);
+  });
+  const std::uint32_t label = p_.intern(what + " " + matmul.op);
+  const std::uint64_t weight_grad_ps = static_cast<std::uint64_t>(std::llround(matmul.weight_grad_share * static_cast<double>(matmul.time.ps)));
+  Item input_grad = matmul, weight_grad = matmul;
+  input_grad.time = Time{matmul.time.ps - weight_grad_ps};
+  weight_grad.time = Time{weight_grad_ps};
+  for (int rank = stage * inner(); rank < (stage + 1) * inner(); ++rank) {
+    if (planned(rank)) add_compute(rank, input_grad, label);
+  }
+  std::map<int, int> scattered;  // TP group leader -> its ReduceScatter
+  for_each_tp_group(stage, [&](int leader, const std::vector<int>& members, int dom) {
+    scattered[leader] = add_coll(dom, part(dom, scatter), what, members, false);
+  });
+  for (int rank = stage * inner(); rank < (stage + 1) * inner(); ++rank) {
+    if (!planned(rank)) continue;
+    const int leader = group_members(Group::Tp, rank, 0).front();
+    pending_[static_cast<std::size_t>(rank)].push_back(regathered.at(leader));
+    add_compute(rank, weight_grad, label);
+    pending_[static_cast<std::size_t>(rank)].push_back(scattered.at(leader));
+  }
 }
 
 void Planner::check() {
