@@ -457,6 +457,20 @@ TEST_CASE("step: with etp = tp the TP group gathers the routed copies and splits
         Approx(3 * 2 * (collective_us(CollOp::AllGather) + collective_us(CollOp::ReduceScatter))).epsilon(1e-6));
 }
 
+TEST_CASE("step: with etp = tp a rank holds 1/tp of its experts' parameters, gradients and optimizer state", "[step]") {
+  // tiny-moe, ep = 2: 3 MoE layers of 16 experts, 8 on a rank, each 3 x 1024
+  // x 256 weights. etp = 2 halves them on the rank: bf16 parameters, fp32
+  // gradients, 12 bytes of optimizer state over the expert-DP group (dp /
+  // ep = 2); everything else stays.
+  const MemoryUse whole = step_memory(request("tiny-moe.json", "tp=2,pp=1,dp=4,ep=2", "global=4,micro=1,seq=512"));
+  const MemoryUse split = step_memory(request("tiny-moe.json", "tp=2,pp=1,dp=4,ep=2,etp=2", "global=4,micro=1,seq=512"));
+  const std::uint64_t halved = 3ULL * 8 * (3 * 1024 * 256) / 2;
+  CHECK(whole.parameters - split.parameters == 2 * halved);
+  CHECK(whole.gradients - split.gradients == 4 * halved);
+  CHECK(whole.optimizer - split.optimizer == 12 * halved / 2);
+  CHECK(whole.activations == split.activations);
+}
+
 TEST_CASE("step: the estimate is within 5% of the detailed step on a grid of small models", "[step]") {
   // Layouts whose groups do not share links on an A2 server's full mesh
   // (the estimate models no contention between groups; see the PP test).
