@@ -263,7 +263,7 @@ class Planner {
   bool is_tp_gather(const std::vector<Item>& items, std::size_t i) const;
   bool is_tp_scatter(const std::vector<Item>& items, std::size_t i) const;
   void mc2(int stage, const Item* gather, const Item& matmul, const Item* scatter, const std::string& what);
-  void column_parallel_backward(int stage, const Item& matmul, const Item& scatter, const std::string& what);
+  void column_parallel_backward(int stage, const Item& matmul, const Item& reduction, const std::string& what);
   // Each TP group of `stage` once, through its planned leader: fn(leader, members, domain).
   void for_each_tp_group(int stage, const std::function<void(int, const std::vector<int>&, int)>& fn);
 
@@ -616,6 +616,22 @@ std::vector<Planner::Item> Planner::layer_items(std::int64_t layer, bool backwar
       else if (it.cop == CollOp::ReduceScatter) it.cop = CollOp::AllGather;
     }
   }
+  if (backward && !sp && l_.tp > 1) {
+    // Without sequence parallelism a row-parallel layer's backward needs no
+    // collective; the AllReduce goes after the next column-parallel layer's
+    // input gradient (Megatron's async all-reduce of dX under dW).
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      const Item& it = items[i];
+      if (!it.coll || it.moe || it.group != Group::Tp || it.cop != CollOp::AllReduce) continue;
+      std::size_t j = i + 1;
+      while (j < items.size() && items[j].weight_grad_share <= 0) ++j;
+      if (j == items.size()) continue;
+      const Item all_reduce = it;
+      items.erase(items.begin() + static_cast<std::ptrdiff_t>(i));
+      items.insert(items.begin() + static_cast<std::ptrdiff_t>(j), all_reduce);  // right after that matmul
+      i = j;
+    }
+  }
   return items;
 }
 
@@ -727,7 +743,8 @@ void Planner::emit(int stage, const std::vector<Item>& items, const std::string&
       continue;
     }
     if (!r_.mc2 && it.weight_grad_share > 0 && i + 1 < items.size() && items[i + 1].coll && !items[i + 1].moe &&
-        items[i + 1].group == Group::Tp && items[i + 1].cop == CollOp::ReduceScatter) {
+        items[i + 1].group == Group::Tp &&
+        (items[i + 1].cop == CollOp::ReduceScatter || items[i + 1].cop == CollOp::AllReduce)) {
       column_parallel_backward(stage, it, items[i + 1], what);
       ++i;
       continue;
@@ -820,20 +837,23 @@ void Planner::for_each_tp_group(int stage, const std::function<void(int, const s
   }
 }
 
-// The backward of a column-parallel linear under sequence parallelism, as
-// Megatron's LinearWithGradAccumulationAndAsyncCommunication runs it: the
-// input is all-gathered again (it was kept sequence-sharded) while the
-// input gradient is computed; that gradient is reduce-scattered while the
-// weight gradient is computed (which needs the gathered input); the next
-// operator waits for the ReduceScatter. Both collectives on the TP stream,
-// the matmuls on the compute stream.
-void Planner::column_parallel_backward(int stage, const Item& matmul, const Item& scatter, const std::string& what) {
-  Item gather = scatter;
-  gather.cop = CollOp::AllGather;
+// The backward of a column-parallel linear as Megatron's
+// LinearWithGradAccumulationAndAsyncCommunication runs it: the input
+// gradient, then its collective (`reduction`: a ReduceScatter under sequence
+// parallelism, else an AllReduce) while the weight gradient is computed; the
+// next operator waits for the collective. Under sequence parallelism the
+// input, kept sequence-sharded, is all-gathered again while the input
+// gradient is computed, and the weight gradient waits for it. Collectives
+// on the TP stream, matmuls on the compute stream.
+void Planner::column_parallel_backward(int stage, const Item& matmul, const Item& reduction, const std::string& what) {
   std::map<int, int> regathered;  // TP group leader -> its AllGather
-  for_each_tp_group(stage, [&](int leader, const std::vector<int>& members, int dom) {
-    regathered[leader] = add_coll(dom, part(dom, gather), what + " input", members, false);
-  });
+  if (reduction.cop == CollOp::ReduceScatter) {
+    Item gather = reduction;
+    gather.cop = CollOp::AllGather;
+    for_each_tp_group(stage, [&](int leader, const std::vector<int>& members, int dom) {
+      regathered[leader] = add_coll(dom, part(dom, gather), what + " input", members, false);
+    });
+  }
   const std::uint32_t label = p_.intern(what + " " + matmul.op);
   const std::uint64_t weight_grad_ps = static_cast<std::uint64_t>(std::llround(matmul.weight_grad_share * static_cast<double>(matmul.time.ps)));
   Item input_grad = matmul, weight_grad = matmul;
@@ -842,16 +862,16 @@ void Planner::column_parallel_backward(int stage, const Item& matmul, const Item
   for (int rank = stage * inner(); rank < (stage + 1) * inner(); ++rank) {
     if (planned(rank)) add_compute(rank, input_grad, label);
   }
-  std::map<int, int> scattered;  // TP group leader -> its ReduceScatter
+  std::map<int, int> reduced;  // TP group leader -> its ReduceScatter or AllReduce
   for_each_tp_group(stage, [&](int leader, const std::vector<int>& members, int dom) {
-    scattered[leader] = add_coll(dom, part(dom, scatter), what, members, false);
+    reduced[leader] = add_coll(dom, part(dom, reduction), what, members, false);
   });
   for (int rank = stage * inner(); rank < (stage + 1) * inner(); ++rank) {
     if (!planned(rank)) continue;
     const int leader = group_members(Group::Tp, rank, 0).front();
-    pending_[static_cast<std::size_t>(rank)].push_back(regathered.at(leader));
+    if (!regathered.empty()) pending_[static_cast<std::size_t>(rank)].push_back(regathered.at(leader));
     add_compute(rank, weight_grad, label);
-    pending_[static_cast<std::size_t>(rank)].push_back(scattered.at(leader));
+    pending_[static_cast<std::size_t>(rank)].push_back(reduced.at(leader));
   }
 }
 

@@ -554,7 +554,7 @@ TEST_CASE("step: the symmetric estimate plan gives the every-rank plan's report 
   }
 }
 
-TEST_CASE("step: per layer the critical rank's compute is its operators and a blocking TP collective is exposed", "[step]") {
+TEST_CASE("step: per layer the critical rank's compute is its operators and a TP collective is exposed unless a weight gradient hides it", "[step]") {
   const TopologySpec spec = a2_server();
   // tiny-llama, 4 layers, 3 micro-batches: per layer 10 operators forward and
   // 10 backward of 10 us each.
@@ -568,15 +568,29 @@ TEST_CASE("step: per layer the critical rank's compute is its operators and a bl
     CHECK(alone.layers[static_cast<std::size_t>(l)].communication_us == 0);
   }
   // tp = 8 without sequence parallelism: per layer and micro-batch two
-  // AllReduces forward and two backward, on the compute stream (exposed).
+  // AllReduces forward, which block, and two backward, each after a
+  // column-parallel layer's input gradient and under its weight gradient.
+  // With those backward matmuls at 0 nothing hides them: all four exposed.
   req = request("tiny-llama.json", "tp=8,pp=1,dp=1", "global=1,micro=1,seq=512");
   req.sequence_parallel = false;
   req.compute.add("*", "*", 10.0);
+  req.compute.add("qkv_bwd", "*", 0.0);
+  req.compute.add("mlp_bwd", "*", 0.0);
   const StepResult tp = run_step_estimate(*plan_step(spec, req));
   const double ar_us = static_cast<double>(estimate_perf(spec, tp_all_reduce(spec)).front().time.ps) / 1e6;
   REQUIRE(tp.layers.size() == 4);
   for (const StepLayerResult& l : tp.layers) {
     CHECK(l.communication_us == Approx(4 * ar_us).epsilon(1e-9));
     CHECK(l.exposed_us == Approx(4 * ar_us).epsilon(1e-9));
+  }
+  // With them at 10 ms the weight gradients (a share of each from its GEMMs,
+  // milliseconds) hide the backward AllReduces: two exposed a layer.
+  req.compute.add("qkv_bwd", "*", 10000.0);
+  req.compute.add("mlp_bwd", "*", 10000.0);
+  const StepResult hidden = run_step_estimate(*plan_step(spec, req));
+  REQUIRE(hidden.layers.size() == 4);
+  for (const StepLayerResult& l : hidden.layers) {
+    CHECK(l.communication_us == Approx(4 * ar_us).epsilon(1e-9));
+    CHECK(l.exposed_us == Approx(2 * ar_us).epsilon(1e-9));
   }
 }
