@@ -102,8 +102,9 @@ class StepCommand : public Command {
                    "the profile's constants (on A2 fitted to published 7B-72B steps, judged on 0.5B-70B ones: docs/calibration.md); "
                    "no recomputation, no per-kernel launch cost; MoE layers without grouped-GEMM or routing costs "
                    "(Mixtral's published step is 74% slower); TP collectives block the compute but in a "
-                   "column-parallel layer's backward (Megatron's sequence parallelism: the input gathered again under "
-                   "the input gradient, that gradient reduce-scattered under the weight gradient) and with --mc2; EP "
+                   "column-parallel layer's backward (as Megatron: its input gradient reduce-scattered, or all-reduced "
+                   "without sequence parallelism, under the weight gradient; with sequence parallelism the input "
+                   "gathered again under the input gradient) and with --mc2; EP "
                    "communication does not overlap compute (CP's ring sends do); a PP or CP send is a 2-rank HCCL Broadcast; uniform MoE routing "
                    "(docs/user-guide.md, \"Training and inference steps\")")
         ->type_name("FILE");
