@@ -85,7 +85,9 @@ class StepCommand : public Command {
                  "pieces (assumed: one per rank's block; the kernels' tiling is not public), piece k of the matmul after "
                  "gathered piece k, scattered piece k after it, so the transfers run under the matmul. Simplified: each "
                  "piece is timed as a whole HCCL collective (launch and handshakes included), so on small matmuls the "
-                 "pieces cost more than they hide (tiny-llama at tp 8: 16 ms against 3.7 ms). Needs sequence "
+                 "pieces cost more than they hide (tiny-llama at tp 8: 13 ms against 3.7 ms). Backward, as MindSpeed, only "
+                 "the row-parallel layers' AllGather is fused; a column-parallel layer's ReduceScatter runs under its "
+                 "weight gradient. Needs sequence "
                  "parallelism; no effect with tp = 1");
     app.add_flag("--no-sequence-parallel", no_sp_,
                  "TP AllReduce after attention and MLP instead of AllGather before / ReduceScatter after (the default "

@@ -264,6 +264,12 @@ class Planner {
   bool is_tp_scatter(const std::vector<Item>& items, std::size_t i) const;
   void mc2(int stage, const Item* gather, const Item& matmul, const Item* scatter, const std::string& what);
   void column_parallel_backward(int stage, const Item& matmul, const Item& reduction, const std::string& what);
+  // A backward column-parallel matmul as (input-gradient part, weight-gradient part).
+  std::pair<Item, Item> split_weight_grad(const Item& matmul) const;
+  // `reduction` after each rank's last compute, the weight-gradient part under
+  // it (after the group's `regathered` AllGather, if any), the next operator after it.
+  void reduce_under_weight_grad(int stage, const Item& weight_grad, const Item& reduction, const std::string& what,
+                                const std::map<int, int>& regathered);
   // Each TP group of `stage` once, through its planned leader: fn(leader, members, domain).
   void for_each_tp_group(int stage, const std::function<void(int, const std::vector<int>&, int)>& fn);
 
@@ -786,6 +792,15 @@ bool Planner::is_tp_scatter(const std::vector<Item>& items, std::size_t i) const
 // transfers run under the cube's work. The next compute waits for the last
 // scattered piece.
 void Planner::mc2(int stage, const Item* gather, const Item& matmul, const Item* scatter, const std::string& what) {
+  // Backward, MindSpeed fuses only the row-parallel layers' AllGather; a
+  // column-parallel layer's ReduceScatter runs under its weight gradient
+  // (its gathered input was kept from the forward).
+  if (scatter != nullptr && matmul.weight_grad_share > 0) {
+    const auto [input_grad, weight_grad] = split_weight_grad(matmul);
+    mc2(stage, gather, input_grad, nullptr, what);
+    reduce_under_weight_grad(stage, weight_grad, *scatter, what, {});
+    return;
+  }
   const int n = l_.tp;
   const std::uint32_t label = p_.intern(what + " " + matmul.op);
   auto piece_of = [&](const Item& coll) {
@@ -854,18 +869,30 @@ void Planner::column_parallel_backward(int stage, const Item& matmul, const Item
       regathered[leader] = add_coll(dom, part(dom, gather), what + " input", members, false);
     });
   }
+  const auto [input_grad, weight_grad] = split_weight_grad(matmul);
   const std::uint32_t label = p_.intern(what + " " + matmul.op);
-  const std::uint64_t weight_grad_ps = static_cast<std::uint64_t>(std::llround(matmul.weight_grad_share * static_cast<double>(matmul.time.ps)));
-  Item input_grad = matmul, weight_grad = matmul;
-  input_grad.time = Time{matmul.time.ps - weight_grad_ps};
-  weight_grad.time = Time{weight_grad_ps};
   for (int rank = stage * inner(); rank < (stage + 1) * inner(); ++rank) {
     if (planned(rank)) add_compute(rank, input_grad, label);
   }
+  reduce_under_weight_grad(stage, weight_grad, reduction, what, regathered);
+}
+
+std::pair<Planner::Item, Planner::Item> Planner::split_weight_grad(const Item& matmul) const {
+  const std::uint64_t weight_grad_ps =
+      static_cast<std::uint64_t>(std::llround(matmul.weight_grad_share * static_cast<double>(matmul.time.ps)));
+  Item input_grad = matmul, weight_grad = matmul;
+  input_grad.time = Time{matmul.time.ps - weight_grad_ps};
+  weight_grad.time = Time{weight_grad_ps};
+  return {input_grad, weight_grad};
+}
+
+void Planner::reduce_under_weight_grad(int stage, const Item& weight_grad, const Item& reduction, const std::string& what,
+                                       const std::map<int, int>& regathered) {
   std::map<int, int> reduced;  // TP group leader -> its ReduceScatter or AllReduce
   for_each_tp_group(stage, [&](int leader, const std::vector<int>& members, int dom) {
     reduced[leader] = add_coll(dom, part(dom, reduction), what, members, false);
   });
+  const std::uint32_t label = p_.intern(what + " " + weight_grad.op);
   for (int rank = stage * inner(); rank < (stage + 1) * inner(); ++rank) {
     if (!planned(rank)) continue;
     const int leader = group_members(Group::Tp, rank, 0).front();

@@ -268,10 +268,11 @@ TEST_CASE("step: MC2 runs the TP transfers under their matmuls but the first and
   // backward 20 ms), every other operator 0. With --mc2 each AllGather and
   // ReduceScatter next to a matmul goes in 8 pieces, each piece of the matmul
   // after its gathered piece and each scattered piece after its matmul piece:
-  // a site exposes only its first gathered and last scattered piece. Per layer
-  // forward and backward: 4 gathered and 4 scattered pieces (of 512 x 1024 / 8
-  // / 8 elements each), and the head's one whole AllGather. Without MC2 every
-  // collective is exposed.
+  // a site exposes only its first gathered and last scattered piece. Forward
+  // a layer has 2 gathering and 2 scattering sites; backward 2 gathering ones
+  // (the row-parallel layers), while a column-parallel layer's whole
+  // ReduceScatter runs under its weight gradient, as MindSpeed's MC2 does.
+  // Pieces are 512 x 1024 / 8 / 8 elements; the head's whole AllGather too.
   const TopologySpec spec = a2_server();
   StepRequest req = request("tiny-llama.json", "tp=8,pp=1,dp=1", "global=1,micro=1,seq=512");
   req.compute.add("*", "*", 0.0);
@@ -284,15 +285,16 @@ TEST_CASE("step: MC2 runs the TP transfers under their matmuls but the first and
   };
   const std::uint64_t block = 512 * 1024 / 8;
   const double compute = 4 * 3 * (10000.0 + 20000.0);
-  const double piece = collective_us(CollOp::AllGather, block / 8) + collective_us(CollOp::ReduceScatter, block / 8);
+  const double gathered = collective_us(CollOp::AllGather, block / 8), scattered = collective_us(CollOp::ReduceScatter, block / 8);
   const double head = collective_us(CollOp::AllGather, block);
   req.mc2 = true;
   const StepResult fused = run_step_estimate(*plan_step(spec, req));
   const StepGroupResult* tp = group(fused, "tp");
   REQUIRE(tp != nullptr);
   CHECK(fused.compute_us == Approx(compute).epsilon(1e-12));
-  CHECK(tp->exposed_us == Approx(4 * 4 * piece + head).epsilon(1e-9));
-  CHECK(fused.step_time_us == Approx(compute + 4 * 4 * piece + head).epsilon(1e-9));
+  const double exposed = 4 * (4 * gathered + 2 * scattered) + head;
+  CHECK(tp->exposed_us == Approx(exposed).epsilon(1e-9));
+  CHECK(fused.step_time_us == Approx(compute + exposed).epsilon(1e-9));
   // Without MC2 the forward's collectives are exposed; backward only the
   // row-parallel layers' AllGathers: a column-parallel layer's input is
   // gathered again under its input gradient and that gradient
