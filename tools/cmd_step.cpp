@@ -60,7 +60,7 @@ class StepCommand : public Command {
                    "default: a TP AllGather of the dispatched tokens before the experts and a ReduceScatter after)")
         ->type_name("L");
     app.add_option("--search", search_,
-                   "rank layouts instead of one: \"tp=1,2,4,8;pp=1,2;ep=8,16\" (also cp, vpp, dp; dp left out fills "
+                   "rank layouts instead of one: \"tp=1,2,4,8;pp=1,2;ep=8,16\" (also cp, vpp, etp, dp; dp left out fills "
                    "the topology); each layout that plans and fits the profile's HBM (bf16 parameters, fp32 "
                    "gradients, 12 bytes of optimizer state per parameter / dp, 34 x s x b x h / (tp x cp) bytes of "
                    "activations per layer and micro-batch in flight, pp - s of them on stage s; the stage that needs "

@@ -1726,8 +1726,9 @@ std::vector<SearchRow> search_layouts(const TopologySpec& topology, const StepRe
     rest = semi == std::string::npos ? "" : rest.substr(semi + 1);
     const auto eq = item.find('=');
     const std::string key = item.substr(0, eq);
-    if (eq == std::string::npos || (key != "tp" && key != "pp" && key != "dp" && key != "ep" && key != "cp" && key != "vpp")) {
-      throw InputError("option --search", "'" + item + "' is not KEY=N,N,... with KEY one of tp, pp, dp, ep, cp, vpp");
+    if (eq == std::string::npos ||
+        (key != "tp" && key != "pp" && key != "dp" && key != "ep" && key != "cp" && key != "vpp" && key != "etp")) {
+      throw InputError("option --search", "'" + item + "' is not KEY=N,N,... with KEY one of tp, pp, dp, ep, cp, vpp, etp");
     }
     if (values.count(key) != 0) throw InputError("option --search", "'" + key + "' is given twice");
     // Each value checked as a layout's would be.
@@ -1735,12 +1736,12 @@ std::vector<SearchRow> search_layouts(const TopologySpec& topology, const StepRe
     for (auto comma = list.find(','); comma != std::string::npos; comma = list.find(',')) {
       const Layout one = parse_layout(key + "=" + list.substr(0, comma), "--search");
       const int v = key == "tp" ? one.tp : key == "pp" ? one.pp : key == "dp" ? one.dp : key == "ep" ? one.ep
-                  : key == "cp" ? one.cp : one.vpp;
+                  : key == "cp" ? one.cp : key == "etp" ? one.etp : one.vpp;
       values[key].push_back(v);
       list.erase(0, comma + 1);
     }
   }
-  for (const char* key : {"tp", "pp", "ep", "cp", "vpp"}) {
+  for (const char* key : {"tp", "pp", "ep", "cp", "vpp", "etp"}) {
     if (values.count(key) == 0) values[key] = {1};
   }
   std::vector<SearchRow> rows;
@@ -1750,11 +1751,12 @@ std::vector<SearchRow> search_layouts(const TopologySpec& topology, const StepRe
       for (int ep : values["ep"]) {
         for (int cp : values["cp"]) {
           for (int vpp : values["vpp"]) {
+           for (int etp : values["etp"]) {
             std::vector<int> dps = values.count("dp") ? values["dp"] : std::vector<int>{topology.npus / (tp * cp * pp)};
             for (int dp : dps) {
               if (rows.size() >= kMaxLayouts) throw InputError("option --search", "more than 100000 layouts");
               SearchRow row;
-              row.layout = Layout{tp, pp, dp, ep, cp, vpp};
+              row.layout = Layout{tp, pp, dp, ep, cp, vpp, etp};
               StepRequest req = base;
               req.layout = row.layout;
               if (dp < 1) {
@@ -1781,6 +1783,7 @@ std::vector<SearchRow> search_layouts(const TopologySpec& topology, const StepRe
               }
               rows.push_back(row);
             }
+           }
           }
         }
       }

@@ -473,6 +473,29 @@ TEST_CASE("step: with etp = tp a rank holds 1/tp of its experts' parameters, gra
   CHECK(whole.activations == split.activations);
 }
 
+TEST_CASE("step: a search over etp times each valid expert split as its own layout and refuses etp not 1 or tp", "[step]") {
+  const TopologySpec spec = a2_server();
+  StepRequest base = request("tiny-moe.json", "tp=1,pp=1,dp=1", "global=8,micro=1,seq=256");
+  const std::vector<SearchRow> rows = search_layouts(spec, base, "tp=1,2;ep=2;etp=1,2");
+  REQUIRE(rows.size() == 4);
+  int valid = 0;
+  for (const SearchRow& row : rows) {
+    INFO(row.layout.describe());
+    if (row.layout.etp != 1 && row.layout.etp != row.layout.tp) {
+      CHECK(!row.valid);
+      CHECK(row.why.find("etp must be 1 or tp") != std::string::npos);
+      continue;
+    }
+    REQUIRE(row.valid);
+    ++valid;
+    // The same layout run alone gives the same step.
+    StepRequest one = base;
+    one.layout = row.layout;
+    CHECK(row.step_time_us == run_step_estimate(*plan_step(spec, one, StepPlanScope::Symmetric)).step_time_us);
+  }
+  CHECK(valid == 3);
+}
+
 TEST_CASE("step: the estimate is within 5% of the detailed step on a grid of small models", "[step]") {
   // Layouts whose groups do not share links on an A2 server's full mesh
   // (the estimate models no contention between groups; see the PP test).
