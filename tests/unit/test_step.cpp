@@ -54,6 +54,8 @@ struct Case {
   const char* layout;
   const char* batch;
   StepPhase phase;
+  bool mc2 = false;
+  bool sequence_parallel = true;
 };
 
 // tiny-llama (4 layers): per micro-batch a forward of embedding, 4 x 10
@@ -506,16 +508,21 @@ TEST_CASE("step: the estimate is within 5% of the detailed step on a grid of sma
       {"tiny-llama.json", "tp=2,cp=2,dp=2", "global=4,micro=1,seq=1024", StepPhase::Train},
       {"tiny-llama.json", "tp=2,pp=2,dp=2", "global=8,micro=1,seq=512", StepPhase::Decode},
       {"tiny-moe.json", "tp=1,pp=2,dp=4,ep=4", "global=8,micro=1,seq=256", StepPhase::Train},
+      {"tiny-llama.json", "tp=4,dp=2", "global=8,micro=1,seq=512", StepPhase::Train, true},
+      {"tiny-moe.json", "tp=2,dp=4,ep=2,etp=2", "global=8,micro=1,seq=512", StepPhase::Train},
+      {"tiny-llama.json", "tp=8", "global=8,micro=1,seq=512", StepPhase::Train, false, false},
   };
   const TopologySpec spec = a2_server();
   Platform platform(spec);
   for (const Case& c : cases) {
     StepRequest req = request(c.model, c.layout, c.batch);
     req.phase = c.phase;
+    req.mc2 = c.mc2;
+    req.sequence_parallel = c.sequence_parallel;
     const auto plan = plan_step(spec, req);
     const StepResult est = run_step_estimate(*plan);
     const StepResult det = run_step_detailed(platform, *plan);
-    INFO(c.model << " " << c.layout << " " << c.batch);
+    INFO(c.model << " " << c.layout << " " << c.batch << (c.mc2 ? " --mc2" : "") << (c.sequence_parallel ? "" : " no SP"));
     CHECK(est.compute_us == Approx(det.compute_us).epsilon(1e-9));
     CHECK(est.step_time_us == Approx(det.step_time_us).epsilon(0.05));
   }
