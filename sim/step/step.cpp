@@ -431,6 +431,7 @@ Planner::Item Planner::compute_phases(const std::string& op, const std::string& 
   } else {
     it.time = backward ? backward_roof : forward_roof;
     for (const char* c : {"npu.cores.aic_fp16_rate", "npu.cores.aic_attention_rate", "npu.cores.aic_gemm_block_fixed",
+                          "npu.cores.aic_attention_block_fixed",
                           "npu.memory.hbm_bandwidth", "npu.cores.aiv_bandwidth"}) {
       if (std::count(t_.assumed_constants.begin(), t_.assumed_constants.end(), c) != 0) p_.compute_assumed.insert(c);
     }
