@@ -72,7 +72,7 @@ class StepCommand : public Command {
                    "context each new token attends)")
         ->type_name("B");
     app.add_option("--phase", phase_,
-                   "train (default: 1F1B, interleaved with vpp; backward twice the forward; distributed optimizer) | "
+                   "train (default: 1F1B, interleaved with vpp; backward: a GEMM its two gradients, attention twice its forward, a vector pass its own bytes; distributed optimizer) | "
                    "prefill | decode (forward only, one token per sequence)")
         ->type_name("P");
     app.add_option("--dispatcher", dispatcher_,
