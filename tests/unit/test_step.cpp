@@ -66,7 +66,7 @@ constexpr int kOpsPerMicroBatch = 86;
 // Every operator of tiny-llama's step at 0 us but `keep`.
 void zero_all_but(StepRequest& req, const std::vector<std::string>& keep) {
   for (const char* op : {"embedding", "norm", "qkv", "rope", "attn_core", "attn_out", "residual", "mlp", "swiglu", "lm_head",
-                         "cross_entropy", "optimizer"}) {
+                         "cross_entropy", "optimizer", "router", "permute", "experts", "shared_experts", "unpermute"}) {
     if (std::find(keep.begin(), keep.end(), op) == keep.end()) req.compute.add(op, "*", 0.0);
   }
 }
@@ -164,6 +164,19 @@ TEST_CASE("step: a layer's elementwise passes are their bytes at HBM's rate", "[
   const double per_layer = 2 * rope + 2 * (2 * residual) + swiglu * (1 + 5.0 / 3.0);
   const StepResult r = run_step_estimate(*plan_step(spec, req));
   CHECK(r.compute_us == Approx(4 * per_layer / hbm * 1e6).epsilon(1e-6));
+}
+
+TEST_CASE("step: the MoE token permutation is its copies' bytes at HBM's rate", "[step]") {
+  // tiny-moe on one rank (ep = 1, the alltoall dispatcher): each of its 3 MoE
+  // layers sorts 512 tokens' top-4 copies by expert before the experts and
+  // puts them back after: each reads the tokens and writes the copies (or
+  // back), (1 + 4) x 512 x 1024 bf16 elements, backward the same.
+  const TopologySpec spec = a2_server();
+  StepRequest req = request("tiny-moe.json", "tp=1,pp=1,dp=1", "global=1,micro=1,seq=512");
+  zero_all_but(req, {"permute", "unpermute"});
+  const double hbm = static_cast<double>(spec.npu.memory.hbm_bandwidth.bytes_per_s);
+  const double copies = (1.0 + 4) * 512 * 1024 * 2;
+  CHECK(run_step_estimate(*plan_step(spec, req)).compute_us == Approx(3 * 2 * 2 * copies / hbm * 1e6).epsilon(1e-6));
 }
 
 TEST_CASE("step: flash attention is its score blocks, each a softmax and two matmuls", "[step]") {
