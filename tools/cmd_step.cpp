@@ -103,7 +103,7 @@ class StepCommand : public Command {
                    "SwiGLU, MoE permutation, the loss's passes over the fp32 logits) their bytes at HBM's rate, with "
                    "the profile's constants (on A2 fitted to published 7B-72B steps, judged on 0.5B-70B ones: docs/calibration.md); "
                    "no recomputation, no per-kernel launch cost; MoE layers without grouped-GEMM or routing costs "
-                   "(Mixtral's published step is 74% slower); TP collectives block the compute but in a "
+                   "(Mixtral's published step is 75% slower); TP collectives block the compute but in a "
                    "column-parallel layer's backward (as Megatron: its input gradient reduce-scattered, or all-reduced "
                    "without sequence parallelism, under the weight gradient; with sequence parallelism the input "
                    "gathered again under the input gradient) and with --mc2; EP "

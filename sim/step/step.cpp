@@ -514,9 +514,18 @@ std::vector<Planner::Item> Planner::layer_items(std::int64_t layer, bool backwar
   // size: per block the cube's two matmuls (Q K^T over the query/key dim, P V
   // over the keys) at the attention rate and the block's online softmax on
   // the vector units (npu.cores.aic_attention_block_fixed), whatever the head
-  // dimension. Causal: half the blocks. Decode: each sequence's query rows
-  // (a KV head's group of query heads; MLA: every head) against its context.
+  // dimension. Causal: the blocks on or below the diagonal (a sequence's query
+  // block i needs the key blocks up to its last row; with CP, or a sequence
+  // not a whole number of blocks, half of them). Decode: each sequence's query
+  // rows (a KV head's group of query heads; MLA: every head) against its context.
   Gemm scores{T, static_cast<double>(mc_.qk_dim() + mc_.v_dim()), S, heads * causal};
+  const std::int64_t seq = r_.batch.seq;
+  if (r_.phase != StepPhase::Decode && l_.cp == 1 && seq % 128 == 0 && seq >= 256) {
+    double blocks = 0;  // per sequence and head
+    for (std::int64_t end = 128; end <= seq; end += 128) blocks += static_cast<double>((end + 255) / 256);
+    // One query block row and key block column per block, `count` of them.
+    scores = Gemm{128, scores.k, 256, blocks * static_cast<double>(r_.batch.micro) * heads};
+  }
   if (r_.phase == StepPhase::Decode) {
     const double kv_heads = std::max(1.0, static_cast<double>(mc_.kv_heads) / tp);
     scores.m = mc_.mla ? heads : std::max(1.0, heads / kv_heads);
