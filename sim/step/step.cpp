@@ -58,6 +58,10 @@ constexpr double kCrossEntropyBackwardBytes = 14;
 
 // The most operations a plan holds (about 100 bytes each with their dependencies).
 constexpr double kMaxOps = 4e7;
+// The longest step, and so the longest operator and the most compute on one
+// rank, a plan may hold: 10^7 s in picoseconds, within 64 bits with room for a
+// sum of two.
+constexpr std::uint64_t kMaxStepPs = 10'000'000'000'000'000'000ULL;
 
 // Comm: a process group of a Chakra trace (hcclsim step --chakra).
 enum class Group : std::uint8_t { Tp, Cp, Ep, Dp, Edp, PpFwd, PpBwd, Comm };
@@ -227,6 +231,9 @@ class Planner {
   int part(int domain, const Item& item);
   void check();
   Time vector_time(double bytes) const;
+  // Seconds of an operator at the profile's rates as a Time; beyond
+  // kMaxStepPs the profile's rates are refused.
+  Time rate_time(double seconds) const;
   // GEMMs of an operator: rows m (tokens), reduction k, columns n, `count` alike.
   struct Gemm {
     double m, k, n;
@@ -282,6 +289,7 @@ class Planner {
   std::int64_t context_ = 0;     // keys each token attends
   std::int64_t ep_tokens_ = 0;   // tokens a rank dispatches
   std::vector<int> last_compute_;
+  std::vector<std::uint64_t> compute_ps_;  // per rank: its compute so far (bounded by kMaxStepPs)
   std::vector<std::vector<int>> pending_;  // per rank: what its next compute waits for
   std::map<std::tuple<int, int, int, int>, int> p2p_op_;  // (group, global chunk, mb, receiver)
   std::vector<std::vector<int>> end_waits_;   // per rank: the gradient reductions its optimizer waits for
@@ -394,8 +402,7 @@ Planner::Item Planner::gemm(const std::string& op, const std::string& shape, con
     forward = std::max(forward, bytes / hbm);
     back = std::max(back, 2 * bytes / hbm);
   }
-  auto ps = [](double seconds) { return Time{static_cast<std::uint64_t>(std::llround(seconds * 1e12))}; };
-  Item it = compute_phases(op, shape, ps(forward), ps(back), backward);
+  Item it = compute_phases(op, shape, rate_time(forward), rate_time(back), backward);
   if (backward) it.weight_grad_share = weight_grad_share;
   return it;
 }
@@ -403,15 +410,22 @@ Planner::Item Planner::gemm(const std::string& op, const std::string& shape, con
 Time Planner::vector_time(double bytes) const {
   const double vec = static_cast<double>(t_.npu.cores.aiv_bandwidth.bytes_per_s) * t_.npu.cores.aiv;
   const double hbm = static_cast<double>(t_.npu.memory.hbm_bandwidth.bytes_per_s);
-  const double s = std::max(vec > 0 ? bytes / vec : 0.0, hbm > 0 ? bytes / hbm : 0.0);
-  return Time{static_cast<std::uint64_t>(std::llround(s * 1e12))};
+  return rate_time(std::max(vec > 0 ? bytes / vec : 0.0, hbm > 0 ? bytes / hbm : 0.0));
+}
+
+Time Planner::rate_time(double seconds) const {
+  if (!(seconds * 1e12 <= static_cast<double>(kMaxStepPs) / 2)) {
+    throw InputError(t_.profile_file + " at $.npu", "an operator of the step would take more than 5 x 10^6 s at its "
+                                                    "rates (npu.cores, npu.memory): expected rates and costs of an NPU");
+  }
+  return Time{static_cast<std::uint64_t>(std::llround(seconds * 1e12))};
 }
 
 // A compute item: the user's table first (operator, or operator_bwd; a
 // backward the table lacks is its forward times backward_factor), else the roofline.
 Planner::Item Planner::compute(const std::string& op, const std::string& shape, Time roof, bool backward,
                                double backward_factor) {
-  const Time back{static_cast<std::uint64_t>(std::llround(backward_factor * static_cast<double>(roof.ps)))};
+  const Time back = rate_time(backward_factor * static_cast<double>(roof.ps) * 1e-12);
   return compute_phases(op, shape, roof, back, backward, backward_factor);
 }
 
@@ -536,8 +550,7 @@ std::vector<Planner::Item> Planner::layer_items(std::int64_t layer, bool backwar
   const double hbm = static_cast<double>(t_.npu.memory.hbm_bandwidth.bytes_per_s);
   const double attention_bytes = T * heads * static_cast<double>(mc_.qk_dim() + mc_.v_dim()) * dt + kv_bytes;
   const double attention_roof = std::max(attention_s, hbm > 0 ? attention_bytes / hbm : 0.0);
-  items.push_back(compute("attn_core", tok + ",context=" + std::to_string(context_),
-                          Time{static_cast<std::uint64_t>(std::llround(attention_roof * 1e12))}, backward));
+  items.push_back(compute("attn_core", tok + ",context=" + std::to_string(context_), rate_time(attention_roof), backward));
   if (l_.cp > 1) {  // ring attention: each step passes this rank's K and V on (backward: and their gradients)
     const std::uint64_t kv = mc_.mla ? static_cast<std::uint64_t>(mc_.kv_lora_rank + mc_.qk_rope_dim)
                                      : ceil_div(2 * static_cast<std::uint64_t>(mc_.kv_heads * mc_.head_dim), l_.tp);
@@ -652,6 +665,12 @@ std::vector<Planner::Item> Planner::layer_items(std::int64_t layer, bool backwar
 }
 
 int Planner::add_compute(int rank, const Item& item, std::uint32_t label) {
+  std::uint64_t& sum = compute_ps_[static_cast<std::size_t>(rank)];
+  if (item.time.ps > kMaxStepPs - sum) {
+    throw InputError("option --batch", "rank " + std::to_string(rank) + "'s compute in one step would exceed 10^7 s: use "
+                                       "fewer micro-batches (or check the profile's rates and --compute)");
+  }
+  sum += item.time.ps;
   Op op;
   op.rank = rank;
   op.duration = item.time;
@@ -992,6 +1011,7 @@ void Planner::run() {
   ep_tokens_ = std::max<std::int64_t>(1, tokens_ / l_.tp);
   const int world = l_.world();
   last_compute_.assign(static_cast<std::size_t>(world), -1);
+  compute_ps_.assign(static_cast<std::size_t>(world), 0);
   pending_.assign(static_cast<std::size_t>(world), {});
   const int chunks = l_.pp * l_.vpp;
   const std::vector<std::int64_t> starts = chunk_starts(mc_.layers, chunks);
@@ -1511,6 +1531,9 @@ StepResult run_step_estimate(const StepPlan& plan) {
     std::uint64_t start = 0;
     for_each_pred(op, [&](int p) { start = std::max(start, t.end[static_cast<std::size_t>(p)]); });
     const std::uint64_t dur = op.coll ? static_cast<std::uint64_t>(std::llround(part_ps[static_cast<std::size_t>(op.part)])) : op.duration.ps;
+    if (dur > kMaxStepPs - std::min(start, kMaxStepPs)) {
+      throw InputError("option --batch", "the step would take more than 10^7 s: use fewer micro-batches");
+    }
     t.start[static_cast<std::size_t>(i)] = start;
     t.end[static_cast<std::size_t>(i)] = start + dur;
     if (op.coll) {

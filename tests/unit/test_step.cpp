@@ -512,6 +512,35 @@ TEST_CASE("step: a search over etp times each valid expert split as its own layo
   CHECK(valid == 3);
 }
 
+TEST_CASE("step: a step beyond 10^7 s is refused, not wrapped around 64 bits of picoseconds", "[step]") {
+  // 1000 micro-batches of 86 operators at the table's largest time (1e9 us)
+  // is 8.6 x 10^7 s of compute on one rank.
+  const TopologySpec spec = a2_server();
+  StepRequest req = request("tiny-llama.json", "tp=1,pp=1,dp=1", "global=1000,micro=1,seq=512");
+  req.compute.add("*", "*", 1e9);
+  try {
+    plan_step(spec, req);
+    FAIL("accepted");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("option --batch") != std::string::npos);
+    CHECK(std::string(e.what()).find("10^7 s") != std::string::npos);
+  }
+  // A profile whose block cost makes one operator longer than the bound.
+  nlohmann::json doc = load_json_file(source_file("configs/profiles/a2-910b.json"));
+  doc.erase("calibration");
+  doc["npu"]["cores"]["aic_gemm_block_fixed"] = {{"value", "999999s"}, {"source", "assumed: a test"}};
+  TopologySpec slow = spec;
+  slow.npu = read_profile(doc, "slow.json").npu;
+  slow.profile_file = "slow.json";
+  StepRequest roof = request("tiny-llama.json", "tp=1,pp=1,dp=1", "global=1,micro=1,seq=8192");
+  try {
+    plan_step(slow, roof);
+    FAIL("accepted");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("slow.json at $.npu") != std::string::npos);
+  }
+}
+
 TEST_CASE("step: the estimate is within 5% of the detailed step on a grid of small models", "[step]") {
   // Layouts whose groups do not share links on an A2 server's full mesh
   // (the estimate models no contention between groups; see the PP test).
