@@ -100,8 +100,8 @@ struct CoreParams {
   // it, aic_flops_per_s): the step's core attention, whose softmax tiles
   // between the matmuls keep the cube below its GEMM rate.
   std::uint64_t aic_attention_flops_per_s = 0;
-  // One AIC's fixed time per output base block of a GEMM (kAicBaseM x
-  // kAicBaseN, the profile's aic_gemm_block_fixed; 0 without it): loading
+  // One AIC's fixed time per output base block of a GEMM (128 x 256, as
+  // hcclsim step cuts it; the profile's aic_gemm_block_fixed; 0 without it): loading
   // the block's first operands and writing its accumulator out, on top of
   // its K loop at aic_flops_per_s. What makes a GEMM of a short reduction
   // (a small model's hidden size, a TP shard) slower per flop.

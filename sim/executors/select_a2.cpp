@@ -111,8 +111,8 @@ ExecutorChoice select_executor_a2(const CollectiveSpec& spec, const ExecContext&
           // deterministic_small_graph, medium on 8 up to deterministic_medium_graph)
           if (opbase && size > t.deterministic_small_opbase) {
             const std::string above = "> " + size_words(t.deterministic_small_opbase);
-            if (static_cast<std::uint64_t>(spec.ranks) == t.deterministic_mid_count_ranks) return pick("AllReduceMeshMidCountLoopExecutor", plan, "HCCL_DETERMINISTIC=true, op-base, one server of 8, " + above);
-            return pick("AllReduceMeshOneshotLoopExecutor", plan, "HCCL_DETERMINISTIC=true, op-base, one server not of 8, " + above);
+            if (static_cast<std::uint64_t>(spec.ranks) == t.deterministic_mid_count_ranks) return pick("AllReduceMeshMidCountLoopExecutor", plan, "HCCL_DETERMINISTIC=true, op-base, one server of " + std::to_string(t.deterministic_mid_count_ranks) + ", " + above);
+            return pick("AllReduceMeshOneshotLoopExecutor", plan, "HCCL_DETERMINISTIC=true, op-base, one server not of " + std::to_string(t.deterministic_mid_count_ranks) + ", " + above);
           }
           unmodelled(size <= (opbase ? t.deterministic_small_opbase : t.deterministic_small_graph) ? "AllReduceMeshSmallCountExecutor (deterministic templates)"
                      : static_cast<std::uint64_t>(spec.ranks) == t.deterministic_mid_count_ranks && size <= t.deterministic_medium_graph ? "AllReduceMeshMidCountLoopExecutor (graph mode)"
@@ -195,7 +195,7 @@ ExecutorChoice select_executor_a2(const CollectiveSpec& spec, const ExecContext&
       if (total * data_type_size(spec.dtype) > spec.buffer_bytes) {
         return pick("RunAlltoAllDirectFullmesh", plan, "AlltoAll whose send and receive data exceed the HCCL buffer");
       }
-      if (static_cast<std::uint64_t>(spec.ranks) <= t.alltoall_p2p_max_ranks) return pick("RunAlltoAllVFullMesh", plan, "two ranks (HCCL_ALLTOALLV_P2P_SIZE)");
+      if (static_cast<std::uint64_t>(spec.ranks) <= t.alltoall_p2p_max_ranks) return pick("RunAlltoAllVFullMesh", plan, "up to " + std::to_string(t.alltoall_p2p_max_ranks) + " ranks (HCCL_ALLTOALLV_P2P_SIZE)");
       return pick("RunAlltoAllVStaged", plan, "AlltoAll within the HCCL buffer, one server");
     }
   }

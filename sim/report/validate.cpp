@@ -81,13 +81,14 @@ StepRequest step_request_of(const MeasuredPoint& p, const JsonLocation& where) {
   else if (dispatcher == "allgather") req.dispatcher = Dispatcher::AllGather;
   else where.key("dispatcher").fail("unknown dispatcher '" + dispatcher + "'; expected alltoall or allgather (a "
                                     "step point runs on the estimate, which has no deepep kernels)");
-  const std::string sp = option_or("sequence_parallel", "true");
-  if (sp != "true" && sp != "false") where.key("sequence_parallel").fail("expected true or false");
-  req.sequence_parallel = sp == "true";
-  const std::string mc2 = option_or("mc2", "false");
-  if (mc2 != "true" && mc2 != "false") where.key("mc2").fail("expected true or false");
-  if (mc2 == "true" && !req.sequence_parallel) where.key("mc2").fail("MC2 needs sequence_parallel true");
-  req.mc2 = mc2 == "true";
+  auto flag = [&](const char* key, const char* fallback) {
+    const std::string value = option_or(key, fallback);
+    if (value != "true" && value != "false") where.key(key).fail("expected true or false");
+    return value == "true";
+  };
+  req.sequence_parallel = flag("sequence_parallel", "true");
+  req.mc2 = flag("mc2", "false");
+  if (req.mc2 && !req.sequence_parallel) where.key("mc2").fail("MC2 needs sequence_parallel true");
   req.model = read_model_config(p.model_file);
   return req;
 }

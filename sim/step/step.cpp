@@ -38,14 +38,16 @@ constexpr std::uint64_t kOptimizerBytesPerParam = 30;
 // layers too.
 constexpr std::uint64_t kActivationBytesPerToken = 34;
 // The vector passes over the fp32 logits per element in Megatron's vocabulary-
-// parallel cross entropy (megatron/core/tensor_parallel/cross_entropy.py,
-// VocabParallelCrossEntropy), counted from its public code: forward, the bf16
+// parallel cross entropy (assumed: counted from its public code,
+// megatron/core/tensor_parallel/cross_entropy.py, VocabParallelCrossEntropy;
+// not measured): forward, the bf16
 // logits made fp32 (read 2, write 4), the row max (read 4), minus the max
 // (read 4, write 4), exp (read 4, write 4), the row sum (read 4) and the
 // division kept for backward (read 4, write 4): 38 bytes; backward, the saved
 // softmax times the loss gradient (read 4, write 4) and made bf16 for the
 // head's matmul (read 4, write 2): 14 bytes.
 constexpr double kCrossEntropyForwardBytes = 38;
+constexpr double kCrossEntropyBackwardBytes = 14;
 // A GEMM's output base block on one AIC: 128 x 256 elements, whose fp32
 // accumulator fills the 910B cube's 128 KiB L0C (assumed: the block of the
 // Ascend C matmul samples, cann/asc-devkit examples/03_libraries/01_matrix;
@@ -54,7 +56,6 @@ constexpr double kCrossEntropyForwardBytes = 38;
 constexpr double kAicBaseM = 128;
 constexpr double kAicBaseN = 256;
 constexpr double kAicFractal = 16;
-constexpr double kCrossEntropyBackwardBytes = 14;
 
 // The most operations a plan holds (about 100 bytes each with their dependencies).
 constexpr double kMaxOps = 4e7;
@@ -391,11 +392,12 @@ Planner::Item Planner::gemm(const std::string& op, const std::string& shape, con
                             bool backward, bool column_parallel) {
   const double hbm = static_cast<double>(t_.npu.memory.hbm_bandwidth.bytes_per_s);
   double forward = 0, back = 0, weight_grad = 0;
-  for (const Gemm& g : gemms) {
+  for (std::size_t i = 0; i < gemms.size(); ++i) {
+    const Gemm& g = gemms[i];
     forward += gemm_seconds(g);
     const double dw = gemm_seconds({g.k, g.m, g.n, g.count});
     back += gemm_seconds({g.m, g.n, g.k, g.count}) + dw;
-    if (column_parallel && &g == &gemms.front()) weight_grad = dw;
+    if (column_parallel && i == 0) weight_grad = dw;
   }
   const double weight_grad_share = back > 0 ? weight_grad / back : 0;
   if (hbm > 0) {
@@ -499,7 +501,7 @@ std::vector<Planner::Item> Planner::layer_items(std::int64_t layer, bool backwar
   // Attention: the norm on this rank's share of the sequence, then its gather.
   items.push_back(compute("norm", tok, vector_time(2 * norm_tokens * h * dt), backward));
   tp_in();
-  const double heads_per_rank = static_cast<double>(mc_.heads) / tp;
+  const double heads = static_cast<double>(mc_.heads) / tp;  // a rank's share
   double qkv_w = 0;
   if (mc_.mla) {
     const double q = mc_.q_lora_rank > 0 ? h * mc_.q_lora_rank + static_cast<double>(mc_.q_lora_rank) * mc_.heads * mc_.qk_dim()
@@ -513,10 +515,9 @@ std::vector<Planner::Item> Planner::layer_items(std::int64_t layer, bool backwar
   matmul(gemm("qkv", tok, {{T, h, qkv_w / h}}, qkv_w * dt + 2 * T * h * dt, backward, true));
   // Rotary embedding of the queries and keys, read and written once; its
   // backward is the inverse rotation of their gradients.
-  const double rotated = mc_.mla ? heads_per_rank * mc_.qk_rope_dim + static_cast<double>(mc_.qk_rope_dim)
+  const double rotated = mc_.mla ? heads * mc_.qk_rope_dim + static_cast<double>(mc_.qk_rope_dim)
                                  : static_cast<double>(mc_.heads + mc_.kv_heads) * mc_.head_dim / tp;
   items.push_back(compute("rope", tok, vector_time(2 * T * rotated * dt), backward, 1.0));
-  const double heads = heads_per_rank;
   const double causal = r_.phase == StepPhase::Decode ? 1.0 : 0.5;
   const double S = static_cast<double>(context_);
   const double kv_bytes = r_.phase == StepPhase::Decode
@@ -534,16 +535,16 @@ std::vector<Planner::Item> Planner::layer_items(std::int64_t layer, bool backwar
   // rows (a KV head's group of query heads; MLA: every head) against its context.
   Gemm scores{T, static_cast<double>(mc_.qk_dim() + mc_.v_dim()), S, heads * causal};
   const std::int64_t seq = r_.batch.seq;
-  if (r_.phase != StepPhase::Decode && l_.cp == 1 && seq % 128 == 0 && seq >= 256) {
-    double blocks = 0;  // per sequence and head
-    for (std::int64_t end = 128; end <= seq; end += 128) blocks += static_cast<double>((end + 255) / 256);
-    // One query block row and key block column per block, `count` of them.
-    scores = Gemm{128, scores.k, 256, blocks * static_cast<double>(r_.batch.micro) * heads};
-  }
   if (r_.phase == StepPhase::Decode) {
     const double kv_heads = std::max(1.0, static_cast<double>(mc_.kv_heads) / tp);
     scores.m = mc_.mla ? heads : std::max(1.0, heads / kv_heads);
     scores.count = static_cast<double>(r_.batch.micro) * (mc_.mla ? 1.0 : kv_heads);
+  } else if (l_.cp == 1 && seq % static_cast<std::int64_t>(kAicBaseM) == 0 && seq >= static_cast<std::int64_t>(kAicBaseN)) {
+    double blocks = 0;  // per sequence and head
+    const auto base_m = static_cast<std::int64_t>(kAicBaseM), base_n = static_cast<std::int64_t>(kAicBaseN);
+    for (std::int64_t end = base_m; end <= seq; end += base_m) blocks += static_cast<double>((end + base_n - 1) / base_n);
+    // One query block row and key block column per block, `count` of them.
+    scores = Gemm{kAicBaseM, scores.k, kAicBaseN, blocks * static_cast<double>(r_.batch.micro) * heads};
   }
   const CoreParams& cores = t_.npu.cores;
   const double attention_s = block_seconds(scores, cores.aic_attention_flops_per_s, cores.aic_attention_block_fixed);
@@ -581,7 +582,7 @@ std::vector<Planner::Item> Planner::layer_items(std::int64_t layer, bool backwar
     tp_out();
     // (SwiGLU runs between the MLP's two matmuls; after the collective in the
     // chain, so that --mc2 finds the matmul next to it: the same time.)
-    swiglu(T, static_cast<double>(mc_.ffn) / tp);
+    swiglu(T, ffn);
   } else {
     const double te = static_cast<double>(ep_tokens_);
     const std::string etok = "tokens=" + std::to_string(ep_tokens_);
@@ -629,7 +630,7 @@ std::vector<Planner::Item> Planner::layer_items(std::int64_t layer, bool backwar
       const double sw = 3 * h * static_cast<double>(mc_.moe_ffn) * static_cast<double>(mc_.shared_experts);
       const double shared_ffn = static_cast<double>(mc_.moe_ffn) * static_cast<double>(mc_.shared_experts);
       items.push_back(gemm("shared_experts", etok, {{te, h, 2 * shared_ffn}, {te, shared_ffn, h}}, sw * dt + 2 * te * h * dt, backward));
-      swiglu(te, static_cast<double>(mc_.moe_ffn * mc_.shared_experts));
+      swiglu(te, shared_ffn);
     }
     if (etp > 1) coll(Group::Tp, CollOp::ReduceScatter, held * mc_.hidden);
     dispatch(false);
@@ -837,10 +838,9 @@ void Planner::mc2(int stage, const Item* gather, const Item& matmul, const Item*
     piece.count = ceil_div(coll.count, static_cast<std::uint64_t>(n));
     return piece;
   };
-  auto for_each_group = [&](const std::function<void(int, const std::vector<int>&, int)>& fn) { for_each_tp_group(stage, fn); };
   std::map<int, std::vector<int>> gathered;  // TP group leader -> its gathered pieces
   if (gather != nullptr) {
-    for_each_group([&](int leader, const std::vector<int>& members, int dom) {
+    for_each_tp_group(stage, [&](int leader, const std::vector<int>& members, int dom) {
       const int pt = part(dom, piece_of(*gather));
       for (int k = 0; k < n; ++k) gathered[leader].push_back(add_coll(dom, pt, what + " mc2", members, false));
     });
@@ -859,7 +859,7 @@ void Planner::mc2(int stage, const Item* gather, const Item& matmul, const Item*
     }
   }
   if (scatter == nullptr) return;
-  for_each_group([&](int, const std::vector<int>& members, int dom) {
+  for_each_tp_group(stage, [&](int, const std::vector<int>& members, int dom) {
     const int pt = part(dom, piece_of(*scatter));
     int last = -1;
     for (int k = 0; k < n; ++k) {
