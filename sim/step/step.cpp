@@ -513,6 +513,8 @@ std::vector<Planner::Item> Planner::layer_items(std::int64_t layer, bool backwar
   }
   // (MLA's four projections as one GEMM over the hidden size: simplified.)
   matmul(gemm("qkv", tok, {{T, h, qkv_w / h}}, qkv_w * dt + 2 * T * h * dt, backward, true));
+  // The vector passes below are their bytes read and written at HBM's rate,
+  // and their backward factors counts of the same (assumed: not measured).
   // Rotary embedding of the queries and keys, read and written once; its
   // backward is the inverse rotation of their gradients.
   const double rotated = mc_.mla ? heads * mc_.qk_rope_dim + static_cast<double>(mc_.qk_rope_dim)
