@@ -101,7 +101,9 @@ struct Part {
   MoeParams moe_params;
   std::vector<int> members;    // of the first domain that ran it (MoE: its fabric)
   std::string executor;
-  double estimate_us = -1;     // filled by the estimate
+  // Whether its streams pay npu.stream.op_launch first. An MC2 kernel is one
+  // launch: its collective's later pieces are rounds of the same operation.
+  bool launched = true;
 };
 
 struct Domain {
@@ -229,7 +231,7 @@ class Planner {
   }
   std::vector<int> group_members(Group g, int rank, int slot) const;
   int domain(Group g, int slot, const std::vector<int>& members);
-  int part(int domain, const Item& item);
+  int part(int domain, const Item& item, bool launched = true);
   void check();
   Time vector_time(double bytes) const;
   // Seconds of an operator at the profile's rates as a Time; beyond
@@ -335,13 +337,14 @@ int Planner::domain(Group g, int slot, const std::vector<int>& members) {
   return id;
 }
 
-int Planner::part(int dom, const Item& item) {
+int Planner::part(int dom, const Item& item, bool launched) {
   const Domain& d = p_.domains[static_cast<std::size_t>(dom)];
   const std::string key = std::to_string(d.view) + "/" + (item.moe ? "moe" + std::to_string(static_cast<int>(item.phase))
-                                                                    : coll_op_name(item.cop)) + "/" + std::to_string(item.count);
+                                                                    : coll_op_name(item.cop)) + "/" + std::to_string(item.count) +
+                          (launched ? "" : "/in-kernel");
   const auto found = p_.part_of.find(key);
   if (found != p_.part_of.end()) return found->second;
-  Part part{d.group, d.view, item.moe, item.cop, item.count, item.phase, MoeParams{}, d.members, "", -1};
+  Part part{d.group, d.view, item.moe, item.cop, item.count, item.phase, MoeParams{}, d.members, "", launched};
   const TopologySpec& view = *p_.views[static_cast<std::size_t>(d.view)];
   const std::string what = "layout " + l_.describe() + ": the " + group_name(d.group) + " group " + members_text(d.members);
   if (item.moe) {
@@ -843,8 +846,8 @@ void Planner::mc2(int stage, const Item* gather, const Item& matmul, const Item*
   std::map<int, std::vector<int>> gathered;  // TP group leader -> its gathered pieces
   if (gather != nullptr) {
     for_each_tp_group(stage, [&](int leader, const std::vector<int>& members, int dom) {
-      const int pt = part(dom, piece_of(*gather));
-      for (int k = 0; k < n; ++k) gathered[leader].push_back(add_coll(dom, pt, what + " mc2", members, false));
+      const int first = part(dom, piece_of(*gather)), later = part(dom, piece_of(*gather), false);
+      for (int k = 0; k < n; ++k) gathered[leader].push_back(add_coll(dom, k == 0 ? first : later, what + " mc2", members, false));
     });
   }
   std::map<int, std::vector<int>> multiplied;  // rank -> its matmul pieces
@@ -862,10 +865,10 @@ void Planner::mc2(int stage, const Item* gather, const Item& matmul, const Item*
   }
   if (scatter == nullptr) return;
   for_each_tp_group(stage, [&](int, const std::vector<int>& members, int dom) {
-    const int pt = part(dom, piece_of(*scatter));
+    const int first = part(dom, piece_of(*scatter)), later = part(dom, piece_of(*scatter), false);
     int last = -1;
     for (int k = 0; k < n; ++k) {
-      last = add_coll(dom, pt, what + " mc2", {}, false);
+      last = add_coll(dom, k == 0 ? first : later, what + " mc2", {}, false);
       for (int m : members) {
         const auto found = multiplied.find(m);
         if (found != multiplied.end()) p_.ops[static_cast<std::size_t>(last)].deps.push_back(found->second[static_cast<std::size_t>(k)]);
@@ -1269,9 +1272,9 @@ const TaskGraph& part_graph(const StepPlan& plan, int index) {
   for (const Thread& th : g.threads()) {
     const ThreadId id = launched.add_thread(th.rank, th.name);
     streams.emplace(std::pair{th.rank, th.name}, id);
-    if (!th.tasks.empty()) launched.delay(id, launch, "op launch");
+    if (part.launched && !th.tasks.empty()) launched.delay(id, launch, "op launch");
   }
-  if (stream.op_launch.ps > 0) launched.note_constant(Constant::StreamOpLaunch);
+  if (part.launched && stream.op_launch.ps > 0) launched.note_constant(Constant::StreamOpLaunch);
   std::vector<int> identity(static_cast<std::size_t>(part.members.size()));
   for (std::size_t r = 0; r < identity.size(); ++r) identity[r] = static_cast<int>(r);
   launched.append(g, identity, 0, "", &streams);
@@ -1476,13 +1479,25 @@ StepResult run_step_estimate(const StepPlan& plan) {
     const auto [it, added] = smallest.emplace(key, i);
     if (!added && part.count < plan.parts[it->second].count) it->second = i;
   }
+  // A piece of a collective inside a kernel (MC2's later rounds) pays no
+  // launch: its view's op_launch is the stream's dispatch gap, whose closed
+  // forms then start at 0, as its graph does without the launch delay.
+  std::map<int, std::unique_ptr<TopologySpec>> in_kernel_views;
+  auto in_kernel_view = [&](int index) -> const TopologySpec& {
+    auto& view = in_kernel_views[index];
+    if (!view) {
+      view = std::make_unique<TopologySpec>(*plan.views[static_cast<std::size_t>(index)]);
+      view->npu.stream.op_launch = view->npu.stream.task_dispatch;
+    }
+    return *view;
+  };
   for (std::size_t i = 0; i < plan.parts.size(); ++i) {
     const Part& part = plan.parts[i];
     if (part.moe) {
       throw InputError("option --dispatcher", "deepep runs the MoE kernels, which have no closed form; use --model detailed "
                                               "or --dispatcher alltoall|allgather");
     }
-    const TopologySpec& view = *plan.views[static_cast<std::size_t>(part.view)];
+    const TopologySpec& view = part.launched ? *plan.views[static_cast<std::size_t>(part.view)] : in_kernel_view(part.view);
     PerfRequest req = part_request(view, part);
     req.sizes = {data_size_of(part.op, req.ranks, req.dtype, part.count)};
     const bool lists_assumed = smallest.at(std::tuple{part.view, static_cast<int>(part.op), part.executor}) == i;
@@ -2126,7 +2141,7 @@ class ChakraPlanner {
     const Domain& d = p_.domains[static_cast<std::size_t>(dom)];
     const std::uint64_t whole = chakra_bytes(cop, 1, d.members.size());
     Part part{Group::Comm, d.view, false, cop, std::max<std::uint64_t>(1, pend.bytes / whole), MoePhase::Dispatch, MoeParams{},
-              d.members, "", -1};
+              d.members, ""};
     const std::string pkey = std::to_string(d.view) + "/" + coll_op_name(cop) + "/" + std::to_string(part.count);
     auto found = p_.part_of.find(pkey);
     if (found == p_.part_of.end()) {

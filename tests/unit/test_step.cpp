@@ -289,20 +289,26 @@ TEST_CASE("step: MC2 runs the TP transfers under their matmuls but the first and
   // (the row-parallel layers), while a column-parallel layer's whole
   // ReduceScatter runs under its weight gradient, as MindSpeed's MC2 does.
   // Pieces are 512 x 1024 / 8 / 8 elements; the head's whole AllGather too.
+  // A fused kernel is launched once: its first piece pays op_launch, the
+  // later ones (the exposed last scattered piece among them) do not.
   const TopologySpec spec = a2_server();
+  TopologySpec in_kernel = spec;
+  in_kernel.npu.stream.op_launch = in_kernel.npu.stream.task_dispatch;
   StepRequest req = request("tiny-llama.json", "tp=8,pp=1,dp=1", "global=1,micro=1,seq=512");
   req.compute.add("*", "*", 0.0);
   for (const char* op : {"qkv", "attn_out", "mlp"}) req.compute.add(op, "*", 10000.0);
-  auto collective_us = [&](CollOp op, std::uint64_t count) {
-    PerfRequest pr = tp_all_reduce(spec);
+  auto collective_us = [&](CollOp op, std::uint64_t count, const TopologySpec& on) {
+    PerfRequest pr = tp_all_reduce(on);
     pr.op = op;
     pr.sizes = {data_size_of(op, 8, DataType::Bf16, count)};
-    return static_cast<double>(estimate_perf(spec, pr).front().time.ps) / 1e6;
+    return static_cast<double>(estimate_perf(on, pr).front().time.ps) / 1e6;
   };
   const std::uint64_t block = 512 * 1024 / 8;
   const double compute = 4 * 3 * (10000.0 + 20000.0);
-  const double gathered = collective_us(CollOp::AllGather, block / 8), scattered = collective_us(CollOp::ReduceScatter, block / 8);
-  const double head = collective_us(CollOp::AllGather, block);
+  const double gathered = collective_us(CollOp::AllGather, block / 8, spec);
+  const double scattered = collective_us(CollOp::ReduceScatter, block / 8, in_kernel);
+  REQUIRE(scattered < collective_us(CollOp::ReduceScatter, block / 8, spec));
+  const double head = collective_us(CollOp::AllGather, block, spec);
   req.mc2 = true;
   const StepResult fused = run_step_estimate(*plan_step(spec, req));
   const StepGroupResult* tp = group(fused, "tp");
@@ -318,7 +324,7 @@ TEST_CASE("step: MC2 runs the TP transfers under their matmuls but the first and
   // backward), both far shorter than the 10 ms halves.
   req.mc2 = false;
   const StepResult serial = run_step_estimate(*plan_step(spec, req));
-  const double gather = collective_us(CollOp::AllGather, block), scatter = collective_us(CollOp::ReduceScatter, block);
+  const double gather = collective_us(CollOp::AllGather, block, spec), scatter = collective_us(CollOp::ReduceScatter, block, spec);
   CHECK(serial.step_time_us == Approx(compute + 4 * (2 * gather + 2 * scatter + 2 * gather) + head).epsilon(1e-9));
   // All of them under way: per layer forward 2 + 2, backward 4 AllGathers (two of
   // them the inputs again) and 2 ReduceScatters.
