@@ -113,6 +113,7 @@ std::vector<MeasuredPoint> load_measurements(const std::string& file) {
     const JsonLocation loc = root.location_of("points").index(i);
     ObjectReader r(points[i], loc);
     MeasuredPoint p;
+    p.where = loc;
     p.id = r.required_string("id");
     if (!ids.insert(p.id).second) r.location_of("id").fail("the id '" + p.id + "' is used by an earlier point");
     p.group = r.required_string("group");
@@ -257,6 +258,14 @@ struct NamedPlatform : sc_core::sc_module {
   NamedPlatform(sc_core::sc_module_name name, const TopologySpec& spec) : sc_core::sc_module(name), platform(spec) {}
 };
 
+// Where an error about point `p` (or its options.`key`) is: the file and
+// JSON path when it was read from a file, else its id.
+std::string point_where(const MeasuredPoint& p, const std::string& key = "") {
+  if (p.where.file.empty()) return "point " + p.id + (key.empty() ? "" : " options." + key);
+  const JsonLocation at = key.empty() ? p.where : p.where.key("options").key(key);
+  return at.describe() + " (point " + p.id + ")";
+}
+
 int option_int(const MeasuredPoint& p, const std::string& key) {
   const std::string& text = p.options.at(key);
   try {
@@ -265,7 +274,7 @@ int option_int(const MeasuredPoint& p, const std::string& key) {
     if (used == text.size()) return static_cast<int>(v);
   } catch (const std::exception&) {
   }
-  throw InputError("point " + p.id, "options." + key + " is not an integer: " + text);
+  throw InputError(point_where(p, key), "not an integer: " + text);
 }
 
 double seconds(Time t) { return static_cast<double>(t.ps) / 1e12; }
@@ -285,7 +294,7 @@ double seconds(Time t) { return static_cast<double>(t.ps) / 1e12; }
 double domain_batch(Scheduler& sched, Platform& platform, const MeasuredPoint& p, int src, int dst) {
   const bool read = p.op == "p2p_read";
   const bool rdma = platform.rdma_between(src, dst);
-  if (read && rdma) throw InputError("point " + p.id, "a communication-domain read across RDMA is not modelled");
+  if (read && rdma) throw InputError(point_where(p), "a communication-domain read across RDMA is not modelled");
   const OneSidedParams& costs = platform.spec().npu.one_sided;
   const int actor = read ? dst : src;
   const std::uint64_t blocks = std::max<std::uint64_t>(1, p.total_bytes / p.block_bytes);
@@ -330,12 +339,12 @@ double run_moe_point(Platform& platform, const MeasuredPoint& point, std::string
       if (used == it->second.size()) return static_cast<int>(v);
     } catch (const std::exception&) {
     }
-    throw InputError("point " + point.id, std::string("options.") + key + " is not an integer: " + it->second);
+    throw InputError(point_where(point, key), "not an integer: " + it->second);
   };
   for (const auto& [key, value] : point.options) {
     static const std::set<std::string> known{"ep", "tokens", "hidden", "topk", "experts", "mode", "dtype", "routing", "seed", "scope"};
     if (known.count(key) == 0) {
-      throw InputError("point " + point.id, "unknown MoE option '" + key + "'; expected ep, tokens, hidden, topk, experts, mode, dtype, routing, seed, scope");
+      throw InputError(point_where(point, key), "unknown MoE option; expected ep, tokens, hidden, topk, experts, mode, dtype, routing, seed, scope");
     }
   }
   p.ep = integer("ep", point.ranks > 0 ? point.ranks : 8);
@@ -345,10 +354,10 @@ double run_moe_point(Platform& platform, const MeasuredPoint& point, std::string
   p.experts = integer("experts", p.experts);
   p.seed = static_cast<std::uint64_t>(integer("seed", 1));
   const std::string mode = point.options.count("mode") ? point.options.at("mode") : "normal";
-  if (mode != "normal" && mode != "low_latency") throw InputError("point " + point.id, "options.mode: expected normal or low_latency");
+  if (mode != "normal" && mode != "low_latency") throw InputError(point_where(point, "mode"), "expected normal or low_latency");
   p.mode = mode == "normal" ? MoeMode::Normal : MoeMode::LowLatency;
   const std::string dtype = point.options.count("dtype") ? point.options.at("dtype") : "int8";
-  if (dtype != "int8" && dtype != "bf16") throw InputError("point " + point.id, "options.dtype: expected int8 or bf16");
+  if (dtype != "int8" && dtype != "bf16") throw InputError(point_where(point, "dtype"), "expected int8 or bf16");
   p.int8 = dtype == "int8";
   if (point.options.count("routing")) p.routing = point.options.at("routing");
   const MoePhase phase = point.op == "moe_dispatch" ? MoePhase::Dispatch : MoePhase::Combine;
@@ -356,9 +365,9 @@ double run_moe_point(Platform& platform, const MeasuredPoint& point, std::string
   // of a normal-mode dispatch alone (a profiler's kernel time, without the
   // count exchange and the host synchronisation before it).
   const std::string scope = point.options.count("scope") ? point.options.at("scope") : "call";
-  if (scope != "call" && scope != "kernel") throw InputError("point " + point.id, "options.scope: expected call or kernel");
+  if (scope != "call" && scope != "kernel") throw InputError(point_where(point, "scope"), "expected call or kernel");
   if (scope == "kernel" && (phase != MoePhase::Dispatch || p.mode != MoeMode::Normal || point.metric != "time_us")) {
-    throw InputError("point " + point.id, "options.scope kernel is for the time_us of a normal-mode dispatch");
+    throw InputError(point_where(point, "scope"), "kernel is for the time_us of a normal-mode dispatch");
   }
   const MoeRun run = run_moe(platform, p, {phase}).front();
   *what = run.kernel;
@@ -369,12 +378,16 @@ double run_moe_point(Platform& platform, const MeasuredPoint& point, std::string
 
 // A step point: `hcclsim step --model estimate` with the point's options.
 double run_step_point(const Platform& platform, const MeasuredPoint& point, std::string* what) {
-  const StepRequest req = step_request_of(point, JsonLocation{"point " + point.id, "$.options"});
+  const StepRequest req = step_request_of(
+      point, point.where.file.empty() ? JsonLocation{"point " + point.id, "$.options"} : point.where.key("options"));
   StepPlanPtr plan;
   try {
     plan = plan_step(platform.spec(), req, StepPlanScope::Symmetric);
   } catch (const InputError& e) {   // (the step names its own options: --layout, --batch)
-    throw InputError("point " + point.id + " options", e.message());
+    // Its --layout or --batch is the point's options.layout or options.batch.
+    const std::string option = e.where().rfind("option --", 0) == 0 ? e.where().substr(9) : "";
+    if (!option.empty() && point.options.count(option)) throw InputError(point_where(point, option), e.message());
+    throw InputError(point_where(point) + " options", e.message());
   }
   const StepResult result = run_step_estimate(*plan);
   *what = "step estimate " + req.layout.describe();
@@ -390,7 +403,7 @@ double run_p2p(Platform& platform, const MeasuredPoint& p, std::string* what) {
   const int src = option_int(p, "src");
   const int dst = option_int(p, "dst");
   if (src < 0 || dst < 0 || src >= platform.npus() || dst >= platform.npus()) {
-    throw InputError("point " + p.id, "options.src / options.dst name NPUs outside 0.." + std::to_string(platform.npus() - 1));
+    throw InputError(point_where(p), "options.src / options.dst name NPUs outside 0.." + std::to_string(platform.npus() - 1));
   }
   const std::string method = p.options.at("method");
   // hixl_cs's batches and HcclBatchPut/Get are one-sided descriptors; a
@@ -429,7 +442,7 @@ double run_p2p(Platform& platform, const MeasuredPoint& p, std::string* what) {
     return p.metric == "time_us" ? span.us() : bytes / seconds(span) / 1e9;
   }
   if (method == "domain") return domain_batch(sched, platform, p, src, dst);
-  throw InputError("point " + p.id, "options.method '" + method + "' is not one of: single_task, batch, domain");
+  throw InputError(point_where(p, "method"), "'" + method + "' is not one of: single_task, batch, domain");
 }
 
 // A collective point as a perf request of one size (hccl_test's data_size
@@ -444,7 +457,7 @@ PerfRequest perf_request_of(const TopologySpec& topology, const MeasuredPoint& p
   req.buffer_bytes = topology.npu.hccl_buffer_bytes;
   req.check = false;
   for (const auto& [key, value] : p.options) {
-    const std::string where = "point " + p.id + " options." + key;
+    const std::string where = point_where(p, key);
     if (key == "algo") {
       req.algo = parse_hccl_algo(value, req.op);
     } else if (key == "mode") {
@@ -572,7 +585,7 @@ ValidationResult PointRunner::run(const MeasuredPoint& p, bool estimate) {
   if (found == index_.end()) throw std::logic_error("point " + p.id + " was not given to the PointRunner");
   Platform& platform = sites_[found->second]->platform->platform;
   if (p.ranks > platform.npus()) {
-    throw InputError("point " + p.id, "ranks " + std::to_string(p.ranks) + " is more than the " +
+    throw InputError(point_where(p), "ranks " + std::to_string(p.ranks) + " is more than the " +
                                           std::to_string(platform.npus()) + " NPUs of its topology " + p.topology);
   }
   // The flow network solves large components at multiples of its quantum
@@ -596,7 +609,7 @@ ValidationResult PointRunner::run(const MeasuredPoint& p, bool estimate) {
       r.simulated = metric_of(p, run_perf(platform, perf_request_of(platform.spec(), p)).front(), &r.executor);
     }
   } catch (const std::invalid_argument& e) {
-    throw InputError("point " + p.id, e.what());
+    throw InputError(point_where(p), e.what());
   }
   r.error_pct = 100.0 * (r.simulated - p.value) / p.value;
   if (!p.known_gap.empty()) {

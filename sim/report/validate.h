@@ -21,6 +21,7 @@
 #include <tuple>
 #include <vector>
 
+#include "base/json_reader.h"
 #include "sim/executors/executor.h"
 #include "topologies/platform_spec.h"
 
@@ -48,6 +49,7 @@ struct MeasuredPoint {
   std::string known_gap;
   std::uint64_t block_bytes = 0;
   std::uint64_t total_bytes = 0;
+  JsonLocation where;          // the point in its file ("FILE at $.points[3]"), for errors
 };
 
 struct ValidationResult {

@@ -24,6 +24,7 @@ CASES=(duplicate_key_topology duplicate_key_nested_profile program_int_not_trunc
        failed_run_keeps_outputs closed_pipe_quiet topology_is_dev_zero program_is_fifo
        two_outputs_one_path buffsize_zero seed_beyond_64_bits sweep_buffsize_zero
        measured_p2p_to_itself measured_ranks_beyond_topology measured_size_not_whole_elements measured_moe_ep_not_ranks
+       measured_step_layout_not_heads
        baseline_time_zero algo_level_twice flow_quantum_unbounded program_copy_near_2_64
        estimate_uneven_vcounts time_limit_detailed time_limit_estimate alltoallv_busbw_crossing)
 start_cases
@@ -180,7 +181,8 @@ case "$name" in
     args=(perf all_reduce -b 8K -e 64M --format csv)
     expect_rc=0
     post=piped ;;
-  measured_p2p_to_itself|measured_ranks_beyond_topology|measured_size_not_whole_elements|measured_moe_ep_not_ranks)
+  measured_p2p_to_itself|measured_ranks_beyond_topology|measured_size_not_whole_elements|measured_moe_ep_not_ranks|\
+  measured_step_layout_not_heads)
     # A measurement file whose one point contradicts itself.
     python3 - "$src/configs/calibration/measurements.json" "$tmp/m.json" "$name" "$topology" <<'PY'
 import json, sys
@@ -194,6 +196,11 @@ elif case == "measured_ranks_beyond_topology":
 elif case == "measured_size_not_whole_elements":
     p = {"id": "odd", "group": "g", "topology": topology, "ranks": 8, "op": "all_reduce", "dtype": "fp32",
          "size_bytes": 1026, "size_means": "input_per_rank", "metric": "time_us", "value": 10, "source": "test"}
+elif case == "measured_step_layout_not_heads":
+    # Read well, refused when planned: tp 3 does not divide qwen2-0.5b's 14 heads.
+    p = dict(by_id["A2-STEP-3/qwen2-0.5b"])
+    root = src.rsplit("/configs/", 1)[0]
+    p["options"] = dict(p["options"], layout="tp=3,pp=1,dp=1", model=root + "/" + p["options"]["model"])
 else:
     p = dict(by_id["A2-MoE-1/normal/dispatch/ep8"]); p["ranks"] = 16
 p["topology"] = topology
@@ -202,7 +209,8 @@ PY
     args=(validate "$tmp/m.json")
     case "$name" in
       measured_p2p_to_itself) expect=("$tmp/m.json" '$.points[0].options' "same NPU") ;;
-      measured_ranks_beyond_topology) expect=("point A2-1/write/16K" "more than the 8 NPUs") ;;
+      measured_ranks_beyond_topology) expect=("$tmp/m.json" '$.points[0]' "point A2-1/write/16K" "more than the 8 NPUs") ;;
+      measured_step_layout_not_heads) expect=("$tmp/m.json" '$.points[0].options.layout' "tp must divide the attention heads") ;;
       measured_size_not_whole_elements) expect=("$tmp/m.json" '$.points[0].size_bytes' "not a whole number of fp32") ;;
       measured_moe_ep_not_ranks) expect=("$tmp/m.json" '$.points[0].ranks' "must equal options.ep") ;;
     esac ;;
