@@ -60,9 +60,10 @@ constexpr double kAicFractal = 16;
 // The most operations a plan holds (about 100 bytes each with their dependencies).
 constexpr double kMaxOps = 4e7;
 // The longest step, and so the longest operator and the most compute on one
-// rank, a plan may hold: 10^7 s in picoseconds, within 64 bits with room for a
-// sum of two.
-constexpr std::uint64_t kMaxStepPs = 10'000'000'000'000'000'000ULL;
+// rank, a plan may hold: hcclsim's limit of 2^62 ps (about 53 days, base/units.h),
+// where the detailed run stops too, so that both back ends refuse the same
+// steps; within 64 bits with room for a sum of two.
+constexpr std::uint64_t kMaxStepPs = kTimeLimit.ps;
 
 // Comm: a process group of a Chakra trace (hcclsim step --chakra).
 enum class Group : std::uint8_t { Tp, Cp, Ep, Dp, Edp, PpFwd, PpBwd, Comm };
@@ -420,7 +421,7 @@ Time Planner::vector_time(double bytes) const {
 
 Time Planner::rate_time(double seconds) const {
   if (!(seconds * 1e12 <= static_cast<double>(kMaxStepPs) / 2)) {
-    throw InputError(t_.profile_file + " at $.npu", "an operator of the step would take more than 5 x 10^6 s at its "
+    throw InputError(t_.profile_file + " at $.npu", "an operator of the step would take more than 2^61 ps (about 27 days) at its "
                                                     "rates (npu.cores, npu.memory): expected rates and costs of an NPU");
   }
   return Time{static_cast<std::uint64_t>(std::llround(seconds * 1e12))};
@@ -673,7 +674,7 @@ std::vector<Planner::Item> Planner::layer_items(std::int64_t layer, bool backwar
 int Planner::add_compute(int rank, const Item& item, std::uint32_t label) {
   std::uint64_t& sum = compute_ps_[static_cast<std::size_t>(rank)];
   if (item.time.ps > kMaxStepPs - sum) {
-    throw InputError("option --batch", "rank " + std::to_string(rank) + "'s compute in one step would exceed 10^7 s: use "
+    throw InputError("option --batch", "rank " + std::to_string(rank) + "'s compute in one step would reach hcclsim's limit of 2^62 ps (about 53 days): use "
                                        "fewer micro-batches (or check the profile's rates and --compute)");
   }
   sum += item.time.ps;
@@ -1549,7 +1550,7 @@ StepResult run_step_estimate(const StepPlan& plan) {
     for_each_pred(op, [&](int p) { start = std::max(start, t.end[static_cast<std::size_t>(p)]); });
     const std::uint64_t dur = op.coll ? static_cast<std::uint64_t>(std::llround(part_ps[static_cast<std::size_t>(op.part)])) : op.duration.ps;
     if (dur > kMaxStepPs - std::min(start, kMaxStepPs)) {
-      throw InputError("option --batch", "the step would take more than 10^7 s: use fewer micro-batches");
+      throw InputError("option --batch", "the step would reach hcclsim's limit of 2^62 ps (about 53 days): use fewer micro-batches");
     }
     t.start[static_cast<std::size_t>(i)] = start;
     t.end[static_cast<std::size_t>(i)] = start + dur;

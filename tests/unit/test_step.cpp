@@ -518,7 +518,7 @@ TEST_CASE("step: a search over etp times each valid expert split as its own layo
   CHECK(valid == 3);
 }
 
-TEST_CASE("step: a step beyond 10^7 s is refused, not wrapped around 64 bits of picoseconds", "[step]") {
+TEST_CASE("step: a step beyond 2^62 ps is refused, not wrapped around 64 bits of picoseconds", "[step]") {
   // 1000 micro-batches of 86 operators at the table's largest time (1e9 us)
   // is 8.6 x 10^7 s of compute on one rank.
   const TopologySpec spec = a2_server();
@@ -529,7 +529,7 @@ TEST_CASE("step: a step beyond 10^7 s is refused, not wrapped around 64 bits of 
     FAIL("accepted");
   } catch (const InputError& e) {
     CHECK(std::string(e.what()).find("option --batch") != std::string::npos);
-    CHECK(std::string(e.what()).find("10^7 s") != std::string::npos);
+    CHECK(std::string(e.what()).find("2^62 ps") != std::string::npos);
   }
   // A profile whose block cost makes one operator longer than the bound.
   nlohmann::json doc = load_json_file(source_file("configs/profiles/a2-910b.json"));
@@ -544,6 +544,32 @@ TEST_CASE("step: a step beyond 10^7 s is refused, not wrapped around 64 bits of 
     FAIL("accepted");
   } catch (const InputError& e) {
     CHECK(std::string(e.what()).find("slow.json at $.npu") != std::string::npos);
+  }
+}
+
+TEST_CASE("step: both back ends refuse the same step at hcclsim's time limit", "[step]") {
+  // Two pipeline stages at 10^9 us an operator: the step's path chains both
+  // stages' compute. 100 micro-batches end near 4.44 x 10^18 ps, below 2^62
+  // (4.61 x 10^18): both back ends run it, the same; 110 end near 4.88 x
+  // 10^18 (each rank's compute alone, 4.62 x 10^18 for the first stage, is
+  // above too): both refuse it.
+  const TopologySpec spec = a2_server();
+  auto plan_of = [&](int global) {
+    StepRequest req = request("tiny-llama.json", "tp=1,pp=2,dp=1", "global=" + std::to_string(global) + ",micro=1,seq=512");
+    req.compute.add("*", "*", 1e9);
+    return req;
+  };
+  const auto plan = plan_step(spec, plan_of(100));
+  const StepResult estimate = run_step_estimate(*plan);
+  CHECK(estimate.step_time_us > 4.4e12);
+  CHECK(estimate.step_time_us < static_cast<double>(kTimeLimit.ps) / 1e6);
+  Platform platform(spec);
+  CHECK(run_step_detailed(platform, *plan).step_time_us == Approx(estimate.step_time_us).epsilon(1e-6));
+  try {
+    (void)run_step_estimate(*plan_step(spec, plan_of(110)));
+    FAIL("accepted");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("2^62 ps") != std::string::npos);
   }
 }
 
