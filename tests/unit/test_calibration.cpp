@@ -158,7 +158,8 @@ TEST_CASE("a step point's bad options are refused naming the point's JSON path",
        "$.points[0].options.zero"},
       {"{" + model_option() + ", \"layout\": \"tp=2\", \"batch\": \"global=8,seq=8\"}", "algbw_GBps", "$.points[0].metric"},
   };
-  // A layout larger than the point's topology is found when the point runs: named by the point.
+  // A layout larger than the point's topology is found when the point runs:
+  // named by the point's options.layout in its file.
   {
     const std::string file = write_step_point(
         "too_many", "{" + model_option() + ", \"layout\": \"tp=64\", \"batch\": \"global=8,seq=8\"}", "time_us");
@@ -166,7 +167,7 @@ TEST_CASE("a step point's bad options are refused naming the point's JSON path",
       run_validation(load_measurements(file));
       FAIL("a 64-rank layout on 8 NPUs was accepted");
     } catch (const InputError& e) {
-      CHECK(e.where() == "point S/1 options");
+      CHECK(e.where() == file + " at $.points[0].options.layout (point S/1)");
       CHECK_THAT(e.message(), Catch::Contains("64 ranks"));
     }
     std::remove(file.c_str());
