@@ -254,7 +254,9 @@ Executor aiv_executor(const std::string& name, CollOp op, const std::string& tem
         AivExec b(s, cores(s));
         run(b, s);
         return b.take();
-      }};
+      },
+      {},
+      true};
 }
 
 std::uint64_t bytes_of(const CollectiveSpec& s) { return s.count * data_type_size(s.dtype); }

@@ -76,6 +76,7 @@ struct Executor {
   // time in ps on the estimate's fabric. Empty: the detailed model only.
   using Estimate = std::function<double(const CollectiveSpec&, const ExecContext&, const AlgoPlan&, const EstimateFabric&)>;
   Estimate estimate = {};
+  bool on_aiv = false;                     // its graph moves data on the AI Vector cores (flags, AIV copies)
 };
 
 // Every registered executor, in registration order.

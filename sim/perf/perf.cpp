@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <set>
 #include <stdexcept>
 
 #include "base/error.h"
@@ -289,14 +290,53 @@ PerfRow row_of(const PerfRequest& request, const CollectiveSpec& spec, const Exe
 // executor's graph for the same collective would pay, built (not run) when
 // it has at most request.assumed_graph_max_tasks tasks (2^20 by default). A
 // larger one would cost more than the closed form itself (a 1 GiB
-// CloudMatrix384 AllReduce: 4.9 M tasks), so such a row lists every assumed
-// constant of the profile: an upper bound, never an omission.
+// CloudMatrix384 AllReduce: 4.9 M tasks), so such a row lists the assumed
+// constants any graph of its executor on the topology can pay: an upper
+// bound, never an omission.
+
+namespace {
+
+// What any collective graph can pay on `topology`: the stream's gaps, notify,
+// SDMA, RDMA and on-chip memory costs, the constants of every link kind the
+// topology has, and, for an executor on the AIV cores, theirs. Never the
+// step's or the MoE kernels' (HBM, AIC, host synchronisation) nor the
+// one-sided batches'.
+UsedConstants collective_constants_bound(const TopologySpec& topology, bool on_aiv) {
+  UsedConstants bound;
+  for (const Constant c : {Constant::SdmaEngines, Constant::SdmaTaskFixed, Constant::SdmaReadFixed,
+                           Constant::SdmaCopyBandwidth, Constant::SdmaReduceBandwidth, Constant::NotifyRecordLocal,
+                           Constant::NotifyRecordRemote, Constant::NotifyWait, Constant::StreamTaskDispatch,
+                           Constant::StreamOpLaunch, Constant::RdmaPost, Constant::RdmaNotifyWrite,
+                           Constant::LocalBandwidth, Constant::LocalLatency}) {
+    bound.add(c);
+  }
+  if (on_aiv) {
+    for (const Constant c : {Constant::CoresAiv, Constant::CoresAivBandwidth, Constant::AivCoreBandwidth,
+                             Constant::AivCopyFixed, Constant::AivFlagWrite, Constant::AivFlagPoll,
+                             Constant::AivRemoteBandwidth}) {
+      bound.add(c);
+    }
+  }
+  std::set<std::string> kinds;
+  for (const LinkSpec& link : topology.links) kinds.insert(link.kind);
+  for (const std::string& kind : kinds) {
+    for (const LinkConstant c : {LinkConstant::Bandwidth, LinkConstant::WriteBandwidth, LinkConstant::Latency}) {
+      bound.add(parse_link_kind(kind), c);
+    }
+  }
+  return bound;
+}
+
+}  // namespace
 
 std::vector<std::string> estimate_assumed(const TopologySpec& topology, const PerfRequest& request,
                                           const CollectiveSpec& spec, const ExecContext& ctx,
                                           const ExecutorChoice& choice, std::uint64_t size,
                                           std::optional<TopologyPaths>& paths) {
-  if (estimate_perf_row(topology, request, size).tasks > request.assumed_graph_max_tasks) return topology.assumed_constants;
+  if (estimate_perf_row(topology, request, size).tasks > request.assumed_graph_max_tasks) {
+    const Executor* executor = find_executor(choice.executor);
+    return assumed_constants_used(collective_constants_bound(topology, executor == nullptr || executor->on_aiv), topology);
+  }
   if (!paths) paths.emplace(topology);
   const TaskGraph graph = build_executor(spec, ctx, choice);
   return assumed_constants_used(used_constants(graph, *paths), topology);

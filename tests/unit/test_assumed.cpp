@@ -182,6 +182,32 @@ TEST_CASE("an AIV run lists the npu.aiv assumed constants but a host-expansion r
   }
 }
 
+TEST_CASE("an estimate too large to build its graph lists what its executor can pay, a superset") {
+  // Two A2 servers: the graph-derived list, then the bound the estimate gives
+  // when the graph would be too large to build (forced here by a limit of 0).
+  const TopologySpec spec = load_topology(source_file("configs/topologies/a2-cluster.json"), std::nullopt, 2);
+  PerfRequest req = one_size(CollOp::AllReduce, 16, 1 << 30, spec);
+  const std::vector<std::string> built = estimate_perf(spec, req).front().assumed;
+  req.assumed_graph_max_tasks = 0;
+  const std::vector<std::string> bound = estimate_perf(spec, req).front().assumed;
+  CHECK(std::is_sorted(bound.begin(), bound.end()));
+  for (const std::string& path : built) {
+    INFO(path);
+    CHECK(lists(bound, path));
+  }
+  CHECK(lists(bound, "links.roce.latency"));
+  // Never the step's, the MoE kernels' or the AIV cores' (an SDMA executor).
+  for (const std::string& path : bound) {
+    INFO(path);
+    CHECK(path.rfind("npu.memory.", 0) != 0);
+    CHECK(path.rfind("npu.aiv.", 0) != 0);
+    CHECK(path.rfind("npu.one_sided.", 0) != 0);
+    CHECK(path != "npu.stream.host_sync");
+    CHECK(lists(spec.assumed_constants, path));
+  }
+  CHECK(bound.size() < spec.assumed_constants.size());
+}
+
 TEST_CASE("a constant whose source becomes a measurement leaves the list") {
   const std::string measured = edited_a2_profile([](nlohmann::json& doc) {
     doc["npu"]["stream"]["task_dispatch"]["source"] = "measurement X-1: the gap between two tasks of one stream";
