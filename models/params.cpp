@@ -1,10 +1,17 @@
 #include "models/params.h"
 
+#include <cctype>
 #include <stdexcept>
 
 namespace hcclsim {
 
 const char* product_name(Product product) { return product == Product::A2 ? "A2" : "A3"; }
+
+std::string ProductTraits::cluster_kind() const {
+  std::string kind = name;
+  for (char& c : kind) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return kind;
+}
 
 const char* link_kind_name(LinkKind kind) {
   switch (kind) {

@@ -11,10 +11,28 @@
 
 namespace hcclsim {
 
-// The product generation an NPU belongs to: HCCL selects executors, limits
-// and expansion modes per generation (910B -> A2, 910C / 910_93 -> A3).
+// The product generation an NPU belongs to: the key of the executors and
+// selection rules hcclsim has for it (sim/executors/select_*.cpp). What a
+// product is made of is data, its profile's npu.product (ProductTraits).
 enum class Product : std::uint8_t { A2, A3 };
 const char* product_name(Product product);   // "A2", "A3"
+
+// A product as its profile states it (npu.product): how its servers and
+// supernodes are built, and what HCCL's rank tables for it hold. Topologies
+// and rank tables are built from these, never from the product's name.
+struct ProductTraits {
+  std::string name;                     // "A2", "A3"; a topology's cluster kind is its lower case
+  int devices_per_server = 8;           // ranks (dies) a server holds at most
+  int dies_per_chip = 1;                // 2: a chip's two dies, SIO between them, each a rank
+  bool server_switch = false;           // a server's NPUs reach each other through its switch, else a full HCCS mesh
+  bool supernode_sdma = false;          // one SDMA domain per supernode (UB between its servers), else per server
+  int servers_per_supernode = 1;        // a cluster's default; above 1 clusters count supernodes
+  std::vector<std::string> rank_table_versions;  // HCCL rank table versions its tables may have
+  std::string rank_table_doc;           // the HCCL document describing them, for messages
+  // The cluster kind of its topologies: the name in lower case ("a2").
+  std::string cluster_kind() const;
+  bool has_supernodes() const { return servers_per_supernode > 1; }
+};
 
 // What a channel is: an NPU's local memory, or a link of a kind the profile
 // describes under "links" (its constants are links.<kind>.*).
@@ -174,7 +192,8 @@ struct HcclApiLimits {
 
 struct NpuParams {
   std::string model;                // "910B", "910C"
-  Product product = Product::A2;
+  Product product = Product::A2;    // from traits.name
+  ProductTraits traits;
   HcclApiLimits hccl_api;
   CoreParams cores;
   MemoryParams memory;

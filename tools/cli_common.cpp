@@ -114,7 +114,7 @@ TopologySpec TopologyOptions::load_spec(std::string* described) const {
     if (profile.empty()) throw InputError("option --rank-table", "a rank table needs --profile FILE (the hardware of its NPUs)");
     if (has_servers) throw InputError("option --servers", "the rank table already says how many servers there are");
     const HardwareProfile hw = load_profile(profile);
-    const RankTable table = load_rank_table(rank_table, cluster_kind(hw.npu));
+    const RankTable table = load_rank_table(rank_table, hw.npu.traits);
     if (described) *described = rank_table;
     try {
       return make_cluster(table.layout, hw);

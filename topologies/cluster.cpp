@@ -43,20 +43,20 @@ Bandwidth share(double numerator, double divisor) {
   return Bandwidth{v < 1.0 ? 1 : static_cast<std::uint64_t>(v)};
 }
 
-void validate(const ClusterLayout& layout) {
-  if (layout.kind != "a2" && layout.kind != "a3") {
-    refuse(layout, "unknown kind '" + layout.kind + "'; expected \"a2\" or \"a3\"");
+void validate(const ClusterLayout& layout, const ProductTraits& product) {
+  if (layout.kind != product.cluster_kind()) {
+    refuse(layout, "kind '" + layout.kind + "' is not its profile's product, \"" + product.cluster_kind() + "\"");
   }
   if (layout.servers.empty()) refuse(layout, "a cluster needs at least one server");
   long long total = 0;
   for (std::size_t i = 0; i < layout.servers.size(); ++i) {
     const ServerLayout& s = layout.servers[i];
     if (s.devices < 1) refuse(layout, server_name(layout, i) + " has no devices");
-    if (layout.kind == "a3" && s.devices % 2 != 0) {
-      refuse(layout, server_name(layout, i) + " has " + std::to_string(s.devices) +
-                         " dies; an A3 server holds whole 910C chips of two dies each");
+    if (s.devices % product.dies_per_chip != 0) {
+      refuse(layout, server_name(layout, i) + " has " + std::to_string(s.devices) + " dies; an " + product.name +
+                         " server holds whole chips of " + std::to_string(product.dies_per_chip) + " dies each");
     }
-    if (layout.kind == "a3" && s.superpod < 0) {
+    if (product.has_supernodes() && s.superpod < 0) {
       refuse(layout, server_name(layout, i) + " has a negative supernode index " + std::to_string(s.superpod));
     }
     total += s.devices;
@@ -68,30 +68,31 @@ void validate(const ClusterLayout& layout) {
   if (!std::isfinite(r.oversubscription) || r.oversubscription < 1.0) {
     refuse(layout, "roce.oversubscription must be a finite number >= 1 (1 = non-blocking)");
   }
-  if (layout.kind == "a3" && layout.ub.l2_switches < 1) refuse(layout, "ub.l2_switches must be at least 1");
+  if (product.has_supernodes() && layout.ub.l2_switches < 1) refuse(layout, "ub.l2_switches must be at least 1");
 }
 
 }  // namespace
 
 TopologySpec make_cluster(const ClusterLayout& layout, const HardwareProfile& profile) {
-  validate(layout);
-  const bool a3 = layout.kind == "a3";
+  const ProductTraits& product = profile.npu.traits;
+  validate(layout, product);
+  const bool die_pairs = product.dies_per_chip == 2;   // SIO between the two dies of a chip
 
   TopologySpec spec;
   spec.name = layout.name;
   spec.npu = profile.npu;
   spec.assumed_constants = profile.assumed;
   spec.profile_file = profile.file;
-  spec.npus_per_chip = a3 ? 2 : 1;
+  spec.npus_per_chip = product.dies_per_chip;
   spec.npus_per_server = layout.servers.front().devices;
 
-  // NPUs, server by server; SDMA domains: the server (A2) or the supernode (A3).
+  // NPUs, server by server; SDMA domains: the server, or the supernode (A3).
   std::vector<int> first_npu;
   for (std::size_t s = 0; s < layout.servers.size(); ++s) {
     first_npu.push_back(spec.npus);
     for (int d = 0; d < layout.servers[s].devices; ++d) {
       spec.server_of.push_back(static_cast<int>(s));
-      spec.sdma_domain_of.push_back(a3 ? layout.servers[s].superpod : static_cast<int>(s));
+      spec.sdma_domain_of.push_back(product.supernode_sdma ? layout.servers[s].superpod : static_cast<int>(s));
     }
     spec.npus += layout.servers[s].devices;
   }
@@ -104,11 +105,11 @@ TopologySpec make_cluster(const ClusterLayout& layout, const HardwareProfile& pr
     std::map<int, std::size_t> per_superpod;
     for (const ServerLayout& server : layout.servers) {
       const auto n = static_cast<std::size_t>(server.devices);
-      links += a3 ? (n + 1) / 2 + n : (n < 2 ? 0 : n * (n - 1) / 2);
+      links += (die_pairs ? (n + 1) / 2 : 0) + (product.server_switch ? n : (n < 2 ? 0 : n * (n - 1) / 2));
       ++per_superpod[server.superpod];
     }
     for (const auto& [superpod, servers] : per_superpod) {
-      if (a3 && servers > 1) links += servers * static_cast<std::size_t>(std::max(layout.ub.l2_switches, 0));
+      if (product.has_supernodes() && servers > 1) links += servers * static_cast<std::size_t>(std::max(layout.ub.l2_switches, 0));
     }
     const auto npus = static_cast<std::size_t>(spec.npus);
     const auto per_leaf = static_cast<std::size_t>(std::max(layout.roce.npus_per_leaf, 1));
@@ -117,12 +118,16 @@ TopologySpec make_cluster(const ClusterLayout& layout, const HardwareProfile& pr
     spec.links.reserve(links);
   }
 
-  if (!a3) {
+  if (!product.server_switch) {
     // A2: HCCS full mesh inside each server.
     for (std::size_t s = 0; s < layout.servers.size(); ++s) {
       const int n = layout.servers[s].devices;
+      if (die_pairs) {
+        const ChannelParams& sio = link_of(layout, profile, "sio", "the die pairs of an " + product.name + " server");
+        for (int d = 0; d + 1 < n; d += 2) spec.links.push_back(LinkSpec{first_npu[s] + d, first_npu[s] + d + 1, "sio", sio});
+      }
       if (n < 2) continue;
-      const ChannelParams& hccs = link_of(layout, profile, "hccs", "the HCCS mesh of an A2 server");
+      const ChannelParams& hccs = link_of(layout, profile, "hccs", "the HCCS mesh of an " + product.name + " server");
       for (int a = 0; a < n; ++a) {
         for (int b = a + 1; b < n; ++b) {
           spec.links.push_back(LinkSpec{first_npu[s] + a, first_npu[s] + b, "hccs", hccs});
@@ -132,8 +137,8 @@ TopologySpec make_cluster(const ClusterLayout& layout, const HardwareProfile& pr
   } else {
     // A3: as configs/topologies/a3-server.json, per server: SIO between dies
     // 2k and 2k+1, an HCCS port from every die to the server's switch (UB L1).
-    const ChannelParams& sio = link_of(layout, profile, "sio", "the die pairs of an A3 server");
-    const ChannelParams& hccs = link_of(layout, profile, "hccs", "the die ports of an A3 server");
+    const ChannelParams* sio = die_pairs ? &link_of(layout, profile, "sio", "the die pairs of an " + product.name + " server") : nullptr;
+    const ChannelParams& hccs = link_of(layout, profile, "hccs", "the die ports of an " + product.name + " server");
     FabricSpec ub;
     ub.kind = "ub";
     ub.leaf_of.assign(static_cast<std::size_t>(spec.npus), -1);
@@ -142,7 +147,9 @@ TopologySpec make_cluster(const ClusterLayout& layout, const HardwareProfile& pr
       const int l1 = next_node++;
       l1_of[s] = l1;
       const int n = layout.servers[s].devices;
-      for (int d = 0; d < n; d += 2) spec.links.push_back(LinkSpec{first_npu[s] + d, first_npu[s] + d + 1, "sio", sio});
+      if (sio != nullptr) {
+        for (int d = 0; d < n; d += 2) spec.links.push_back(LinkSpec{first_npu[s] + d, first_npu[s] + d + 1, "sio", *sio});
+      }
       for (int d = 0; d < n; ++d) {
         spec.links.push_back(LinkSpec{first_npu[s] + d, l1, "hccs", hccs});
         ub.leaf_of[static_cast<std::size_t>(first_npu[s] + d)] = l1;
@@ -157,7 +164,7 @@ TopologySpec make_cluster(const ClusterLayout& layout, const HardwareProfile& pr
     for (std::size_t s = 0; s < layout.servers.size(); ++s) members[layout.servers[s].superpod].push_back(s);
     std::vector<std::pair<int, std::vector<int>>> l2_links;  // (L1, its L2 switches)
     for (const auto& [superpod, servers] : members) {
-      if (servers.size() < 2) continue;
+      if (!product.has_supernodes() || servers.size() < 2) continue;
       const ChannelParams& ub_link = link_of(layout, profile, "ub", "the UB switches joining the servers of a supernode");
       std::vector<int> l2;
       for (int k = 0; k < layout.ub.l2_switches; ++k) l2.push_back(next_node++);
@@ -213,26 +220,18 @@ TopologySpec make_cluster(const ClusterLayout& layout, const HardwareProfile& pr
   return spec;
 }
 
-ClusterLayout a2_cluster_layout(int servers, const RoceFabricOptions& roce) {
+ClusterLayout product_cluster_layout(const ProductTraits& product, int supernodes, int servers_per_supernode,
+                                     const RoceFabricOptions& roce, const UbFabricOptions& ub) {
   ClusterLayout layout;
-  layout.name = "a2-cluster-" + std::to_string(servers);
-  layout.kind = "a2";
-  layout.roce = roce;
-  for (int s = 0; s < servers; ++s) layout.servers.push_back(ServerLayout{"server" + std::to_string(s), 8, 0});
-  return layout;
-}
-
-ClusterLayout cloudmatrix_layout(int supernodes, int servers_per_supernode, const RoceFabricOptions& roce,
-                                 const UbFabricOptions& ub) {
-  ClusterLayout layout;
-  layout.name = "cloudmatrix-" + std::to_string(supernodes) + "x" + std::to_string(servers_per_supernode);
-  layout.kind = "a3";
+  layout.kind = product.cluster_kind();
+  layout.name = layout.kind + "-cluster";
   layout.roce = roce;
   layout.ub = ub;
   for (int p = 0; p < supernodes; ++p) {
     for (int s = 0; s < servers_per_supernode; ++s) {
-      layout.servers.push_back(
-          ServerLayout{"superpod" + std::to_string(p) + "-server" + std::to_string(s), 16, p});
+      const std::string name = product.has_supernodes() ? "superpod" + std::to_string(p) + "-server" + std::to_string(s)
+                                                        : "server" + std::to_string(s);
+      layout.servers.push_back(ServerLayout{name, product.devices_per_server, p});
     }
   }
   return layout;

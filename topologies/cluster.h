@@ -35,7 +35,7 @@ struct ServerLayout {
 
 struct ClusterLayout {
   std::string name;
-  std::string kind = "a2";             // "a2" or "a3"
+  std::string kind = "a2";             // its product's cluster kind ("a2", "a3"; npu.product.name in lower case)
   std::vector<ServerLayout> servers;   // ranks are numbered server by server
   RoceFabricOptions roce;              // A2: between servers; A3: between supernodes
   UbFabricOptions ub;                  // A3 only
@@ -46,10 +46,10 @@ struct ClusterLayout {
 // dies, a profile lacking a link kind the layout needs).
 TopologySpec make_cluster(const ClusterLayout& layout, const HardwareProfile& profile);
 
-// Convenience layouts: `servers` A2 servers of 8 NPUs; `supernodes` x 48 A3
-// servers of 16 dies (one CloudMatrix384 per supernode).
-ClusterLayout a2_cluster_layout(int servers, const RoceFabricOptions& roce = {});
-ClusterLayout cloudmatrix_layout(int supernodes, int servers_per_supernode = 48,
-                                 const RoceFabricOptions& roce = {}, const UbFabricOptions& ub = {});
+// `supernodes` x `servers_per_supernode` servers of the product's
+// devices_per_server ranks (a product without supernodes: one, of all the
+// servers), as a topology's "cluster" object builds them.
+ClusterLayout product_cluster_layout(const ProductTraits& product, int supernodes, int servers_per_supernode,
+                                     const RoceFabricOptions& roce = {}, const UbFabricOptions& ub = {});
 
 }  // namespace hcclsim

@@ -30,27 +30,33 @@ ChannelParams read_channel(ObjectReader r) {
   return c;
 }
 
-// The "cluster" object of a topology file, as a layout for make_cluster.
-ClusterLayout read_cluster(ObjectReader c, const std::string& name, int servers_override) {
+// The "cluster" object of a topology file, as a layout for make_cluster, on
+// `product` (its profile's): a product with supernodes counts "supernodes"
+// and "servers_per_supernode", one without counts "servers". The caller has
+// checked that "kind" is the product's.
+ClusterLayout read_cluster(ObjectReader c, const std::string& name, int servers_override, const ProductTraits& product) {
   ClusterLayout layout;
   layout.name = name;
-  layout.kind = c.required_choice("kind", {"a2", "a3"});
-  const bool a3 = layout.kind == "a3";
+  layout.kind = c.required_string("kind");
+  const bool supernodes_counted = product.has_supernodes();
   constexpr std::int64_t kMaxServers = 1 << 16;
   int servers = 0;
   int supernodes = 1;
   int per_supernode = 1;
-  if (!a3) {
+  if (!supernodes_counted) {
     for (const char* key : {"supernodes", "servers_per_supernode", "ub"}) {
-      if (c.has(key)) c.location_of(key).fail("only an \"a3\" cluster has supernodes and UB switches");
+      if (c.has(key)) {
+        c.location_of(key).fail("an \"" + layout.kind + "\" cluster has no supernodes and UB switches (its product's "
+                                "npu.product.servers_per_supernode is 1)");
+      }
     }
     servers = static_cast<int>(c.required_int_in("servers", 1, kMaxServers));
   } else {
     if (c.has("servers")) {
-      c.location_of("servers").fail("an \"a3\" cluster counts \"supernodes\" and \"servers_per_supernode\"");
+      c.location_of("servers").fail("an \"" + layout.kind + "\" cluster counts \"supernodes\" and \"servers_per_supernode\"");
     }
     supernodes = static_cast<int>(c.required_int_in("supernodes", 1, 4096));
-    per_supernode = static_cast<int>(c.int_in_or("servers_per_supernode", 1, 4096, 48));
+    per_supernode = static_cast<int>(c.int_in_or("servers_per_supernode", 1, 4096, product.servers_per_supernode));
     if (c.has("ub")) {
       ObjectReader ub = c.required_object("ub");
       layout.ub.l2_switches = static_cast<int>(ub.int_in_or("l2_switches", 1, 4096, layout.ub.l2_switches));
@@ -78,7 +84,7 @@ ClusterLayout read_cluster(ObjectReader c, const std::string& name, int servers_
   if (servers_override != -1) {
     const std::string where = "option --servers";
     if (servers_override < 1) throw InputError(where, "expected at least one server");
-    if (!a3) {
+    if (!supernodes_counted) {
       if (servers_override > kMaxServers) throw InputError(where, "at most " + std::to_string(kMaxServers) + " servers");
       servers = servers_override;
     } else if (servers_override <= per_supernode) {
@@ -92,13 +98,8 @@ ClusterLayout read_cluster(ObjectReader c, const std::string& name, int servers_
                                   std::to_string(per_supernode) + ")");
     }
   }
-  if (!a3) {
-    const ClusterLayout built = a2_cluster_layout(servers, layout.roce);
-    layout.servers = built.servers;
-  } else {
-    const ClusterLayout built = cloudmatrix_layout(supernodes, per_supernode, layout.roce, layout.ub);
-    layout.servers = built.servers;
-  }
+  if (!supernodes_counted) per_supernode = servers;
+  layout.servers = product_cluster_layout(product, supernodes, per_supernode).servers;
   return layout;
 }
 
@@ -200,7 +201,41 @@ HcclApiLimits hccl_api_defaults(Product product) {
   return api;
 }
 
-std::string cluster_kind(const NpuParams& npu) { return npu.product == Product::A3 ? "a3" : "a2"; }
+
+namespace {
+
+// npu.product: what the product is made of (models/params.h ProductTraits).
+ProductTraits read_product(ObjectReader r) {
+  ProductTraits t;
+  r.optional_string("source");
+  t.name = r.required_choice("name", {"A2", "A3"});   // the products hcclsim has executors for
+  t.devices_per_server = static_cast<int>(r.required_int_in("devices_per_server", 1, 1024));
+  t.dies_per_chip = static_cast<int>(r.required_int_in("dies_per_chip", 1, 2));
+  if (t.devices_per_server % t.dies_per_chip != 0) {
+    r.location_of("devices_per_server").fail("expected whole chips: a multiple of dies_per_chip");
+  }
+  t.server_switch = r.required_choice("server_interconnect", {"mesh", "switch"}) == "switch";
+  t.supernode_sdma = r.required_choice("sdma_domain", {"server", "supernode"}) == "supernode";
+  t.servers_per_supernode = static_cast<int>(r.required_int_in("servers_per_supernode", 1, 4096));
+  if (t.supernode_sdma != t.has_supernodes()) {
+    r.location_of("sdma_domain").fail("a product with supernodes (servers_per_supernode above 1) has one SDMA domain "
+                                      "per supernode, one without has one per server");
+  }
+  const nlohmann::json& versions = r.required_array("rank_table_versions");
+  for (std::size_t i = 0; i < versions.size(); ++i) {
+    const JsonLocation at = r.location_of("rank_table_versions").index(i);
+    if (!versions[i].is_string() || (versions[i] != "1.0" && versions[i] != "1.2")) {
+      at.fail("expected \"1.0\" or \"1.2\" (the rank table versions hcclsim reads)");
+    }
+    t.rank_table_versions.push_back(versions[i].get<std::string>());
+  }
+  if (t.rank_table_versions.empty()) r.location_of("rank_table_versions").fail("expected at least one version");
+  t.rank_table_doc = printable(r.required_string("rank_table_doc"));
+  r.finish();
+  return t;
+}
+
+}  // namespace
 
 HardwareProfile load_profile(const std::string& file) { return read_profile(load_json_file(file), file); }
 
@@ -214,8 +249,10 @@ HardwareProfile read_profile(const nlohmann::json& doc, const std::string& file)
   {
     ObjectReader npu = root.required_object("npu");
     NpuParams& p = profile.npu;
-    p.model = npu.required_choice("model", {"910B", "910C"});
-    p.product = p.model == "910B" ? Product::A2 : Product::A3;
+    p.model = printable(npu.required_string("model"));   // the chip's name, as reports print it ("910B")
+    if (p.model.empty()) npu.location_of("model").fail("expected the NPU's name, e.g. \"910B\"");
+    p.traits = read_product(npu.required_object("product"));
+    p.product = p.traits.name == "A2" ? Product::A2 : Product::A3;
     {
       // HCCL's API limits: the product's documented ones (DESIGN.md section 2)
       // unless the profile states them (npu.hccl_api).
@@ -378,18 +415,21 @@ TopologySpec load_topology_with(const std::string& file, const HardwareProfile& 
   root.required_string("profile");
   const std::string& profile_file = profile.file;
   if (root.has("cluster")) {
-    const ClusterLayout layout = read_cluster(root.required_object("cluster"), spec.name, servers_override);
-    root.finish();
-    // An A2 cluster is built of 910B servers, an A3 one of 910C: another profile would build hardware that
-    // does not exist (and run the other product's algorithms).
-    const std::string wanted = layout.kind == "a3" ? "910C" : "910B";
-    if (profile.npu.model != wanted) {
+    // A cluster is built of its kind's product: another product's profile
+    // would build hardware that does not exist (and run its algorithms).
+    const ProductTraits& product = profile.npu.traits;
+    // (The kinds of the products hcclsim has executors for; npu.product.name in lower case.)
+    const std::string kind = root.required_object("cluster").required_choice("kind", {"a2", "a3"});
+    if (kind != product.cluster_kind()) {
+      std::string upper = kind;
+      for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
       throw InputError(blame.value_or(profile_file),
-                       "profile " + profile_file + " describes a " + profile.npu.model + " NPU, but topology " + file +
-                           " is an " + (layout.kind == "a3" ? "A3" : "A2") + " cluster of " + wanted +
-                           " servers; use a " + wanted + " profile (configs/profiles/" +
-                           (layout.kind == "a3" ? "a3-910c.json" : "a2-910b.json") + ")");
+                       "profile " + profile_file + " describes a " + profile.npu.model + " NPU (product " + product.name +
+                           "), but topology " + file + " is an " + printable(upper) +
+                           " cluster; use a profile whose npu.product is " + printable(upper) + " (configs/profiles/)");
     }
+    const ClusterLayout layout = read_cluster(root.required_object("cluster"), spec.name, servers_override, product);
+    root.finish();
     try {
       return make_cluster(layout, profile);
     } catch (const std::invalid_argument& e) {
@@ -412,11 +452,12 @@ TopologySpec load_topology_with(const std::string& file, const HardwareProfile& 
               std::to_string(spec.npus) + " NPUs");
   }
   spec.npus_per_chip = static_cast<int>(root.int_in_or("npus_per_chip", 1, 2, 1));
-  // Two dies per chip (and SIO links, below) exist only on the 910C.
-  if (spec.npus_per_chip == 2 && spec.npu.model != "910C") {
+  // Several dies per chip (SIO between them) are the product's (npu.product.dies_per_chip).
+  if (spec.npus_per_chip > 1 && spec.npus_per_chip != spec.npu.traits.dies_per_chip) {
     throw InputError(blame.value_or(file),
-                     "topology " + file + " has two NPUs (dies) per chip, an A3 (910C) layout, but profile " +
-                         profile_file + " describes a " + spec.npu.model + " NPU");
+                     "topology " + file + " has " + std::to_string(spec.npus_per_chip) + " NPUs (dies) per chip, but profile " +
+                         profile_file + " describes a " + spec.npu.model + " NPU (product " + spec.npu.traits.name +
+                         ") of " + std::to_string(spec.npu.traits.dies_per_chip) + " per chip");
   }
   spec.switches = static_cast<int>(root.int_in_or("switches", 0, 1 << 20, 0));
   const int nodes = spec.npus + spec.switches;

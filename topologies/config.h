@@ -51,10 +51,6 @@ struct HardwareProfile {
 // sizes (a simulation granularity, not a cost).
 extern const std::vector<std::string> kAssumedWhenPlain;
 
-// The rank-table and cluster kind of a profile's NPU: "a2" (910B) or "a3"
-// (910C); the one place outside the reader that maps a product to it.
-std::string cluster_kind(const NpuParams& npu);
-
 HardwareProfile load_profile(const std::string& file);
 // What a profile of `product` gets for the npu.hccl_api entries it leaves
 // out: the product's documented limits and HCCL's build of its executors.

@@ -144,9 +144,12 @@ void refuse_superpod_key(const json& value, const ObjectReader& r, const std::st
   }
 }
 
-std::string read_version(ObjectReader& top, const std::string& kind) {
+std::string read_version(ObjectReader& top, const ProductTraits& product) {
   const JsonLocation loc = top.location_of("version");
-  const std::string expected = kind == "a2" ? "expected \"1.0\"" : "expected \"1.0\" or \"1.2\"";
+  std::string expected = "expected";
+  for (std::size_t i = 0; i < product.rank_table_versions.size(); ++i) {
+    expected += (i == 0 ? " " : " or ") + in_quotes(product.rank_table_versions[i]);
+  }
   if (!top.has("version")) {
     loc.fail("missing required key 'version'; " + expected +
              " (a table without a version is the older Atlas 910 format, which is not read here)");
@@ -160,21 +163,22 @@ std::string read_version(ObjectReader& top, const std::string& kind) {
   }
   // HCCL hands 1.2 to the same parser on any device and, outside superpod
   // mode, ignores the superpod fields; the A2 doc only describes 1.0.
-  if (kind == "a2" && version == "1.2") {
-    loc.fail("version \"1.2\" is the Atlas A3 superpod format; an Atlas A2 rank table has version \"1.0\" "
-             "(rank_table_config_a2.md)");
+  const auto& allowed = product.rank_table_versions;
+  if (std::find(allowed.begin(), allowed.end(), version) == allowed.end()) {
+    loc.fail("version " + in_quotes(version) + (version == "1.2" ? " is the Atlas A3 superpod format" : "") +
+             "; an Atlas " + product.name + " rank table has version " + expected.substr(9) + " (" + product.rank_table_doc + ")");
   }
   return version;
 }
 
 class Importer {
  public:
-  Importer(const std::string& file, const std::string& kind) : file_(file), kind_(kind) {}
+  Importer(const std::string& file, const ProductTraits& product) : file_(file), product_(product) {}
 
   RankTable run(const json& doc) {
     const JsonLocation root{file_};
     ObjectReader top(doc, root);
-    table_.version = read_version(top, kind_);
+    table_.version = read_version(top, product_);
     superpod_format_ = table_.version == "1.2";
 
     const std::string status = top.required_choice("status", {"completed", "initializing"});
@@ -218,14 +222,14 @@ class Importer {
     }
     build_superpods();
     check_device_ips();
-    if (kind_ == "a3") check_whole_chips();
+    if (product_.dies_per_chip > 1) check_whole_chips();
     check_rank_ids();
     build_layout();
     return std::move(table_);
   }
 
  private:
-  int max_devices() const { return kind_ == "a2" ? 8 : 16; }
+  int max_devices() const { return product_.devices_per_server; }
 
   void read_server(const json& value, const JsonLocation& loc) {
     ObjectReader r(value, loc);
@@ -270,9 +274,8 @@ class Importer {
     if (device_id >= max_devices()) {
       device_id_loc.fail(
           "device_id " + std::to_string(device_id) + " is out of range: " +
-          (kind_ == "a2" ? "an Atlas A2 server has 8 NPUs, device_id 0 to 7 (rank_table_config_a2.md"
-                         : "an Atlas A3 server has 16 dies (8 NPUs x 2), device_id 0 to 15 (rank_table_config_a3.md") +
-          ": [0, number of devices - 1])");
+          "an Atlas " + product_.name + " server has " + devices_text() + ", device_id 0 to " +
+          std::to_string(max_devices() - 1) + " (" + product_.rank_table_doc + ": [0, number of devices - 1])");
     }
     dev.device_id = static_cast<int>(device_id);
     dev.rank_id = required_decimal(r, "rank_id", kMaxU32);
@@ -406,10 +409,11 @@ class Importer {
     }
   }
 
-  // Layout superpods: A2 has one; A3 superpod mode numbers the table's
-  // superpods in server_list order; A3 AI-server mode makes each server one.
+  // Layout superpods: a product without them (A2) has one; A3 superpod mode
+  // numbers the table's superpods in server_list order; A3 AI-server mode
+  // makes each server one.
   void build_superpods() {
-    if (kind_ == "a2") {
+    if (!product_.has_supernodes()) {
       for (Server& server : servers_) server.pod = 0;
       return;
     }
@@ -432,12 +436,13 @@ class Importer {
   // talk over the devices' RoCE NICs, which need their addresses.
   void check_device_ips() const {
     std::string reason;
-    if (kind_ == "a2" && servers_.size() > 1) {
-      reason = "with more than one server every device needs device_ip (rank_table_config_a2.md)";
-    } else if (kind_ == "a3" && pod_ids_.empty() && servers_.size() > 1) {
-      reason = "in AI-server mode with more than one server every device needs device_ip (rank_table_config_a3.md)";
-    } else if (kind_ == "a3" && table_.superpod_ids.size() > 1) {
-      reason = "with more than one super pod every device needs device_ip (rank_table_config_a3.md)";
+    const std::string doc = " (" + product_.rank_table_doc + ")";
+    if (!product_.has_supernodes() && servers_.size() > 1) {
+      reason = "with more than one server every device needs device_ip" + doc;
+    } else if (product_.has_supernodes() && pod_ids_.empty() && servers_.size() > 1) {
+      reason = "in AI-server mode with more than one server every device needs device_ip" + doc;
+    } else if (product_.has_supernodes() && table_.superpod_ids.size() > 1) {
+      reason = "with more than one super pod every device needs device_ip" + doc;
     } else {
       return;
     }
@@ -516,7 +521,7 @@ class Importer {
   void build_layout() {
     ClusterLayout& layout = table_.layout;
     layout.name = std::filesystem::path(file_).stem().string();
-    layout.kind = kind_;
+    layout.kind = product_.cluster_kind();
     std::size_t total = 0;
     for (const Server& server : servers_) total += server.devices.size();
     table_.sim_rank_of_rank_id.assign(total, -1);
@@ -539,7 +544,14 @@ class Importer {
   }
 
   std::string file_;
-  std::string kind_;
+  ProductTraits product_;
+  // "8 NPUs"; with dies: "16 dies (8 NPUs x 2)".
+  std::string devices_text() const {
+    const int d = product_.devices_per_server;
+    if (product_.dies_per_chip == 1) return std::to_string(d) + " NPUs";
+    return std::to_string(d) + " dies (" + std::to_string(d / product_.dies_per_chip) + " NPUs x " +
+           std::to_string(product_.dies_per_chip) + ")";
+  }
   bool superpod_format_ = false;
   RankTable table_;
   std::vector<Server> servers_;
@@ -549,22 +561,14 @@ class Importer {
   std::vector<std::string> pod_ids_;                    // super_pod_list order
 };
 
-void check_kind(const std::string& file, const std::string& kind) {
-  if (kind != "a2" && kind != "a3") {
-    throw InputError(file, "unknown rank table kind '" + kind + "'; expected a2 or a3");
-  }
-}
-
 }  // namespace
 
-RankTable load_rank_table(const std::string& file, const std::string& kind) {
-  check_kind(file, kind);
-  return Importer(file, kind).run(load_json_file(file));
+RankTable load_rank_table(const std::string& file, const ProductTraits& product) {
+  return Importer(file, product).run(load_json_file(file));
 }
 
-RankTable rank_table_from_text(const std::string& text, const std::string& file, const std::string& kind) {
-  check_kind(file, kind);
-  return Importer(file, kind).run(parse_json_text(text, file));
+RankTable rank_table_from_text(const std::string& text, const std::string& file, const ProductTraits& product) {
+  return Importer(file, product).run(parse_json_text(text, file));
 }
 
 }  // namespace hcclsim

@@ -28,7 +28,7 @@
 namespace hcclsim {
 
 struct RankTable {
-  ClusterLayout layout;                  // name: the file's stem; kind: "a2" or "a3"
+  ClusterLayout layout;                  // name: the file's stem; kind: the product's ("a2", "a3")
   std::vector<int> sim_rank_of_rank_id;  // index: the table's rank_id
   std::string version;                   // "1.0" or "1.2"
   // A3: the table's super_pod_id of layout superpod k. In AI-server mode
@@ -38,14 +38,14 @@ struct RankTable {
   std::vector<std::string> superpod_ids;
 };
 
-// Reads `file` as a rank table of `kind` ("a2" or "a3"). Throws InputError
+// Reads `file` as a rank table of `product` (its profile's npu.product: the
+// versions, devices per server and dies per chip it allows). Throws InputError
 // naming the file, the JSON path and the reason for every table HCCL would
 // refuse, and for the few the simulator cannot model (an A3 server listing
 // one die of a chip without the other).
-RankTable load_rank_table(const std::string& file, const std::string& kind);
+RankTable load_rank_table(const std::string& file, const ProductTraits& product);
 
 // Same for JSON text in memory; `file` only names it in messages.
-RankTable rank_table_from_text(const std::string& text, const std::string& file,
-                               const std::string& kind);
+RankTable rank_table_from_text(const std::string& text, const std::string& file, const ProductTraits& product);
 
 }  // namespace hcclsim

@@ -55,7 +55,7 @@ std::uint64_t size_at(const nlohmann::json& v, const JsonLocation& where) {
 TopologySpec load_sweep_topology(const SweepTopology& t) {
   if (!t.rank_table_file.empty()) {
     const HardwareProfile hw = load_profile(t.profile_file);
-    const RankTable table = load_rank_table(t.rank_table_file, cluster_kind(hw.npu));
+    const RankTable table = load_rank_table(t.rank_table_file, hw.npu.traits);
     try {
       return make_cluster(table.layout, hw);
     } catch (const std::invalid_argument& e) {

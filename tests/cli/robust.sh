@@ -104,7 +104,7 @@ case "$name" in
     expect=("--profile" "910B" "A3 cluster") ;;
   a2_profile_on_a3_server)
     args=(perf all_reduce --topology "$src/configs/topologies/a3-server.json" --profile "$a2_profile")
-    expect=("--profile" "two NPUs (dies) per chip" "910B") ;;
+    expect=("--profile" "2 NPUs (dies) per chip" "910B") ;;
   a2_profile_on_a3_rank_table)
     # (A version 1.0 table does not say its product: with a 910C profile it is
     # read as A3 "typical networking", as HCCL reads it.)

@@ -125,8 +125,9 @@ void run_one(std::uint8_t which, const std::uint8_t* data, std::size_t size) {
     }
     case 3: {
       const std::string file = write("fuzz-ranktable.json", data, size);
-      const RankTable table = load_rank_table(file, size % 2 == 0 ? "a2" : "a3");
-      make_cluster(table.layout, size % 2 == 0 ? a2_profile() : a3_profile());
+      const HardwareProfile& profile = size % 2 == 0 ? a2_profile() : a3_profile();
+      const RankTable table = load_rank_table(file, profile.npu.traits);
+      make_cluster(table.layout, profile);
       break;
     }
     case 4: validate_sweep_grid(load_sweep_grid(write("sweeps/fuzz.json", data, size))); break;

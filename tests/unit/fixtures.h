@@ -7,6 +7,7 @@
 #include <string>
 
 #include "models/params.h"
+#include "topologies/cluster.h"
 #include "topologies/config.h"
 #include "topologies/platform.h"
 
@@ -29,6 +30,23 @@ inline const HcclApiLimits& shipped_hccl_api(Product product) {
   static const HcclApiLimits a2 = load_profile(source_file("configs/profiles/a2-910b.json")).npu.hccl_api;
   static const HcclApiLimits a3 = load_profile(source_file("configs/profiles/a3-910c.json")).npu.hccl_api;
   return product == Product::A3 ? a3 : a2;
+}
+
+// The shipped products' clusters, as their topology presets build them:
+// `servers` A2 servers of 8 NPUs; `supernodes` x `per_supernode` A3 servers
+// of 16 dies.
+inline ClusterLayout a2_cluster_layout(int servers, const RoceFabricOptions& roce = {}) {
+  static const ProductTraits a2 = load_profile(source_file("configs/profiles/a2-910b.json")).npu.traits;
+  ClusterLayout layout = product_cluster_layout(a2, 1, servers, roce);
+  layout.name = "a2-cluster-" + std::to_string(servers);
+  return layout;
+}
+inline ClusterLayout cloudmatrix_layout(int supernodes, int per_supernode = 48, const RoceFabricOptions& roce = {},
+                                        const UbFabricOptions& ub = {}) {
+  static const ProductTraits a3 = load_profile(source_file("configs/profiles/a3-910c.json")).npu.traits;
+  ClusterLayout layout = product_cluster_layout(a3, supernodes, per_supernode, roce, ub);
+  layout.name = "cloudmatrix-" + std::to_string(supernodes) + "x" + std::to_string(per_supernode);
+  return layout;
 }
 
 // A channel with no SDMA-specific caps or extras.

@@ -16,6 +16,8 @@
 #include <map>
 #include <optional>
 #include <set>
+
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,6 +36,8 @@ using namespace hcclsim;
 namespace {
 
 using hcclsim::testing::source_file;
+using hcclsim::testing::a2_cluster_layout;
+using hcclsim::testing::cloudmatrix_layout;
 std::string a2_profile() { return source_file("configs/profiles/a2-910b.json"); }
 std::string a3_profile() { return source_file("configs/profiles/a3-910c.json"); }
 std::string preset(const std::string& name) { return source_file("configs/topologies/" + name + ".json"); }
@@ -105,6 +109,34 @@ TEST_CASE("A2 cluster of 2 servers: 16 NPUs with HCCS inside a server and RoCE b
       }
     }
   }
+}
+
+TEST_CASE("a cluster is laid out from its profile's product record, not the product's name", "[cluster]") {
+  // The A2 record with servers of 4 NPUs in die pairs through a switch:
+  // every server gets SIO pairs and a switch port per die, no HCCS mesh.
+  std::ifstream in(a2_profile());
+  nlohmann::json doc = nlohmann::json::parse(in);
+  nlohmann::json& product = doc["npu"]["product"];
+  product["devices_per_server"] = 4;
+  product["dies_per_chip"] = 2;
+  product["server_interconnect"] = "switch";
+  doc["links"]["sio"] = doc["links"]["hccs"];
+  const HardwareProfile edited = read_profile(doc, "edited.json");
+  const TopologySpec spec = make_cluster(product_cluster_layout(edited.npu.traits, 1, 2), edited);
+  CHECK(spec.npus == 8);
+  CHECK(spec.npus_per_chip == 2);
+  std::map<std::string, int> kinds;
+  for (const LinkSpec& link : spec.links) ++kinds[link.kind];
+  CHECK(kinds["sio"] == 4);     // 2 servers x 2 pairs
+  CHECK(kinds["hccs"] == 8);    // a port per die to its server's switch
+  CHECK(kinds["roce"] == 8);    // a NIC per die (one leaf: no spines)
+  // A record that contradicts itself is refused where it is written.
+  product["sdma_domain"] = "supernode";
+  CHECK_THROWS_WITH(read_profile(doc, "edited.json"), Catch::Contains("edited.json at $.npu.product.sdma_domain"));
+  product["sdma_domain"] = "server";
+  product["devices_per_server"] = 5;
+  CHECK_THROWS_WITH(read_profile(doc, "edited.json"), Catch::Contains("$.npu.product.devices_per_server") &&
+                                                          Catch::Contains("whole chips"));
 }
 
 TEST_CASE("A2 cluster with a leaf per server: a route between servers is NIC - leaf - spine - leaf - NIC",
@@ -566,7 +598,9 @@ TEST_CASE("make_cluster refuses impossible layouts with a reason", "[cluster]") 
   CHECK_THROWS_WITH(make_cluster(a2_cluster_layout(2), no_roce), Catch::Contains("\"roce\""));
   ClusterLayout kind = a2_cluster_layout(1);
   kind.kind = "a5";
-  CHECK_THROWS_WITH(make_cluster(kind, a2), Catch::Contains("unknown kind"));
+  CHECK_THROWS_WITH(make_cluster(kind, a2), Catch::Contains("kind 'a5' is not its profile's product, \"a2\""));
+  // A layout of the other product's kind is refused the same way.
+  CHECK_THROWS_WITH(make_cluster(cloudmatrix_layout(1, 2), a2), Catch::Contains("kind 'a3' is not its profile's product"));
 }
 
 // Not run by default (hidden tag): the route lookup cost of an 8,192-NPU A2

@@ -65,6 +65,8 @@
 
 using namespace hcclsim;
 using hcclsim::testing::source_file;
+using hcclsim::testing::a2_cluster_layout;
+using hcclsim::testing::cloudmatrix_layout;
 
 namespace {
 
