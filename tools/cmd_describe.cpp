@@ -23,6 +23,19 @@
 namespace hcclsim {
 namespace {
 
+// The product a topology is built of, as its profile's npu.product says:
+// "product A3: servers of 16 dies, 2 per chip (SIO between them), each die
+// to the server's switch; SDMA domain: the supernode (48 servers)".
+std::string product_summary(const ProductTraits& t) {
+  std::string out = "product " + t.name + ": servers of " + std::to_string(t.devices_per_server) +
+                    (t.dies_per_chip > 1 ? " dies, " + std::to_string(t.dies_per_chip) + " per chip (SIO between them)"
+                                         : " NPUs");
+  out += t.server_switch ? ", each to the server's switch" : ", a full mesh of HCCS links";
+  out += t.supernode_sdma ? "; SDMA domain: the supernode (" + std::to_string(t.servers_per_supernode) + " servers)"
+                          : "; SDMA domain: the server";
+  return out;
+}
+
 // A module's name with each run of digits as '#': "npu12.sdma" -> "npu#.sdma".
 std::string pattern_of(const std::string& name) {
   std::string out;
@@ -118,14 +131,22 @@ class DescribeCommand : public Command {
         modules.push_back({{"pattern", key}, {"kind", g.kind}, {"count", g.count}, {"first", g.first}, {"last", g.last},
                            {"detail", g.detail}});
       }
+      const ProductTraits& t = spec.npu.traits;
+      const nlohmann::json product{{"name", t.name},
+                                   {"devices_per_server", t.devices_per_server},
+                                   {"dies_per_chip", t.dies_per_chip},
+                                   {"server_interconnect", t.server_switch ? "switch" : "mesh"},
+                                   {"sdma_domain", t.supernode_sdma ? "supernode" : "server"},
+                                   {"servers_per_supernode", t.servers_per_supernode}};
       *ctx.out << nlohmann::json{{"topology", spec.name}, {"npus", spec.npus}, {"profile", spec.profile_file},
-                                 {"modules", modules}}
+                                 {"product", product}, {"modules", modules}}
                       .dump(2)
                << "\n";
       return 0;
     }
     *ctx.out << "# " << described << ": " << spec.npus << " NPUs (" << spec.npu.model << "), profile "
              << spec.profile_file << "; SystemC modules by name pattern (# = a number)\n";
+    *ctx.out << "# " << product_summary(spec.npu.traits) << "\n";
     char line[512];
     for (const std::string& key : order) {
       const Group& g = groups[key];

@@ -34,9 +34,13 @@ assert m["npu#.sdma"]["detail"] == "16 SDMA engines", m["npu#.sdma"]
 assert m["npu#.aic"]["detail"] == "24 AI Cube cores" and m["npu#.aiv"]["detail"] == "48 AI Vector cores"
 assert m[links]["count"] == nlinks and m[links]["kind"] == "hcclsim::Channel", m[links]
 assert m["npu#_memory"]["count"] == npus
+# The product record the topology is built of (its profile's npu.product).
+assert d["product"]["devices_per_server"] == npus and d["product"]["name"] == ("A2" if npus == 8 else "A3"), d["product"]
+assert d["product"]["dies_per_chip"] == (1 if npus == 8 else 2), d["product"]
 PY
     "$hcclsim" describe "${topo[@]}" >"$tmp/out.txt" 2>"$tmp/err.txt" || fail=1
     grep -q "npu0.sdma .. npu$((npus - 1)).sdma" "$tmp/out.txt" || { echo "FAIL: table lacks the SDMA units" >&2; fail=1; }
+    grep -q "^# product A[23]: servers of $npus " "$tmp/out.txt" || { echo "FAIL: table lacks the product line" >&2; fail=1; }
     # The links' per-task caps: HCCL's transport on A2 HCCS, one SDMA task
     # through an A3 die's switch port.
     if [ "$name" = describe_a2_server ]; then cap="one task of HCCL's transport at most 20.94 GB/s"; else cap="one SDMA read task at most 142.40 GB/s"; fi
