@@ -116,7 +116,8 @@ class StepCommand : public Command {
     app.add_option("--model", model_,
                    "detailed (default): every group's executor graphs appended into one task graph on the SystemC "
                    "model, so groups contend for links; estimate: each collective by its executor's closed form on "
-                   "its group alone (no contention between groups; no busiest links), the same schedule")
+                   "its group alone (no contention between groups, but it names the groups that share links while both "
+                   "are under way: shared_links; no busiest links), the same schedule")
         ->type_name("M");
     app.add_option("--format", format_, "table (default) | json | csv")->type_name("F");
     app.add_flag("--per-layer", per_layer_,
@@ -376,6 +377,14 @@ class StepCommand : public Command {
                             {"bubble_us", round3(r.bubble_us)},       {"groups", groups},
                             {"critical_path", path},                  {"busiest_links", links},
                             {"assumed", r.assumed}};
+      if (model_ == "estimate") {
+        nlohmann::json shared = nlohmann::json::array();
+        for (const StepSharedLinks& s : r.shared_links) {
+          shared.push_back({{"groups", {s.first, s.second}}, {"link_kinds", s.link_kinds},
+                            {"link_directions", s.link_directions}, {"together_us", round3(s.together_us)}});
+        }
+        doc["shared_links"] = shared;
+      }
       if (per_layer_) {
         nlohmann::json layers = nlohmann::json::array();
         for (const StepLayerResult& l : r.layers) {
@@ -445,6 +454,17 @@ class StepCommand : public Command {
       for (const LinkUsage& l : r.busiest_links) {
         std::snprintf(line, sizeof line, "  %-40s %6.1f%%  %llu bytes\n", l.label.c_str(), 100 * l.utilization,
                       static_cast<unsigned long long>(l.bytes));
+        out << line;
+      }
+    }
+    if (!r.shared_links.empty()) {
+      out << "groups sharing links while both are under way (the estimate times each group alone; --model detailed "
+             "shares the links):\n";
+      for (const StepSharedLinks& s : r.shared_links) {
+        std::string kinds;
+        for (const std::string& k : s.link_kinds) kinds += (kinds.empty() ? "" : ", ") + k;
+        std::snprintf(line, sizeof line, "  %-4s %-4s %6d link directions (%s), together %.3f us\n", s.first.c_str(),
+                      s.second.c_str(), s.link_directions, kinds.c_str(), s.together_us);
         out << line;
       }
     }

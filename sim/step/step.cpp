@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <unordered_map>
@@ -19,6 +20,7 @@
 #include "sim/step/chakra.h"
 #include "sim/used_constants.h"
 #include "topologies/group_view.h"
+#include "topologies/routes.h"
 
 namespace hcclsim {
 
@@ -1465,6 +1467,83 @@ std::uint64_t step_tasks(const StepPlan& plan) {
   return tasks;
 }
 
+// The groups whose collectives cross the same link directions while both
+// are under way in `t`'s schedule. A domain crosses the routes between its
+// members: every ordered pair up to 64 members, else ring neighbours both
+// ways (the rings and neighbour steps of large groups' executors). Only
+// the plan's domains count: in the symmetric plan those of TP and DP index
+// 0 of each stage, whose sharing the others' mirrors.
+std::vector<StepSharedLinks> shared_links(const StepPlan& plan, const OpTimes& t) {
+  constexpr std::size_t kAllPairsMax = 64;
+  const RouteFinder routes(*plan.topology);
+  std::map<std::string, std::set<int>> crossed;   // group name -> channels its domains' routes cross
+  std::vector<int> path;
+  for (const Domain& d : plan.domains) {
+    const std::vector<int>& m = d.members;
+    if (m.size() < 2) continue;
+    std::set<int>& used = crossed[domain_name(d)];
+    auto add = [&](int a, int b) {
+      path.clear();
+      routes.append_path(a, b, path);
+      used.insert(path.begin(), path.end());
+    };
+    if (m.size() <= kAllPairsMax) {
+      for (const int a : m) {
+        for (const int b : m) {
+          if (a != b) add(a, b);
+        }
+      }
+    } else {
+      for (std::size_t i = 0; i < m.size(); ++i) {
+        add(m[i], m[(i + 1) % m.size()]);
+        add(m[(i + 1) % m.size()], m[i]);
+      }
+    }
+  }
+  // When each group has a collective under way: the union of their [start, end).
+  using Intervals = std::vector<std::pair<std::uint64_t, std::uint64_t>>;
+  std::map<std::string, Intervals> busy;
+  for (std::size_t i = 0; i < plan.ops.size(); ++i) {
+    const Op& op = plan.ops[i];
+    if (op.coll && t.end[i] > t.start[i]) busy[domain_name(plan.domains[static_cast<std::size_t>(op.domain)])].push_back({t.start[i], t.end[i]});
+  }
+  for (auto& [name, list] : busy) {
+    std::sort(list.begin(), list.end());
+    Intervals merged;
+    for (const auto& iv : list) {
+      if (!merged.empty() && iv.first <= merged.back().second) {
+        merged.back().second = std::max(merged.back().second, iv.second);
+      } else {
+        merged.push_back(iv);
+      }
+    }
+    list = std::move(merged);
+  }
+  auto together = [](const Intervals& a, const Intervals& b) {
+    std::uint64_t sum = 0;
+    for (std::size_t i = 0, j = 0; i < a.size() && j < b.size();) {
+      const std::uint64_t lo = std::max(a[i].first, b[j].first), hi = std::min(a[i].second, b[j].second);
+      if (hi > lo) sum += hi - lo;
+      (a[i].second < b[j].second ? i : j)++;
+    }
+    return sum;
+  };
+  std::vector<StepSharedLinks> out;
+  for (auto a = crossed.begin(); a != crossed.end(); ++a) {
+    for (auto b = std::next(a); b != crossed.end(); ++b) {
+      std::vector<int> both;
+      std::set_intersection(a->second.begin(), a->second.end(), b->second.begin(), b->second.end(), std::back_inserter(both));
+      if (both.empty() || busy.count(a->first) == 0 || busy.count(b->first) == 0) continue;
+      const std::uint64_t ps = together(busy.at(a->first), busy.at(b->first));
+      if (ps == 0) continue;
+      std::set<std::string> kinds;
+      for (const int c : both) kinds.insert(plan.topology->links[static_cast<std::size_t>(c / 2)].kind);
+      out.push_back({a->first, b->first, {kinds.begin(), kinds.end()}, static_cast<int>(both.size()), static_cast<double>(ps) / 1e6});
+    }
+  }
+  return out;
+}
+
 StepResult run_step_estimate(const StepPlan& plan) {
   std::vector<double> part_ps(plan.parts.size(), 0);
   std::set<std::string> assumed;
@@ -1564,6 +1643,7 @@ StepResult run_step_estimate(const StepPlan& plan) {
   }
   if (done != n) throw GraphError("step plan has a cycle: " + std::to_string(n - done) + " operations never become ready");
   StepResult r = report(plan, t);
+  r.shared_links = shared_links(plan, t);
   add_assumed(r, {assumed.begin(), assumed.end()});
   return r;
 }

@@ -94,6 +94,17 @@ struct StepLayerResult {
   double compute_us = 0, communication_us = 0, exposed_us = 0;
 };
 
+// Two groups whose collectives cross the same link directions while both
+// are under way in the estimate's schedule. The estimate times each group's
+// collectives alone, so where groups share links it is optimistic; the
+// detailed model shares them (max-min).
+struct StepSharedLinks {
+  std::string first, second;              // group names ("dp", "ep")
+  std::vector<std::string> link_kinds;    // of the shared links, sorted ("hccs", "ub")
+  int link_directions = 0;                // how many link directions both cross
+  double together_us = 0;                 // time both have a collective under way
+};
+
 struct StepResult {
   double step_time_us = 0, compute_us = 0, bubble_us = 0;
   int critical_rank = 0;
@@ -102,6 +113,7 @@ struct StepResult {
   std::vector<StepPathEntry> critical_path;
   std::vector<StepLayerResult> layers;      // by layer (a Chakra workload has none)
   std::vector<LinkUsage> busiest_links;     // detailed only, by utilization, at most 8
+  std::vector<StepSharedLinks> shared_links;  // estimate only: contention it does not model
   std::vector<std::string> assumed;
   std::uint64_t tasks = 0;
 };

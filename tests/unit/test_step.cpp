@@ -573,6 +573,32 @@ TEST_CASE("step: both back ends refuse the same step at hcclsim's time limit", "
   }
 }
 
+TEST_CASE("step: the estimate names the groups that share links while both are under way", "[step]") {
+  // tp 8 fills a server; pp 2 and dp 2 each pair ranks of different
+  // servers, so both cross RoCE NICs and the leaf/spine fabric, and the
+  // PP sends and DP collectives of the last micro-batches overlap.
+  const TopologySpec cluster = load_topology(source_file("configs/topologies/a2-cluster.json"), {}, 4);
+  const StepRequest req = request("tiny-llama.json", "tp=8,pp=2,dp=2", "global=8,micro=1,seq=512");
+  const StepResult r = run_step_estimate(*plan_step(cluster, req, StepPlanScope::Symmetric));
+  REQUIRE(r.shared_links.size() == 1);
+  const StepSharedLinks& s = r.shared_links.front();
+  CHECK(s.first == "dp");
+  CHECK(s.second == "pp");
+  CHECK(s.link_kinds == std::vector<std::string>{"roce"});
+  CHECK(s.link_directions > 0);
+  CHECK(s.together_us > 0);
+  for (const StepGroupResult& g : r.groups) {
+    if (g.group == "dp" || g.group == "pp") CHECK(s.together_us <= g.time_us);
+  }
+  // The every-rank plan finds the same.
+  const StepResult every = run_step_estimate(*plan_step(cluster, req));
+  REQUIRE(every.shared_links.size() == 1);
+  CHECK(every.shared_links.front().together_us == Approx(s.together_us));
+  // One group alone shares nothing.
+  CHECK(run_step_estimate(*plan_step(a2_server(), request("tiny-llama.json", "tp=8", "global=1,micro=1,seq=512")))
+            .shared_links.empty());
+}
+
 TEST_CASE("step: the estimate is within 5% of the detailed step on a grid of small models", "[step]") {
   // Layouts whose groups do not share links on an A2 server's full mesh
   // (the estimate models no contention between groups; see the PP test).
