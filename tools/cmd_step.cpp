@@ -79,6 +79,13 @@ class StepCommand : public Command {
                    "MoE token dispatcher: alltoall (default: AlltoAll) | allgather (AllGather + ReduceScatter) | deepep "
                    "(the AIV kernels of hcclsim moe; --model detailed only)")
         ->type_name("D");
+    app.add_option("--recompute", recompute_,
+                   "activation recomputation in training, as Megatron's --recompute-granularity full: none (default); "
+                   "full (every layer: --recompute-method uniform --recompute-num-layers 1); block:N (the first N "
+                   "layers of each model chunk on a stage: --recompute-method block --recompute-num-layers N). A "
+                   "recomputed layer keeps only its input and runs its forward again (compute and its TP, CP and EP "
+                   "communication) just before its backward")
+        ->type_name("MODE");
     app.add_flag("--mc2", mc2_,
                  "TP communication fused with its matmuls, as MindSpeed's --use-mc2 runs it (torch_npu's AllGather + "
                  "matmul and matmul + ReduceScatter kernels): each TP AllGather and ReduceScatter and its matmul in tp "
@@ -104,7 +111,7 @@ class StepCommand : public Command {
                    "score blocks (each a softmax cost and two matmuls), vector passes (norms, RoPE, residual adds, "
                    "SwiGLU, MoE permutation, the loss's passes over the fp32 logits) their bytes at HBM's rate, with "
                    "the profile's constants (on A2 fitted to published 7B-72B steps, judged on 0.5B-70B ones: docs/calibration.md); "
-                   "no recomputation, no per-kernel launch cost; MoE layers without grouped-GEMM or routing costs "
+                   "recomputation of whole layers only (--recompute), no per-kernel launch cost; MoE layers without grouped-GEMM or routing costs "
                    "(Mixtral's published step is 75% slower); TP collectives block the compute but in a "
                    "column-parallel layer's backward (as Megatron: its input gradient reduce-scattered, or all-reduced "
                    "without sequence parallelism, under the weight gradient; with sequence parallelism the input "
@@ -156,6 +163,7 @@ class StepCommand : public Command {
     req.sequence_parallel = !no_sp_;
     if (mc2_ && no_sp_) throw InputError("option --mc2", "MC2 fuses sequence parallelism's AllGather and ReduceScatter; drop --no-sequence-parallel");
     req.mc2 = mc2_;
+    req.recompute = parse_recompute(recompute_);
     if (per_layer_ && format_ == "csv") {
       throw InputError("option --per-layer", "the per-layer figures are in the table and in json's \"layers\"; give "
                                              "--format table or json");
@@ -482,6 +490,7 @@ class StepCommand : public Command {
   std::string dispatcher_ = "alltoall";
   bool no_sp_ = false;
   bool mc2_ = false;
+  std::string recompute_ = "none";
   std::string compute_file_;
   TopologyOptions topology_;
   std::string model_ = "detailed";

@@ -46,11 +46,12 @@ std::string option_text(const nlohmann::json& v) {
 // A step point's request, as `hcclsim step` builds it from its options.
 // Errors name the point's options in the file (`where`) when it is read.
 StepRequest step_request_of(const MeasuredPoint& p, const JsonLocation& where) {
-  static const std::set<std::string> known{"model", "layout", "batch", "phase", "dispatcher", "sequence_parallel", "mc2"};
+  static const std::set<std::string> known{"model", "layout", "batch", "phase", "dispatcher", "sequence_parallel", "mc2",
+                                           "recompute"};
   for (const auto& entry : p.options) {
     if (known.count(entry.first) == 0) {
       where.key(entry.first).fail("unknown step option; expected model, layout, batch, phase, dispatcher, "
-                                  "sequence_parallel or mc2");
+                                  "sequence_parallel, mc2 or recompute");
     }
   }
   for (const char* key : {"model", "layout", "batch"}) {
@@ -89,6 +90,11 @@ StepRequest step_request_of(const MeasuredPoint& p, const JsonLocation& where) {
   req.sequence_parallel = flag("sequence_parallel", "true");
   req.mc2 = flag("mc2", "false");
   if (req.mc2 && !req.sequence_parallel) where.key("mc2").fail("MC2 needs sequence_parallel true");
+  try {
+    req.recompute = parse_recompute(option_or("recompute", "none"));
+  } catch (const InputError& e) {
+    where.key("recompute").fail(e.message());
+  }
   req.model = read_model_config(p.model_file);
   return req;
 }

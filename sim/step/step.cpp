@@ -142,6 +142,23 @@ std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / 
 
 }  // namespace
 
+Recompute parse_recompute(const std::string& text) {
+  Recompute r;
+  if (text == "none") return r;
+  r.on = true;
+  if (text == "full") return r;
+  const std::string prefix = "block:";
+  if (text.rfind(prefix, 0) == 0) {
+    const std::string n = text.substr(prefix.size());
+    if (!n.empty() && n.size() <= 6 && std::all_of(n.begin(), n.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      r.layers = std::stoi(n);
+      if (r.layers >= 1) return r;
+    }
+  }
+  throw InputError("option --recompute", "'" + printable(text) + "': expected none, full or block:N (N >= 1: the first N "
+                                         "layers of each model chunk)");
+}
+
 class StepPlan {
  public:
   const TopologySpec* topology = nullptr;
@@ -985,13 +1002,17 @@ void Planner::check() {
     throw InputError("option --batch", "micro x seq = " + std::to_string(b.micro * b.seq) +
                                            " tokens per micro-batch; at most 2^26 (67,108,864) are modelled");
   }
+  if (r_.recompute.on && r_.phase != StepPhase::Train) {
+    throw InputError("option --recompute", "recomputation is a training step's (--phase train)");
+  }
   // Every rank's operations are planned: refuse a plan that would not fit in memory.
   // (Per rank and layer: about 20 operations, and with --mc2 the tp pieces of
-  // its three fused matmuls and a TP collective's four; a symmetric plan
-  // plans the representatives only.)
+  // its three fused matmuls and a TP collective's four; a recomputed layer
+  // runs its forward twice; a symmetric plan plans the representatives only.)
   const double per_layer = 20.0 + (r_.mc2 ? 3.0 * l_.tp + 4.0 : 0.0);
+  const double passes = r_.phase == StepPhase::Train ? (r_.recompute.on ? 3 : 2) : 1;
   const double ops = static_cast<double>(l_.world()) * static_cast<double>(m) * (static_cast<double>(mc_.layers) / l_.pp + 2) *
-                     per_layer * (r_.phase == StepPhase::Train ? 2 : 1) * l_.cp / (p_.symmetric ? l_.tp * l_.dp : 1);
+                     per_layer * passes * l_.cp / (p_.symmetric ? l_.tp * l_.dp : 1);
   if (ops > kMaxOps) {
     throw InputError("option --batch", "the step would plan about " + std::to_string(static_cast<std::uint64_t>(ops)) +
                                            " operations (ranks x micro-batches x layers per stage); at most " +
@@ -1143,6 +1164,9 @@ void Planner::run() {
         }
         for (std::int64_t layer = starts[g + 1] - 1; layer >= starts[g]; --layer) {
           layer_ = static_cast<std::int32_t>(layer);
+          if (r_.recompute.covers(layer - starts[g])) {
+            emit(s, items_of_layer(layer, false), what + " L" + std::to_string(layer) + " recompute");
+          }
           emit(s, items_of_layer(layer, true), what + " L" + std::to_string(layer));
           layer_ = -1;
           if (last_mb_bwd) {
@@ -1813,11 +1837,12 @@ MemoryUse step_memory(const StepRequest& request) {
   // min(pp - s, m) micro-batches of activations in flight (the first stage pp).
   for (int s = 0; s < l.pp; ++s) {
     double dense = 0, expert = 0;
-    std::int64_t layers = 0;
+    std::int64_t layers = 0, recomputed = 0;
     for (int c = 0; c < l.vpp; ++c) {
       const int g = c * l.pp + s;
       for (std::int64_t layer = starts[g]; layer < starts[g + 1]; ++layer) {
         ++layers;
+        if (request.recompute.covers(layer - starts[g])) ++recomputed;
         dense += static_cast<double>(mc.attention_params()) / l.tp;
         if (mc.is_moe_layer(layer)) {
           dense += static_cast<double>(mc.hidden * mc.experts + mc.shared_experts * mc.expert_params());
@@ -1836,8 +1861,17 @@ MemoryUse step_memory(const StepRequest& request) {
     if (request.phase == StepPhase::Train) {
       u.gradients = static_cast<std::uint64_t>(params * 4);
       u.optimizer = static_cast<std::uint64_t>(12.0 * (dense / l.dp + expert / edp));
-      u.activations = static_cast<std::uint64_t>(static_cast<double>(kActivationBytesPerToken) * b.seq * b.micro *
-                                                 mc.hidden / (l.tp * l.cp) * layers * in_flight);
+      // A recomputed layer keeps its input (bf16); the one being recomputed
+      // holds its whole activations once.
+      if (recomputed == 0) {
+        u.activations = static_cast<std::uint64_t>(static_cast<double>(kActivationBytesPerToken) * b.seq * b.micro *
+                                                   mc.hidden / (l.tp * l.cp) * layers * in_flight);
+      } else {
+        const double per_layer = static_cast<double>(b.seq) * b.micro * mc.hidden / (l.tp * l.cp);
+        const double kept = static_cast<double>(kActivationBytesPerToken) * static_cast<double>(layers - recomputed) +
+                            static_cast<double>(kDtype) * static_cast<double>(recomputed);
+        u.activations = static_cast<std::uint64_t>(per_layer * (kept * in_flight + kActivationBytesPerToken));
+      }
     } else {
       const double per_token = mc.mla ? static_cast<double>(mc.kv_lora_rank + mc.qk_rope_dim) * kDtype
                                       : 2.0 * mc.kv_heads * mc.head_dim * kDtype / l.tp;

@@ -48,6 +48,20 @@ namespace hcclsim {
 enum class StepPhase : std::uint8_t { Train, Prefill, Decode };
 enum class Dispatcher : std::uint8_t { AlltoAll, AllGather, DeepEp };
 
+// Activation recomputation, as Megatron's --recompute-granularity full:
+// the layers recomputed keep only their input and run their forward again
+// (its compute and its TP, CP and EP communication) just before their
+// backward. `layers` < 0: every layer (--recompute-method uniform
+// --recompute-num-layers 1); else the first `layers` of each model chunk on
+// a stage (--recompute-method block --recompute-num-layers N).
+struct Recompute {
+  bool on = false;
+  int layers = -1;
+  bool covers(std::int64_t index_in_chunk) const { return on && (layers < 0 || index_in_chunk < layers); }
+};
+// "none", "full" or "block:N" (N >= 1); throws InputError naming --recompute.
+Recompute parse_recompute(const std::string& text);
+
 struct StepRequest {
   ModelConfig model;
   Layout layout;
@@ -56,6 +70,7 @@ struct StepRequest {
   Dispatcher dispatcher = Dispatcher::AlltoAll;
   bool sequence_parallel = true;   // with tp > 1
   bool mc2 = false;                // --mc2: TP AllGather / ReduceScatter fused with their matmuls (needs sequence_parallel)
+  Recompute recompute;             // --recompute (train)
   ComputeTable compute;            // --compute; empty: the roofline
 };
 
@@ -63,7 +78,9 @@ struct StepRequest {
 // (train: bf16 parameters, fp32 gradients, the distributed optimizer's fp32
 // master weights and Adam moments sharded over DP (expert parameters over
 // dp / ep), activations 34 x s x b x h / (tp x cp) bytes per layer and
-// micro-batch in flight, min(pp - s, m) of them on stage s; inference:
+// micro-batch in flight, min(pp - s, m) of them on stage s, a recomputed
+// layer 2 x s x b x h / (tp x cp) (its input) and, once, the 34 of the
+// layer being recomputed; inference:
 // parameters and the K/V cache of the micro-batches in flight).
 struct MemoryUse {
   std::uint64_t parameters = 0, gradients = 0, optimizer = 0, activations = 0;

@@ -56,6 +56,7 @@ struct Case {
   StepPhase phase;
   bool mc2 = false;
   bool sequence_parallel = true;
+  const char* recompute = "none";
 };
 
 // tiny-llama (4 layers): per micro-batch a forward of embedding, 4 x 10
@@ -599,6 +600,51 @@ TEST_CASE("step: the estimate names the groups that share links while both are u
             .shared_links.empty());
 }
 
+TEST_CASE("step: a recomputed layer runs its forward again before its backward and keeps only its input", "[step]") {
+  // tiny-llama, 4 layers of 10 forward operators, every operator 10 us, one
+  // rank, 3 micro-batches: full recomputation adds 3 x 4 x 10 operators,
+  // block:1 the first layer's 3 x 10; the step is its compute.
+  const TopologySpec spec = a2_server();
+  auto run = [&](const char* mode) {
+    StepRequest req = request("tiny-llama.json", "tp=1,pp=1,dp=1", "global=3,micro=1,seq=512");
+    req.compute.add("*", "*", 10.0);
+    req.recompute = parse_recompute(mode);
+    return run_step_estimate(*plan_step(spec, req));
+  };
+  const double none = run("none").compute_us;
+  CHECK(none == Approx(3 * kOpsPerMicroBatch * 10.0 + 10.0).epsilon(1e-12));   // (and the optimizer)
+  CHECK(run("full").compute_us == Approx(none + 3 * 4 * 10 * 10.0).epsilon(1e-12));
+  CHECK(run("block:1").compute_us == Approx(none + 3 * 1 * 10 * 10.0).epsilon(1e-12));
+  CHECK(run("block:9").compute_us == Approx(run("full").compute_us).epsilon(1e-12));   // more than the chunk's 4: all
+  // With tp 2 and sequence parallelism the recomputed forward gathers and
+  // scatters again: one AllGather and one ReduceScatter more per site.
+  auto tp_time = [&](const char* mode) {
+    StepRequest req = request("tiny-llama.json", "tp=2,pp=1,dp=1", "global=1,micro=1,seq=512");
+    req.compute.add("*", "*", 0.0);
+    req.recompute = parse_recompute(mode);
+    return group(run_step_estimate(*plan_step(spec, req)), "tp")->time_us;
+  };
+  CHECK(tp_time("full") > tp_time("none"));
+  // Memory: a recomputed layer keeps 2 x s x b x h bytes, the layer being
+  // recomputed its 34 x s x b x h once (h 1024, s 512, 4 layers, one micro-batch).
+  StepRequest mem = request("tiny-llama.json", "tp=1,pp=1,dp=1", "global=1,micro=1,seq=512");
+  const double per_layer = 512.0 * 1024.0;
+  CHECK(step_memory(mem).activations == static_cast<std::uint64_t>(34 * per_layer * 4));
+  mem.recompute = parse_recompute("full");
+  CHECK(step_memory(mem).activations == static_cast<std::uint64_t>(per_layer * (2 * 4 + 34)));
+  mem.recompute = parse_recompute("block:1");
+  CHECK(step_memory(mem).activations == static_cast<std::uint64_t>(per_layer * (34 * 3 + 2 + 34)));
+  // Bad modes name the option; inference has nothing to recompute.
+  for (const char* bad : {"block:0", "block:", "half", "block:-1", "block:1234567"}) {
+    INFO(bad);
+    CHECK_THROWS_WITH(parse_recompute(bad), Catch::Contains("expected none, full or block:N"));
+  }
+  StepRequest decode = request("tiny-llama.json", "tp=1,pp=1,dp=1", "global=1,micro=1,seq=512");
+  decode.phase = StepPhase::Decode;
+  decode.recompute = parse_recompute("full");
+  CHECK_THROWS_WITH(plan_step(spec, decode), Catch::Contains("training"));
+}
+
 TEST_CASE("step: the estimate is within 5% of the detailed step on a grid of small models", "[step]") {
   // Layouts whose groups do not share links on an A2 server's full mesh
   // (the estimate models no contention between groups; see the PP test).
@@ -612,6 +658,7 @@ TEST_CASE("step: the estimate is within 5% of the detailed step on a grid of sma
       {"tiny-llama.json", "tp=4,dp=2", "global=8,micro=1,seq=512", StepPhase::Train, true},
       {"tiny-moe.json", "tp=2,dp=4,ep=2,etp=2", "global=8,micro=1,seq=512", StepPhase::Train},
       {"tiny-llama.json", "tp=8", "global=8,micro=1,seq=512", StepPhase::Train, false, false},
+      {"tiny-llama.json", "tp=2,pp=2,dp=2", "global=4,micro=1,seq=512", StepPhase::Train, false, true, "full"},
   };
   const TopologySpec spec = a2_server();
   Platform platform(spec);
@@ -620,10 +667,12 @@ TEST_CASE("step: the estimate is within 5% of the detailed step on a grid of sma
     req.phase = c.phase;
     req.mc2 = c.mc2;
     req.sequence_parallel = c.sequence_parallel;
+    req.recompute = parse_recompute(c.recompute);
     const auto plan = plan_step(spec, req);
     const StepResult est = run_step_estimate(*plan);
     const StepResult det = run_step_detailed(platform, *plan);
-    INFO(c.model << " " << c.layout << " " << c.batch << (c.mc2 ? " --mc2" : "") << (c.sequence_parallel ? "" : " no SP"));
+    INFO(c.model << " " << c.layout << " " << c.batch << (c.mc2 ? " --mc2" : "") << (c.sequence_parallel ? "" : " no SP")
+                 << " recompute " << c.recompute);
     CHECK(est.compute_us == Approx(det.compute_us).epsilon(1e-9));
     CHECK(est.step_time_us == Approx(det.step_time_us).epsilon(0.05));
   }
