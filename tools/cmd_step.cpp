@@ -79,6 +79,13 @@ class StepCommand : public Command {
                    "MoE token dispatcher: alltoall (default: AlltoAll) | allgather (AllGather + ReduceScatter) | deepep "
                    "(the AIV kernels of hcclsim moe; --model detailed only)")
         ->type_name("D");
+    app.add_flag("--no-distributed-optimizer", no_dist_opt_,
+                 "plain DDP instead of the distributed optimizer (train): gradients all-reduced in buckets, every "
+                 "rank's optimizer over all its parameters, no parameter AllGather after the step (Megatron without "
+                 "--use-distributed-optimizer)");
+    app.add_flag("--no-overlap-grad-reduce", no_overlap_grad_,
+                 "the gradient buckets' collectives wait for the end of the backward instead of starting as each "
+                 "bucket's layers are done (Megatron without --overlap-grad-reduce)");
     app.add_option("--recompute", recompute_,
                    "activation recomputation in training, as Megatron's --recompute-granularity full: none (default); "
                    "full (every layer: --recompute-method uniform --recompute-num-layers 1); block:N (the first N "
@@ -164,6 +171,8 @@ class StepCommand : public Command {
     if (mc2_ && no_sp_) throw InputError("option --mc2", "MC2 fuses sequence parallelism's AllGather and ReduceScatter; drop --no-sequence-parallel");
     req.mc2 = mc2_;
     req.recompute = parse_recompute(recompute_);
+    req.distributed_optimizer = !no_dist_opt_;
+    req.overlap_grad_reduce = !no_overlap_grad_;
     if (per_layer_ && format_ == "csv") {
       throw InputError("option --per-layer", "the per-layer figures are in the table and in json's \"layers\"; give "
                                              "--format table or json");
@@ -491,6 +500,8 @@ class StepCommand : public Command {
   bool no_sp_ = false;
   bool mc2_ = false;
   std::string recompute_ = "none";
+  bool no_dist_opt_ = false;
+  bool no_overlap_grad_ = false;
   std::string compute_file_;
   TopologyOptions topology_;
   std::string model_ = "detailed";

@@ -1084,15 +1084,25 @@ void Planner::run() {
     std::int64_t dense_acc = 0, expert_acc = 0;
     const std::int64_t bucket = std::max(kBucketParams, kBucketPerDp * l_.dp);
     const int edp = l_.dp / l_.ep;
+    // Without --overlap-grad-reduce the buckets wait for the end of the backward.
+    std::vector<std::pair<bool, std::int64_t>> held;   // (expert, parameters) of buckets not yet reduced
+    bool backward_done = false;
     auto flush = [&](bool expert, std::int64_t& acc) {
       if (acc == 0) return;
+      if (!r_.overlap_grad_reduce && !backward_done) {
+        held.push_back({expert, acc});
+        acc = 0;
+        return;
+      }
       const int size = expert ? edp : l_.dp;
       if (size > 1) {
         Item it;
         it.coll = true;
         it.group = expert ? Group::Edp : Group::Dp;
-        it.cop = CollOp::ReduceScatter;
-        it.count = ceil_div(static_cast<std::uint64_t>(acc), static_cast<std::uint64_t>(size));
+        // The distributed optimizer reduce-scatters a bucket; plain DDP all-reduces it.
+        it.cop = r_.distributed_optimizer ? CollOp::ReduceScatter : CollOp::AllReduce;
+        it.count = r_.distributed_optimizer ? ceil_div(static_cast<std::uint64_t>(acc), static_cast<std::uint64_t>(size))
+                                            : static_cast<std::uint64_t>(acc);
         for (int rank = s * inner(); rank < (s + 1) * inner(); ++rank) {
           if (!planned(rank)) continue;
           const std::vector<int> members = group_members(it.group, rank, 0);
@@ -1207,19 +1217,22 @@ void Planner::run() {
     if (train) {
       flush(false, dense_acc);
       flush(true, expert_acc);
+      backward_done = true;   // the held buckets go now, in their order
+      for (auto& [expert, params] : held) flush(expert, params);
       // The optimizer on each rank's shard, after its gradients are reduced; then the parameters are gathered.
       for (int rank = s * inner(); rank < (s + 1) * inner(); ++rank) {
         if (!planned(rank)) continue;
         auto& waits = end_waits_[static_cast<std::size_t>(rank)];
         pending_[static_cast<std::size_t>(rank)].insert(pending_[static_cast<std::size_t>(rank)].end(), waits.begin(), waits.end());
       }
-      const double shard = static_cast<double>(local_params) / l_.dp + static_cast<double>(local_expert_params) / edp;
+      const int shards = r_.distributed_optimizer ? l_.dp : 1, expert_shards = r_.distributed_optimizer ? edp : 1;
+      const double shard = static_cast<double>(local_params) / shards + static_cast<double>(local_expert_params) / expert_shards;
       emit(s, {compute("optimizer", "params=" + std::to_string(static_cast<std::int64_t>(shard)),
                        vector_time(shard * kOptimizerBytesPerParam), false)},
            "step");
       for (const auto& [expert, params, size] :
            {std::tuple{false, local_params, l_.dp}, std::tuple{true, local_expert_params, edp}}) {
-        if (size <= 1 || params == 0) continue;
+        if (!r_.distributed_optimizer || size <= 1 || params == 0) continue;
         for (std::int64_t done = 0; done < params; done += bucket) {
           Item ag;
           ag.coll = true;
@@ -1860,7 +1873,8 @@ MemoryUse step_memory(const StepRequest& request) {
     const double in_flight = std::min(static_cast<double>(l.pp - s), std::max(1.0, m));
     if (request.phase == StepPhase::Train) {
       u.gradients = static_cast<std::uint64_t>(params * 4);
-      u.optimizer = static_cast<std::uint64_t>(12.0 * (dense / l.dp + expert / edp));
+      u.optimizer = request.distributed_optimizer ? static_cast<std::uint64_t>(12.0 * (dense / l.dp + expert / edp))
+                                                  : static_cast<std::uint64_t>(12.0 * (dense + expert));
       // A recomputed layer keeps its input (bf16); the one being recomputed
       // holds its whole activations once.
       if (recomputed == 0) {

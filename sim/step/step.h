@@ -71,13 +71,21 @@ struct StepRequest {
   bool sequence_parallel = true;   // with tp > 1
   bool mc2 = false;                // --mc2: TP AllGather / ReduceScatter fused with their matmuls (needs sequence_parallel)
   Recompute recompute;             // --recompute (train)
+  // Megatron's data parallelism (train): the distributed optimizer
+  // (gradients reduce-scattered, optimizer state sharded, parameters
+  // all-gathered after the step) or, without it, plain DDP (gradients
+  // all-reduced, every rank's optimizer whole); with overlap_grad_reduce a
+  // bucket's collective starts as soon as its layers' last backward is
+  // done, else all wait for the end of the backward.
+  bool distributed_optimizer = true;   // --no-distributed-optimizer
+  bool overlap_grad_reduce = true;     // --no-overlap-grad-reduce
   ComputeTable compute;            // --compute; empty: the roofline
 };
 
 // Bytes per rank the layout needs in HBM, on the stage that needs the most
-// (train: bf16 parameters, fp32 gradients, the distributed optimizer's fp32
-// master weights and Adam moments sharded over DP (expert parameters over
-// dp / ep), activations 34 x s x b x h / (tp x cp) bytes per layer and
+// (train: bf16 parameters, fp32 gradients, the optimizer's fp32 master
+// weights and Adam moments, sharded over DP by the distributed optimizer
+// (expert parameters over dp / ep), whole without it, activations 34 x s x b x h / (tp x cp) bytes per layer and
 // micro-batch in flight, min(pp - s, m) of them on stage s, a recomputed
 // layer 2 x s x b x h / (tp x cp) (its input) and, once, the 34 of the
 // layer being recomputed; inference:

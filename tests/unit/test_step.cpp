@@ -57,6 +57,7 @@ struct Case {
   bool mc2 = false;
   bool sequence_parallel = true;
   const char* recompute = "none";
+  bool ddp = false;   // plain DDP, no overlap of the gradient reduction
 };
 
 // tiny-llama (4 layers): per micro-batch a forward of embedding, 4 x 10
@@ -645,6 +646,40 @@ TEST_CASE("step: a recomputed layer runs its forward again before its backward a
   CHECK_THROWS_WITH(plan_step(spec, decode), Catch::Contains("training"));
 }
 
+TEST_CASE("step: plain DDP all-reduces the gradients; without overlap they wait for the backward's end", "[step]") {
+  // tiny-llama on dp 2, every operator 1 ms: its 40M-parameter buckets fill
+  // during the last backward, so with --overlap-grad-reduce (the default)
+  // the first ones run under the backward's remaining layers.
+  const TopologySpec spec = a2_server();
+  auto run = [&](bool distributed, bool overlap) {
+    StepRequest req = request("tiny-llama.json", "tp=1,pp=1,dp=2", "global=2,micro=1,seq=512");
+    req.compute.add("*", "*", 1000.0);
+    req.distributed_optimizer = distributed;
+    req.overlap_grad_reduce = overlap;
+    return run_step_estimate(*plan_step(spec, req));
+  };
+  const StepResult sharded = run(true, true);
+  const StepGroupResult* dp = group(sharded, "dp");
+  REQUIRE(dp != nullptr);
+  CHECK(dp->executor.find("ReduceScatter") != std::string::npos);
+  CHECK(dp->executor.find("AllGather") != std::string::npos);
+  CHECK(dp->exposed_us < dp->time_us);   // a bucket under the backward
+  const StepResult held = run(true, false);
+  CHECK(group(held, "dp")->exposed_us == Approx(group(held, "dp")->time_us).epsilon(1e-12));
+  CHECK(held.step_time_us > sharded.step_time_us);
+  const StepResult ddp = run(false, true);
+  const StepGroupResult* ar = group(ddp, "dp");
+  REQUIRE(ar != nullptr);
+  CHECK(ar->executor.find("AllReduce") != std::string::npos);
+  CHECK(ar->executor.find("AllGather") == std::string::npos);   // no parameter gather after the step
+  CHECK(ar->executor.find("ReduceScatter") == std::string::npos);
+  // The optimizer's state is whole on every rank without the distributed optimizer.
+  StepRequest mem = request("tiny-llama.json", "tp=1,pp=1,dp=2", "global=2,micro=1,seq=512");
+  const std::uint64_t shared = step_memory(mem).optimizer;
+  mem.distributed_optimizer = false;
+  CHECK(step_memory(mem).optimizer == Approx(2.0 * static_cast<double>(shared)).epsilon(1e-9));
+}
+
 TEST_CASE("step: the estimate is within 5% of the detailed step on a grid of small models", "[step]") {
   // Layouts whose groups do not share links on an A2 server's full mesh
   // (the estimate models no contention between groups; see the PP test).
@@ -659,6 +694,7 @@ TEST_CASE("step: the estimate is within 5% of the detailed step on a grid of sma
       {"tiny-moe.json", "tp=2,dp=4,ep=2,etp=2", "global=8,micro=1,seq=512", StepPhase::Train},
       {"tiny-llama.json", "tp=8", "global=8,micro=1,seq=512", StepPhase::Train, false, false},
       {"tiny-llama.json", "tp=2,pp=2,dp=2", "global=4,micro=1,seq=512", StepPhase::Train, false, true, "full"},
+      {"tiny-llama.json", "tp=2,pp=2,dp=2", "global=4,micro=1,seq=512", StepPhase::Train, false, true, "none", true},
   };
   const TopologySpec spec = a2_server();
   Platform platform(spec);
@@ -668,11 +704,12 @@ TEST_CASE("step: the estimate is within 5% of the detailed step on a grid of sma
     req.mc2 = c.mc2;
     req.sequence_parallel = c.sequence_parallel;
     req.recompute = parse_recompute(c.recompute);
+    req.distributed_optimizer = req.overlap_grad_reduce = !c.ddp;
     const auto plan = plan_step(spec, req);
     const StepResult est = run_step_estimate(*plan);
     const StepResult det = run_step_detailed(platform, *plan);
     INFO(c.model << " " << c.layout << " " << c.batch << (c.mc2 ? " --mc2" : "") << (c.sequence_parallel ? "" : " no SP")
-                 << " recompute " << c.recompute);
+                 << " recompute " << c.recompute << (c.ddp ? " ddp" : ""));
     CHECK(est.compute_us == Approx(det.compute_us).epsilon(1e-9));
     CHECK(est.step_time_us == Approx(det.step_time_us).epsilon(0.05));
   }
