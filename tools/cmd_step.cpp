@@ -86,6 +86,10 @@ class StepCommand : public Command {
     app.add_flag("--no-overlap-grad-reduce", no_overlap_grad_,
                  "the gradient buckets' collectives wait for the end of the backward instead of starting as each "
                  "bucket's layers are done (Megatron without --overlap-grad-reduce)");
+    app.add_option("--num-layer-list", layer_list_,
+                   "the layers of each pipeline stage, in order, as MindSpeed's --num-layer-list (e.g. 17,20,22,21 for "
+                   "80 layers on pp 4; vpp 1); default: as even as possible, the first stages one more")
+        ->type_name("N,N,...");
     app.add_option("--recompute", recompute_,
                    "activation recomputation in training, as Megatron's --recompute-granularity full: none (default); "
                    "full (every layer: --recompute-method uniform --recompute-num-layers 1); block:N (the first N "
@@ -171,6 +175,7 @@ class StepCommand : public Command {
     if (mc2_ && no_sp_) throw InputError("option --mc2", "MC2 fuses sequence parallelism's AllGather and ReduceScatter; drop --no-sequence-parallel");
     req.mc2 = mc2_;
     req.recompute = parse_recompute(recompute_);
+    if (!layer_list_.empty()) req.layer_list = parse_layer_list(layer_list_);
     req.distributed_optimizer = !no_dist_opt_;
     req.overlap_grad_reduce = !no_overlap_grad_;
     if (per_layer_ && format_ == "csv") {
@@ -501,6 +506,7 @@ class StepCommand : public Command {
   bool mc2_ = false;
   std::string recompute_ = "none";
   bool no_dist_opt_ = false;
+  std::string layer_list_;
   bool no_overlap_grad_ = false;
   std::string compute_file_;
   TopologyOptions topology_;

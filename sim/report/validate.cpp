@@ -47,11 +47,12 @@ std::string option_text(const nlohmann::json& v) {
 // Errors name the point's options in the file (`where`) when it is read.
 StepRequest step_request_of(const MeasuredPoint& p, const JsonLocation& where) {
   static const std::set<std::string> known{"model", "layout", "batch", "phase", "dispatcher", "sequence_parallel", "mc2",
-                                           "recompute", "distributed_optimizer", "overlap_grad_reduce"};
+                                           "recompute", "distributed_optimizer", "overlap_grad_reduce", "num_layer_list"};
   for (const auto& entry : p.options) {
     if (known.count(entry.first) == 0) {
       where.key(entry.first).fail("unknown step option; expected model, layout, batch, phase, dispatcher, "
-                                  "sequence_parallel, mc2, recompute, distributed_optimizer or overlap_grad_reduce");
+                                  "sequence_parallel, mc2, recompute, distributed_optimizer, overlap_grad_reduce or "
+                                  "num_layer_list");
     }
   }
   for (const char* key : {"model", "layout", "batch"}) {
@@ -96,6 +97,13 @@ StepRequest step_request_of(const MeasuredPoint& p, const JsonLocation& where) {
     req.recompute = parse_recompute(option_or("recompute", "none"));
   } catch (const InputError& e) {
     where.key("recompute").fail(e.message());
+  }
+  if (p.options.count("num_layer_list")) {
+    try {
+      req.layer_list = parse_layer_list(p.options.at("num_layer_list"));
+    } catch (const InputError& e) {
+      where.key("num_layer_list").fail(e.message());
+    }
   }
   req.model = read_model_config(p.model_file);
   return req;

@@ -140,7 +140,44 @@ std::vector<std::int64_t> chunk_starts(std::int64_t layers, int chunks) {
 
 std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
 
+// The first layer of each model chunk (and the end): the request's
+// --num-layer-list, else as even as possible. Throws InputError when the
+// list does not fit the layout and the model.
+std::vector<std::int64_t> layer_starts(const StepRequest& r, std::int64_t layers) {
+  const Layout& l = r.layout;
+  if (r.layer_list.empty()) return chunk_starts(layers, l.pp * l.vpp);
+  const std::string what = "--num-layer-list gives " + std::to_string(r.layer_list.size()) + " stages";
+  if (l.vpp != 1) throw InputError("option --num-layer-list", "a layer list is per pipeline stage; it needs vpp 1 (layout " + l.describe() + ")");
+  if (static_cast<int>(r.layer_list.size()) != l.pp) {
+    throw InputError("option --num-layer-list", what + " but the layout has pp " + std::to_string(l.pp));
+  }
+  std::vector<std::int64_t> start{0};
+  for (const std::int64_t n : r.layer_list) start.push_back(start.back() + n);
+  if (start.back() != layers) {
+    throw InputError("option --num-layer-list", what + " of " + std::to_string(start.back()) + " layers in all, but the model has " +
+                                                    std::to_string(layers));
+  }
+  return start;
+}
+
 }  // namespace
+
+std::vector<std::int64_t> parse_layer_list(const std::string& text) {
+  std::vector<std::int64_t> out;
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, comma - at);
+    if (item.empty() || item.size() > 6 || !std::all_of(item.begin(), item.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+        std::stoll(item) < 1) {
+      throw InputError("option --num-layer-list", "'" + printable(text) + "': expected layer counts of the pipeline "
+                                                  "stages, each at least 1, separated by commas (e.g. 17,20,22,21)");
+    }
+    out.push_back(std::stoll(item));
+    at = comma + 1;
+  }
+  return out;
+}
 
 Recompute parse_recompute(const std::string& text) {
   Recompute r;
@@ -1043,7 +1080,7 @@ void Planner::run() {
   compute_ps_.assign(static_cast<std::size_t>(world), 0);
   pending_.assign(static_cast<std::size_t>(world), {});
   const int chunks = l_.pp * l_.vpp;
-  const std::vector<std::int64_t> starts = chunk_starts(mc_.layers, chunks);
+  const std::vector<std::int64_t> starts = layer_starts(r_, mc_.layers);
   const int m = p_.m;
   const bool train = r_.phase == StepPhase::Train;
   const bool sp = r_.sequence_parallel && l_.tp > 1;
@@ -1841,8 +1878,7 @@ MemoryUse step_memory(const StepRequest& request) {
   const ModelConfig& mc = request.model;
   const Layout& l = request.layout;
   const Batch& b = request.batch;
-  const int chunks = l.pp * l.vpp;
-  const std::vector<std::int64_t> starts = chunk_starts(mc.layers, chunks);
+  const std::vector<std::int64_t> starts = layer_starts(request, mc.layers);
   const double m = static_cast<double>(b.global / std::max<std::int64_t>(1, b.micro * l.dp));
   const int edp = std::max(1, l.dp / l.ep);
   MemoryUse most;

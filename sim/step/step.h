@@ -61,6 +61,8 @@ struct Recompute {
 };
 // "none", "full" or "block:N" (N >= 1); throws InputError naming --recompute.
 Recompute parse_recompute(const std::string& text);
+// "17,20,22,21": positive layer counts; throws InputError naming --num-layer-list.
+std::vector<std::int64_t> parse_layer_list(const std::string& text);
 
 struct StepRequest {
   ModelConfig model;
@@ -79,6 +81,9 @@ struct StepRequest {
   // done, else all wait for the end of the backward.
   bool distributed_optimizer = true;   // --no-distributed-optimizer
   bool overlap_grad_reduce = true;     // --no-overlap-grad-reduce
+  // --num-layer-list (MindSpeed): the layers of each pipeline stage, in
+  // order (vpp 1); empty: as even as possible, the first stages one more.
+  std::vector<std::int64_t> layer_list;
   ComputeTable compute;            // --compute; empty: the roofline
 };
 

@@ -680,6 +680,45 @@ TEST_CASE("step: plain DDP all-reduces the gradients; without overlap they wait 
   CHECK(step_memory(mem).optimizer == Approx(2.0 * static_cast<double>(shared)).epsilon(1e-9));
 }
 
+TEST_CASE("step: --num-layer-list sets each pipeline stage's layers", "[step]") {
+  // tiny-llama's 4 layers on pp 2 as 1 + 3 instead of 2 + 2, one
+  // micro-batch, every operator 10 us: the second stage has 3 x 20 layer
+  // operators, the head and the loss (fwd and bwd) and the optimizer.
+  const TopologySpec spec = a2_server();
+  StepRequest req = request("tiny-llama.json", "tp=1,pp=2,dp=1", "global=1,micro=1,seq=512");
+  req.compute.add("*", "*", 10.0);
+  req.layer_list = parse_layer_list("1,3");
+  const StepResult r = run_step_estimate(*plan_step(spec, req));
+  // The critical rank is the first stage's (it ends the step with the
+  // embedding's backward): 1 x 20 layer operators, the embedding's 2 and
+  // the optimizer.
+  CHECK(r.compute_us == Approx((1 * 20 + 2 + 1) * 10.0).epsilon(1e-12));
+  req.layer_list.clear();
+  CHECK(run_step_estimate(*plan_step(spec, req)).compute_us == Approx((2 * 20 + 2 + 1) * 10.0).epsilon(1e-12));
+  // Memory, on the stage that needs the most: evenly the first stage holds
+  // 2 layers x 2 micro-batches in flight; as 1 + 3 the second stage, 3 x 1
+  // (34 x 512 x 1024 bytes a layer): why the first stage gets fewer layers.
+  StepRequest mem = request("tiny-llama.json", "tp=1,pp=2,dp=1", "global=2,micro=1,seq=512");
+  const std::uint64_t per_layer = 34ULL * 512 * 1024;
+  CHECK(step_memory(mem).activations == 4 * per_layer);
+  mem.layer_list = parse_layer_list("1,3");
+  CHECK(step_memory(mem).activations == 3 * per_layer);
+  // A list that does not fit the layout or the model, or is not a list.
+  for (const char* bad : {"1,2", "2,2,0", "4", "1,x", "", ",4"}) {
+    INFO(bad);
+    CHECK_THROWS_WITH(
+        [&] {
+          StepRequest r2 = request("tiny-llama.json", "tp=1,pp=2,dp=1", "global=1,micro=1,seq=512");
+          r2.layer_list = parse_layer_list(bad);
+          plan_step(spec, r2);
+        }(),
+        Catch::Contains("--num-layer-list"));
+  }
+  StepRequest vpp = request("tiny-llama.json", "tp=1,pp=2,dp=1,vpp=2", "global=2,micro=1,seq=512");
+  vpp.layer_list = parse_layer_list("2,2");
+  CHECK_THROWS_WITH(plan_step(spec, vpp), Catch::Contains("vpp 1"));
+}
+
 TEST_CASE("step: the estimate is within 5% of the detailed step on a grid of small models", "[step]") {
   // Layouts whose groups do not share links on an A2 server's full mesh
   // (the estimate models no contention between groups; see the PP test).
