@@ -86,6 +86,11 @@ class StepCommand : public Command {
     app.add_flag("--no-overlap-grad-reduce", no_overlap_grad_,
                  "the gradient buckets' collectives wait for the end of the backward instead of starting as each "
                  "bucket's layers are done (Megatron without --overlap-grad-reduce)");
+    app.add_flag("--overlap-param-gather", overlap_param_gather_,
+                 "the distributed optimizer's parameter AllGathers at the step's start, bucket by bucket, each under "
+                 "the forward until the first micro-batch reaches a layer of its bucket (in steady state the gathers "
+                 "after one step's optimizer overlap the next step's forward), instead of after the optimizer "
+                 "(Megatron's --overlap-param-gather)");
     app.add_option("--num-layer-list", layer_list_,
                    "the layers of each pipeline stage, in order, as MindSpeed's --num-layer-list (e.g. 17,20,22,21 for "
                    "80 layers on pp 4; vpp 1); default: as even as possible, the first stages one more")
@@ -178,6 +183,7 @@ class StepCommand : public Command {
     if (!layer_list_.empty()) req.layer_list = parse_layer_list(layer_list_);
     req.distributed_optimizer = !no_dist_opt_;
     req.overlap_grad_reduce = !no_overlap_grad_;
+    req.overlap_param_gather = overlap_param_gather_;
     if (per_layer_ && format_ == "csv") {
       throw InputError("option --per-layer", "the per-layer figures are in the table and in json's \"layers\"; give "
                                              "--format table or json");
@@ -508,6 +514,7 @@ class StepCommand : public Command {
   bool no_dist_opt_ = false;
   std::string layer_list_;
   bool no_overlap_grad_ = false;
+  bool overlap_param_gather_ = false;
   std::string compute_file_;
   TopologyOptions topology_;
   std::string model_ = "detailed";

@@ -47,12 +47,13 @@ std::string option_text(const nlohmann::json& v) {
 // Errors name the point's options in the file (`where`) when it is read.
 StepRequest step_request_of(const MeasuredPoint& p, const JsonLocation& where) {
   static const std::set<std::string> known{"model", "layout", "batch", "phase", "dispatcher", "sequence_parallel", "mc2",
-                                           "recompute", "distributed_optimizer", "overlap_grad_reduce", "num_layer_list"};
+                                           "recompute", "distributed_optimizer", "overlap_grad_reduce", "overlap_param_gather",
+                                           "num_layer_list"};
   for (const auto& entry : p.options) {
     if (known.count(entry.first) == 0) {
       where.key(entry.first).fail("unknown step option; expected model, layout, batch, phase, dispatcher, "
-                                  "sequence_parallel, mc2, recompute, distributed_optimizer, overlap_grad_reduce or "
-                                  "num_layer_list");
+                                  "sequence_parallel, mc2, recompute, distributed_optimizer, overlap_grad_reduce, "
+                                  "overlap_param_gather or num_layer_list");
     }
   }
   for (const char* key : {"model", "layout", "batch"}) {
@@ -92,6 +93,7 @@ StepRequest step_request_of(const MeasuredPoint& p, const JsonLocation& where) {
   req.mc2 = flag("mc2", "false");
   req.distributed_optimizer = flag("distributed_optimizer", "true");
   req.overlap_grad_reduce = flag("overlap_grad_reduce", "true");
+  req.overlap_param_gather = flag("overlap_param_gather", "false");
   if (req.mc2 && !req.sequence_parallel) where.key("mc2").fail("MC2 needs sequence_parallel true");
   try {
     req.recompute = parse_recompute(option_or("recompute", "none"));

@@ -1039,6 +1039,10 @@ void Planner::check() {
     throw InputError("option --batch", "micro x seq = " + std::to_string(b.micro * b.seq) +
                                            " tokens per micro-batch; at most 2^26 (67,108,864) are modelled");
   }
+  if (r_.overlap_param_gather && !r_.distributed_optimizer) {
+    throw InputError("option --overlap-param-gather", "the parameters are gathered by the distributed optimizer; drop "
+                                                       "--no-distributed-optimizer");
+  }
   if (r_.recompute.on && r_.phase != StepPhase::Train) {
     throw InputError("option --recompute", "recomputation is a training step's (--phase train)");
   }
@@ -1086,6 +1090,19 @@ void Planner::run() {
   const bool sp = r_.sequence_parallel && l_.tp > 1;
   const double h = static_cast<double>(mc_.hidden);
   const double T = static_cast<double>(tokens_);
+  // A layer's parameters on a rank: dense (attention, and the dense MLP or
+  // the MoE layer's router and shared experts, whole) and its experts'.
+  auto layer_params = [&](std::int64_t layer) {
+    std::int64_t dense = mc_.attention_params() / l_.tp;
+    std::int64_t expert = 0;
+    if (mc_.is_moe_layer(layer)) {
+      dense += mc_.hidden * mc_.experts + mc_.shared_experts * mc_.expert_params();
+      expert = mc_.experts / l_.ep * mc_.expert_params() / l_.etp;
+    } else {
+      dense += mc_.dense_mlp_params() / l_.tp;
+    }
+    return std::pair{dense, expert};
+  };
   // The loss over this rank's share of the vocabulary's logits (fp32).
   auto cross_entropy = [&](bool backward) {
     const double logits = T * static_cast<double>(mc_.vocab) / l_.tp;
@@ -1159,6 +1176,85 @@ void Planner::run() {
     };
     end_waits_.assign(static_cast<std::size_t>(world), {});
     std::int64_t local_params = 0, local_expert_params = 0;
+    // The head's and the embedding's parameters, in the gradient buckets,
+    // the optimizer's shard and the parameter gathers like a layer's (a
+    // tied head on a single stage is the embedding: counted once).
+    const std::int64_t head_params =
+        mc_.tied_embeddings && l_.pp == 1 ? 0 : static_cast<std::int64_t>(static_cast<double>(mc_.vocab) * h / l_.tp);
+    const std::int64_t embedding_params = mc_.vocab * mc_.hidden / l_.tp;
+    // --overlap-param-gather: the parameters are gathered at the step's
+    // start, bucket by bucket in the forward's order (in steady state a
+    // step's gathers overlap its own forward), and the first micro-batch
+    // waits at each layer for its bucket. The buckets are the gradients':
+    // those the last micro-batch's backward fills, in its order.
+    std::map<std::int64_t, std::pair<int, int>> bucket_of;   // layer (-1 embedding, -2 head) -> (dense, expert bucket or -1)
+    std::map<std::tuple<bool, int, int>, int> gather_op;      // (expert, bucket, DP group leader) -> its AllGather
+    if (train && r_.overlap_param_gather) {
+      std::vector<std::int64_t> sizes[2];   // parameters per bucket, dense and expert, in the backward's order
+      std::int64_t acc[2] = {0, 0};
+      auto close = [&](int kind) {
+        if (acc[kind] > 0) sizes[kind].push_back(acc[kind]);
+        acc[kind] = 0;
+      };
+      for (const Action& a : order) {
+        if (a.fwd || a.mb != m - 1) continue;
+        const int g = a.chunk * l_.pp + s;
+        if (g == chunks - 1) {
+          bucket_of[-2] = {static_cast<int>(sizes[0].size()), -1};
+          acc[0] += head_params;
+        }
+        for (std::int64_t layer = starts[g + 1] - 1; layer >= starts[g]; --layer) {
+          const auto [dense, expert] = layer_params(layer);
+          bucket_of[layer] = {static_cast<int>(sizes[0].size()), expert > 0 ? static_cast<int>(sizes[1].size()) : -1};
+          acc[0] += dense;
+          acc[1] += expert;
+          if (acc[0] >= bucket) close(0);
+          if (acc[1] >= bucket) close(1);
+        }
+        if (g == 0) {
+          bucket_of[-1] = {static_cast<int>(sizes[0].size()), -1};
+          acc[0] += embedding_params;
+        }
+      }
+      close(0);
+      close(1);
+      for (const bool expert : {false, true}) {
+        const int size = expert ? edp : l_.dp;
+        const std::vector<std::int64_t>& list = sizes[expert ? 1 : 0];
+        if (size <= 1) continue;
+        for (int b = static_cast<int>(list.size()) - 1; b >= 0; --b) {
+          Item ag;
+          ag.coll = true;
+          ag.group = expert ? Group::Edp : Group::Dp;
+          ag.cop = CollOp::AllGather;
+          ag.count = ceil_div(static_cast<std::uint64_t>(list[static_cast<std::size_t>(b)]), static_cast<std::uint64_t>(size));
+          for (int rank = s * inner(); rank < (s + 1) * inner(); ++rank) {
+            if (!planned(rank)) continue;
+            const std::vector<int> members = group_members(ag.group, rank, 0);
+            if (members.front() != rank) continue;
+            const int dom = domain(ag.group, 0, members);
+            gather_op[{expert, b, rank}] = add_coll(dom, part(dom, ag), "params", {}, false);
+          }
+        }
+      }
+    }
+    std::set<std::pair<int, int>> waited;   // (rank, gather op) already waited for
+    auto wait_params = [&](std::int64_t key) {
+      const auto found = bucket_of.find(key);
+      if (found == bucket_of.end()) return;
+      for (int rank = s * inner(); rank < (s + 1) * inner(); ++rank) {
+        if (!planned(rank)) continue;
+        for (const bool expert : {false, true}) {
+          const int b = expert ? found->second.second : found->second.first;
+          if (b < 0) continue;
+          const int leader = group_members(expert ? Group::Edp : Group::Dp, rank, 0).front();
+          const auto op = gather_op.find({expert, b, leader});
+          if (op != gather_op.end() && waited.insert({rank, op->second}).second) {
+            pending_[static_cast<std::size_t>(rank)].push_back(op->second);
+          }
+        }
+      }
+    };
     for (const Action& a : order) {
       const int g = a.chunk * l_.pp + s;  // global chunk
       const std::string what = std::string(a.fwd ? "F" : "B") + " mb" + std::to_string(a.mb) +
@@ -1179,16 +1275,20 @@ void Planner::run() {
       }
       const bool first_chunk = g == 0, last_chunk = g == chunks - 1;
       const std::string tok = "tokens=" + std::to_string(tokens_);
+      const bool first_mb_fwd = a.fwd && a.mb == 0 && !gather_op.empty();
+      if (first_mb_fwd && first_chunk) wait_params(-1);
       if (a.fwd && first_chunk) emit(s, {compute("embedding", tok, vector_time(2 * T * h * kDtype), false)}, what);
       const bool last_mb_bwd = !a.fwd && a.mb == m - 1;
       if (a.fwd) {
         for (std::int64_t layer = starts[g]; layer < starts[g + 1]; ++layer) {
           layer_ = static_cast<std::int32_t>(layer);
+          if (first_mb_fwd) wait_params(layer);
           emit(s, items_of_layer(layer, false), what + " L" + std::to_string(layer));
           layer_ = -1;
         }
         if (last_chunk) {
           const double w = static_cast<double>(mc_.vocab) * h / l_.tp;
+          if (first_mb_fwd) wait_params(-2);
           if (sp) {
             Item ag;
             ag.coll = true;
@@ -1207,7 +1307,10 @@ void Planner::run() {
           emit(s, {cross_entropy(true),
                    gemm("lm_head", tok, {{T, h, w / h}}, w * kDtype + T * h * kDtype + T * mc_.vocab / l_.tp * 4.0, true)},
                what);
-          if (last_mb_bwd) dense_acc += static_cast<std::int64_t>(w);
+          if (last_mb_bwd) {
+            dense_acc += head_params;
+            local_params += head_params;
+          }
         }
         for (std::int64_t layer = starts[g + 1] - 1; layer >= starts[g]; --layer) {
           layer_ = static_cast<std::int32_t>(layer);
@@ -1217,14 +1320,7 @@ void Planner::run() {
           emit(s, items_of_layer(layer, true), what + " L" + std::to_string(layer));
           layer_ = -1;
           if (last_mb_bwd) {
-            std::int64_t dense = mc_.attention_params() / l_.tp;
-            std::int64_t expert = 0;
-            if (mc_.is_moe_layer(layer)) {
-              dense += mc_.hidden * mc_.experts + mc_.shared_experts * mc_.expert_params();
-              expert = mc_.experts / l_.ep * mc_.expert_params() / l_.etp;
-            } else {
-              dense += mc_.dense_mlp_params() / l_.tp;
-            }
+            const auto [dense, expert] = layer_params(layer);
             dense_acc += dense;
             expert_acc += expert;
             local_params += dense;
@@ -1235,7 +1331,10 @@ void Planner::run() {
         }
         if (first_chunk) {
           emit(s, {compute("embedding", tok, vector_time(2 * T * h * kDtype), true)}, what);
-          if (last_mb_bwd) dense_acc += mc_.vocab * mc_.hidden / l_.tp;
+          if (last_mb_bwd) {
+            dense_acc += embedding_params;
+            local_params += embedding_params;
+          }
         }
       }
       // Send the output (forward) or the input's gradient (backward) on.
@@ -1269,7 +1368,7 @@ void Planner::run() {
            "step");
       for (const auto& [expert, params, size] :
            {std::tuple{false, local_params, l_.dp}, std::tuple{true, local_expert_params, edp}}) {
-        if (!r_.distributed_optimizer || size <= 1 || params == 0) continue;
+        if (!r_.distributed_optimizer || r_.overlap_param_gather || size <= 1 || params == 0) continue;
         for (std::int64_t done = 0; done < params; done += bucket) {
           Item ag;
           ag.coll = true;

@@ -81,6 +81,10 @@ struct StepRequest {
   // done, else all wait for the end of the backward.
   bool distributed_optimizer = true;   // --no-distributed-optimizer
   bool overlap_grad_reduce = true;     // --no-overlap-grad-reduce
+  // --overlap-param-gather: the parameters gathered at the step's start in
+  // the gradient buckets, each under the forward until the first micro-batch
+  // reaches a layer of its bucket (steady state), not after the optimizer.
+  bool overlap_param_gather = false;
   // --num-layer-list (MindSpeed): the layers of each pipeline stage, in
   // order (vpp 1); empty: as even as possible, the first stages one more.
   std::vector<std::int64_t> layer_list;

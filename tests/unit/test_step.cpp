@@ -719,6 +719,32 @@ TEST_CASE("step: --num-layer-list sets each pipeline stage's layers", "[step]") 
   CHECK_THROWS_WITH(plan_step(spec, vpp), Catch::Contains("vpp 1"));
 }
 
+TEST_CASE("step: --overlap-param-gather gathers the parameters under the first micro-batch's forward", "[step]") {
+  // tiny-llama on dp 2, every operator 1 ms (its buckets as in the DDP test):
+  // after the optimizer the gathers are exposed; at the step's start they
+  // run under the forward, the first layer waiting for its bucket only.
+  const TopologySpec spec = a2_server();
+  auto req_of = [&](bool overlap) {
+    StepRequest req = request("tiny-llama.json", "tp=1,pp=1,dp=2", "global=4,micro=1,seq=512");
+    req.compute.add("*", "*", 1000.0);
+    req.overlap_param_gather = overlap;
+    return req;
+  };
+  const StepResult after = run_step_estimate(*plan_step(spec, req_of(false)));
+  const StepResult under = run_step_estimate(*plan_step(spec, req_of(true)));
+  CHECK(under.compute_us == Approx(after.compute_us).epsilon(1e-12));
+  CHECK(group(under, "dp")->exposed_us < group(after, "dp")->exposed_us);
+  CHECK(under.step_time_us < after.step_time_us);
+  // The detailed model agrees.
+  Platform platform(spec);
+  const auto plan = plan_step(spec, req_of(true));
+  CHECK(run_step_detailed(platform, *plan).step_time_us == Approx(under.step_time_us).epsilon(0.05));
+  // It is the distributed optimizer's.
+  StepRequest ddp = req_of(true);
+  ddp.distributed_optimizer = false;
+  CHECK_THROWS_WITH(plan_step(spec, ddp), Catch::Contains("option --overlap-param-gather"));
+}
+
 TEST_CASE("step: the estimate is within 5% of the detailed step on a grid of small models", "[step]") {
   // Layouts whose groups do not share links on an A2 server's full mesh
   // (the estimate models no contention between groups; see the PP test).
