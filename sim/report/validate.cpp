@@ -402,8 +402,9 @@ double run_step_point(const Platform& platform, const MeasuredPoint& point, std:
   try {
     plan = plan_step(platform.spec(), req, StepPlanScope::Symmetric);
   } catch (const InputError& e) {   // (the step names its own options: --layout, --batch)
-    // Its --layout or --batch is the point's options.layout or options.batch.
-    const std::string option = e.where().rfind("option --", 0) == 0 ? e.where().substr(9) : "";
+    // Its --layout, --batch, ... is the point's options.layout, options.batch, ...
+    std::string option = e.where().rfind("option --", 0) == 0 ? e.where().substr(9) : "";
+    std::replace(option.begin(), option.end(), '-', '_');   // --num-layer-list is options.num_layer_list
     if (!option.empty() && point.options.count(option)) throw InputError(point_where(point, option), e.message());
     throw InputError(point_where(point) + " options", e.message());
   }

@@ -172,6 +172,20 @@ TEST_CASE("a step point's bad options are refused naming the point's JSON path",
     }
     std::remove(file.c_str());
   }
+  // So is a layer list that does not fit the layout: --num-layer-list is options.num_layer_list.
+  {
+    const std::string file = write_step_point(
+        "list", "{" + model_option() + ", \"layout\": \"tp=1\", \"batch\": \"global=8,seq=8\", \"num_layer_list\": \"1,1\"}",
+        "time_us");
+    try {
+      run_validation(load_measurements(file));
+      FAIL("a 2-stage layer list on pp 1 was accepted");
+    } catch (const InputError& e) {
+      CHECK(e.where() == file + " at $.points[0].options.num_layer_list (point S/1)");
+      CHECK_THAT(e.message(), Catch::Contains("the layout has pp 1"));
+    }
+    std::remove(file.c_str());
+  }
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const std::string file = write_step_point("bad" + std::to_string(i), cases[i].options, cases[i].metric);
     try {
