@@ -12,6 +12,22 @@ namespace hcclsim {
 namespace {
 constexpr std::int64_t kMaxDimension = std::int64_t{1} << 24;  // far above any model's width or count
 
+}  // namespace
+
+std::optional<std::int64_t> positive_number(const std::string& text, std::int64_t max) {
+  if (text.empty()) return std::nullopt;
+  std::size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (used != text.size() || v < 1 || v > max) return std::nullopt;
+  return v;
+}
+
+namespace {
 // "k=v,k=v" with integer values >= 1 into `set(key, value)`; errors name the option.
 template <class Set>
 void parse_pairs(const std::string& text, const std::string& option, const std::string& expected, Set set) {
@@ -24,16 +40,11 @@ void parse_pairs(const std::string& text, const std::string& option, const std::
     const auto eq = item.find('=');
     const std::string key = item.substr(0, eq);
     const std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
-    std::size_t used = 0;
-    long long v = 0;
-    try {
-      v = std::stoll(value, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (eq == std::string::npos || value.empty() || used != value.size() || v < 1 || v > (1LL << 40)) {
+    const std::optional<std::int64_t> number = positive_number(value, std::int64_t{1} << 40);
+    if (eq == std::string::npos || !number) {
       throw InputError("option " + option, "'" + item + "' is not KEY=N with a whole N >= 1; expected " + expected);
     }
+    const long long v = *number;
     if (!seen.insert(key).second) throw InputError("option " + option, "'" + key + "' is given twice");
     if (!set(key, v)) throw InputError("option " + option, "unknown key '" + key + "'; expected " + expected);
   }

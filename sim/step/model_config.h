@@ -63,6 +63,9 @@ struct Layout {
   std::string describe() const;   // "tp=8,cp=1,ep=8,dp=2,pp=8,vpp=1" (and ",etp=N" when not 1)
 };
 Layout parse_layout(const std::string& text, const std::string& option = "--layout");
+// `text` as a whole number in [1, max] (all of it read by std::stoll), else
+// nothing: the numbers of the step's options.
+std::optional<std::int64_t> positive_number(const std::string& text, std::int64_t max);
 
 // "global=1024,micro=1,seq=4096": sequences per step, per micro-batch, and
 // the sequence length (decode: the context length the new token attends).

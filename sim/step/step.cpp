@@ -167,13 +167,12 @@ std::vector<std::int64_t> parse_layer_list(const std::string& text) {
   std::size_t at = 0;
   while (at <= text.size()) {
     const std::size_t comma = std::min(text.find(',', at), text.size());
-    const std::string item = text.substr(at, comma - at);
-    if (item.empty() || item.size() > 6 || !std::all_of(item.begin(), item.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
-        std::stoll(item) < 1) {
+    const std::optional<std::int64_t> layers = positive_number(text.substr(at, comma - at), 999999);
+    if (!layers) {
       throw InputError("option --num-layer-list", "'" + printable(text) + "': expected layer counts of the pipeline "
                                                   "stages, each at least 1, separated by commas (e.g. 17,20,22,21)");
     }
-    out.push_back(std::stoll(item));
+    out.push_back(*layers);
     at = comma + 1;
   }
   return out;
@@ -186,10 +185,9 @@ Recompute parse_recompute(const std::string& text) {
   if (text == "full") return r;
   const std::string prefix = "block:";
   if (text.rfind(prefix, 0) == 0) {
-    const std::string n = text.substr(prefix.size());
-    if (!n.empty() && n.size() <= 6 && std::all_of(n.begin(), n.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-      r.layers = std::stoi(n);
-      if (r.layers >= 1) return r;
+    if (const std::optional<std::int64_t> n = positive_number(text.substr(prefix.size()), 999999)) {
+      r.layers = static_cast<int>(*n);
+      return r;
     }
   }
   throw InputError("option --recompute", "'" + printable(text) + "': expected none, full or block:N (N >= 1: the first N "

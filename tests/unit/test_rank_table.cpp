@@ -22,9 +22,7 @@ using hcclsim::testing::source_file;
 
 // The shipped product a rank table is read for ("a2", "a3"): its profile's npu.product.
 const ProductTraits& product(const std::string& kind) {
-  static const ProductTraits a2 = load_profile(source_file("configs/profiles/a2-910b.json")).npu.traits;
-  static const ProductTraits a3 = load_profile(source_file("configs/profiles/a3-910c.json")).npu.traits;
-  return kind == "a3" ? a3 : a2;
+  return hcclsim::testing::shipped_profile(kind == "a3" ? Product::A3 : Product::A2).npu.traits;
 }
 std::string example(const std::string& name) { return source_file("configs/ranktables/" + name); }
 std::string bad_table(const std::string& name) { return source_file("tests/ranktables/" + name); }
