@@ -159,7 +159,7 @@ struct AivParams {
   Bandwidth remote_bandwidth;
 };
 
-// What HCCL's APIs allow on a product (DESIGN.md section 2, the seed pages
+// What HCCL's APIs allow on a product (docs/sources.md §2, the seed pages
 // HcclThreadAcquire.md and InterHcclGroupSync.md): the thread / notify API
 // per communicator and the Ascend C Hccl kernel API; and where HCCL builds
 // an executor differently per product. From the profile (npu.hccl_api), so

@@ -254,7 +254,7 @@ HardwareProfile read_profile(const nlohmann::json& doc, const std::string& file)
     p.traits = read_product(npu.required_object("product"));
     p.product = p.traits.name == "A2" ? Product::A2 : Product::A3;
     {
-      // HCCL's API limits: the product's documented ones (DESIGN.md section 2)
+      // HCCL's API limits: the product's documented ones (docs/sources.md §2)
       // unless the profile states them (npu.hccl_api).
       HcclApiLimits& api = p.hccl_api;
       api = hccl_api_defaults(p.product);

@@ -542,10 +542,10 @@ namespace hcclsim {
 namespace {
 
 
-// DESIGN.md §3's alpha-beta costs, in seconds, for one level of p ranks
+// docs/sources.md §3's alpha-beta costs, in seconds, for one level of p ranks
 // moving n bytes per rank.
 double alpha_beta_cost(Level1Algo algo, CollOp op, int p, double n, double beta) {
-  const double alpha = 60e-6;  // HCCL's selector constant (DESIGN.md §3)
+  const double alpha = 60e-6;  // HCCL's selector constant (docs/sources.md §3)
   const double share = (p - 1.0) / p;
   const bool twice = op == CollOp::AllReduce;
   const double bw = (twice ? 2.0 : 1.0) * share * n * beta;
@@ -648,7 +648,7 @@ AlgoPlan choose_algorithm(CollOp op, const Hierarchy& h, std::uint64_t bytes_per
     }
     plan.pipeline = true;
   } else if (!request.level1 && pipeline_supported(op, h, plan.level0)) {
-    // HCCL's rule (DESIGN.md §3): pipeline from 32 KiB for ReduceScatter and
+    // HCCL's rule (docs/sources.md §3): pipeline from 32 KiB for ReduceScatter and
     // AllGather, and for AllReduce once each NPU's level-1 share is 1 MiB.
     plan.pipeline = op == CollOp::AllReduce ? level1_bytes >= 1024.0 * 1024.0 : n >= 32.0 * 1024.0;
   }

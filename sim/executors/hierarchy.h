@@ -71,7 +71,7 @@ bool pipeline_supported(CollOp op, const Hierarchy& h, Level0Algo level0);
 // broadcast_nb_binary.cc); H-D_R and ring have one template each.
 bool broadcast_one_shot(Level1Algo algo, std::uint64_t slice_bytes, int level1_ranks, Bandwidth nic_bandwidth);
 
-// HCCL's automatic choice (DESIGN.md §3): Pipeline for ReduceScatter and
+// HCCL's automatic choice (docs/sources.md §3): Pipeline for ReduceScatter and
 // AllGather of 32 KiB and more with a mesh level 0, and for AllReduce when
 // each NPU's level-1 share is 1 MiB or more (where pipeline_supported);
 // level 1 (also inside Pipeline) by an alpha-beta comparison of Ring, NHR and

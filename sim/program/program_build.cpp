@@ -308,7 +308,7 @@ Program::Built Program::build() const {
   // and repeats, as HCCL does; one notify is then always waited on by one thread.
   TaskGraph::ThreadIndex domain_threads;  // (global rank, "d<domain>/<engine>/<name>")
   // Who expands a Prepare into tasks: HCCL_OP_EXPANSION_MODE's default, the
-  // host on A2 and the AI CPU on A3 (DESIGN.md §3; the profile's
+  // host on A2 and the AI CPU on A3 (docs/sources.md §3; the profile's
   // npu.hccl_api.expanding_engine). Named in the stream.
   const std::string expansion = npu_.hccl_api.expanding_engine + "/";
   for (auto& [domain, plan] : plans) {

@@ -1,4 +1,4 @@
-// HCCL's limits as Program enforces them (DESIGN.md §2, the seed pages),
+// HCCL's limits as Program enforces them (docs/sources.md §2, the seed pages),
 // each checked exactly at its boundary: the last call that is allowed passes
 // and the first one past it returns the HcclResult HCCL would. Nothing here
 // builds a Platform or runs anything.
