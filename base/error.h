@@ -23,6 +23,14 @@ class InputError : public std::runtime_error {
   std::string message_;
 };
 
+// Input asking for a run larger than hcclsim will start (over --max-memory,
+// or more operations than a plan holds); still exit code 2. `hcclsim step
+// --model auto` takes the estimate instead when the detailed run is refused so.
+class TooLargeError : public InputError {
+ public:
+  using InputError::InputError;
+};
+
 // A task graph that is malformed (validation) or cannot finish (deadlock).
 class GraphError : public std::runtime_error {
  public:

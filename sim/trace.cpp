@@ -184,6 +184,14 @@ void TraceWriter::add_link_counters(const TaskGraph& graph, const RunResult& res
   }
 }
 
+void TraceWriter::add_slice(int rank, const std::string& track_name, const std::string& name, Time start, Time duration,
+                            const std::map<std::string, std::string>& args) {
+  const int tid = track(rank, track_name);
+  events_.push_back("{\"ph\":\"X\",\"name\":" + nlohmann::json(name).dump() + ",\"pid\":" + std::to_string(rank) +
+                    ",\"tid\":" + std::to_string(tid) + ",\"ts\":" + ts(start) + ",\"dur\":" + ts(duration) +
+                    ",\"args\":" + nlohmann::json(args).dump() + "}");
+}
+
 void TraceWriter::write(std::ostream& out) const {
   out << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
   for (std::size_t i = 0; i < events_.size(); ++i) out << events_[i] << (i + 1 < events_.size() ? ",\n" : "\n");

@@ -23,6 +23,10 @@ class TraceWriter {
  public:
   // Adds every task of a finished (or failed) run; `run_label` goes into args.
   void add_run(const TaskGraph& graph, const RunResult& result, Platform& platform, const std::string& run_label);
+  // Adds one slice on `rank`'s track `track` (a model's timing without
+  // tasks: the estimate's step operations).
+  void add_slice(int rank, const std::string& track, const std::string& name, Time start, Time duration,
+                 const std::map<std::string, std::string>& args);
   void write(std::ostream& out) const;
 
   static constexpr std::size_t kLinkBuckets = 200;

@@ -137,10 +137,12 @@ class StepCommand : public Command {
         ->type_name("FILE");
     topology_.declare(app);
     app.add_option("--model", model_,
-                   "detailed (default): every group's executor graphs appended into one task graph on the SystemC "
-                   "model, so groups contend for links; estimate: each collective by its executor's closed form on "
-                   "its group alone (no contention between groups, but it names the groups that share links while both "
-                   "are under way: shared_links; no busiest links), the same schedule")
+                   "auto (default): detailed when its tasks fit under --max-memory, else the estimate (said on "
+                   "stderr, and \"model\" in the output); detailed: every group's executor graphs appended into one "
+                   "task graph on the SystemC model, so groups contend for links (refused over --max-memory); "
+                   "estimate: each collective by its executor's closed form on its group alone (no contention between "
+                   "groups, but it names the groups that share links while both are under way: shared_links; no "
+                   "busiest links), the same schedule, planned for one rank per stage and CP index")
         ->type_name("M");
     app.add_option("--format", format_, "table (default) | json | csv")->type_name("F");
     app.add_flag("--per-layer", per_layer_,
@@ -166,16 +168,13 @@ class StepCommand : public Command {
     else if (dispatcher_ == "allgather") req.dispatcher = Dispatcher::AllGather;
     else if (dispatcher_ == "deepep") req.dispatcher = Dispatcher::DeepEp;
     else throw InputError("option --dispatcher", "unknown dispatcher '" + dispatcher_ + "'; expected alltoall, allgather or deepep");
-    if (model_ != "detailed" && model_ != "estimate") {
-      throw InputError("option --model", "unknown value '" + model_ + "'; expected detailed or estimate");
+    if (model_ != "auto" && model_ != "detailed" && model_ != "estimate") {
+      throw InputError("option --model", "unknown value '" + model_ + "'; expected auto, detailed or estimate");
     }
     if (format_ != "table" && format_ != "json" && format_ != "csv") {
       throw InputError("option --format", "unknown format '" + format_ + "'; expected table, json or csv");
     }
-    const bool estimate = model_ == "estimate";
-    if (estimate && !trace_file_.empty()) {
-      throw InputError("option --trace", "a trace needs --model detailed (the estimate runs no tasks)");
-    }
+    bool estimate = model_ == "estimate";
     req.sequence_parallel = !no_sp_;
     if (mc2_ && no_sp_) throw InputError("option --mc2", "MC2 fuses sequence parallelism's AllGather and ReduceScatter; drop --no-sequence-parallel");
     req.mc2 = mc2_;
@@ -188,7 +187,7 @@ class StepCommand : public Command {
       throw InputError("option --per-layer", "the per-layer figures are in the table and in json's \"layers\"; give "
                                              "--format table or json");
     }
-    if (!chakra_dir_.empty()) return run_chakra(ctx, estimate);
+    if (!chakra_dir_.empty()) return run_chakra(ctx);
     if (model_file_.empty()) throw InputError("option --model-config", "give a model (--model-config FILE) or a Chakra workload (--chakra DIR)");
     if (batch_.empty()) throw InputError("option --batch", "give --batch global=N,micro=N,seq=N (with --model-config)");
     if (search_.empty() == layout_.empty()) {
@@ -221,13 +220,25 @@ class StepCommand : public Command {
       }
     }
     const std::optional<ScenarioSetup> scenario = scenario_.load(spec);
-    const StepPlanPtr plan =
-        plan_step(spec, req, estimate && export_dir_.empty() ? StepPlanScope::Symmetric : StepPlanScope::EveryRank);
-    if (!export_dir_.empty()) write_chakra(export_chakra(*plan));
-    if (!estimate) {  // (perf's advice after ". Use" names perf's options)
-      check_footprint(*plan, spec, "option --layout", "the step (" + req.layout.describe() + ")",
-                      ". Use --model estimate, fewer micro-batches or a smaller layout");
+    const auto plan_for = [&](bool for_estimate) {
+      return plan_step(spec, req, for_estimate && export_dir_.empty() ? StepPlanScope::Symmetric : StepPlanScope::EveryRank);
+    };
+    StepPlanPtr plan;
+    if (estimate) {
+      plan = plan_for(true);
+    } else {
+      try {
+        plan = plan_for(false);
+        check_footprint(*plan, spec, "option --layout", "the step (" + req.layout.describe() + ")",
+                        ". Use --model estimate, fewer micro-batches or a smaller layout");
+      } catch (const TooLargeError& e) {
+        if (!runs_auto()) throw;
+        if (!ctx.replay) std::cerr << "note: --model auto: the detailed model is " << e.message().substr(0, e.message().find(". Use")) << "; the estimate runs instead\n";
+        estimate = true;
+        plan = plan_for(true);
+      }
     }
+    if (!export_dir_.empty()) write_chakra(export_chakra(*plan));
     const MemoryUse mem = step_memory(req);
     if (spec.npu.memory.hbm_capacity > 0 && mem.total() > spec.npu.memory.hbm_capacity && !ctx.replay) {
       std::cerr << "note: the layout needs about " << mem.total() / (1ULL << 30) << " GiB of HBM per rank (parameters "
@@ -239,6 +250,10 @@ class StepCommand : public Command {
   }
 
  private:
+  // --model auto: the detailed model unless it is refused as too large (a
+  // scenario needs the detailed model, so it keeps the refusal).
+  bool runs_auto() const { return model_ == "auto" && !scenario_.given(); }
+
   // A detailed run whose tasks would not fit under --max-memory is refused before it starts.
   void check_footprint(const StepPlan& plan, const TopologySpec& spec, const std::string& option, const std::string& what,
                        const std::string& advice) const {
@@ -246,7 +261,7 @@ class StepCommand : public Command {
     f.tasks = step_tasks(plan);
     f.bytes = f.tasks * kBytesPerTask + static_cast<std::uint64_t>(spec.npus) * kPlatformBytesPerNpu;
     const std::string why = footprint_problem(f, what, memory_limit_.bytes());
-    if (!why.empty()) throw InputError(option, why.substr(0, why.find(". Use")) + advice);
+    if (!why.empty()) throw TooLargeError(option, why.substr(0, why.find(". Use")) + advice);
   }
 
   // Runs a plan on the back end asked for (under --scenario: healthy, then
@@ -262,7 +277,7 @@ class StepCommand : public Command {
     StepResult r;
     std::optional<ScenarioOutcome> outcome;
     if (estimate) {
-      r = run_step_estimate(plan);
+      r = run_step_estimate(plan, trace_out ? &trace : nullptr);
     } else if (!scenario) {
       r = run_step_detailed(platform_kept_until_exit(spec), plan, trace_out ? &trace : nullptr);
     } else {
@@ -279,7 +294,7 @@ class StepCommand : public Command {
       r = draws.at(1 + static_cast<std::size_t>(outcome->p50_draw));
     }
     std::ostream& out = out_file ? out_file->stream() : *ctx.out;
-    write(out, r, req, spec, outcome ? &*outcome : nullptr);
+    write(out, r, req, spec, outcome ? &*outcome : nullptr, estimate);
     if (out_file) out_file->close();
     if (trace_out) {
       trace.write(trace_out->stream());
@@ -290,7 +305,8 @@ class StepCommand : public Command {
   }
 
   // --chakra DIR: the workload's plan on either back end, reported as a step.
-  int run_chakra(CommandContext& ctx, bool estimate) {
+  int run_chakra(CommandContext& ctx) {
+    bool estimate = model_ == "estimate";
     for (const auto& [given, option] : {std::pair{!model_file_.empty(), "--model-config"}, std::pair{!layout_.empty(), "--layout"},
                                         std::pair{!search_.empty(), "--search"}, std::pair{!batch_.empty(), "--batch"},
                                         std::pair{!compute_file_.empty(), "--compute"}, std::pair{scenario_.given(), "--scenario"}}) {
@@ -303,7 +319,15 @@ class StepCommand : public Command {
     const TopologySpec spec = topology_.load(&topology_file);
     const StepPlanPtr plan = plan_chakra(spec, workload);
     if (!export_dir_.empty()) write_chakra(export_chakra(*plan));
-    if (!estimate) check_footprint(*plan, spec, "option --chakra", "the Chakra workload " + chakra_dir_, ". Use --model estimate");
+    if (!estimate) {
+      try {
+        check_footprint(*plan, spec, "option --chakra", "the Chakra workload " + chakra_dir_, ". Use --model estimate");
+      } catch (const TooLargeError& e) {
+        if (!runs_auto()) throw;
+        if (!ctx.replay) std::cerr << "note: --model auto: the detailed model is " << e.message().substr(0, e.message().find(". Use")) << "; the estimate runs instead\n";
+        estimate = true;
+      }
+    }
     StepRequest none;
     none.model.file = chakra_dir_;
     none.model.model_type = "chakra, " + std::to_string(workload.ranks.size()) + " ranks";
@@ -385,7 +409,8 @@ class StepCommand : public Command {
 
   // Under --scenario, `scenario` is the outcome and `r` its p50 draw.
   void write(std::ostream& out, const StepResult& r, const StepRequest& req, const TopologySpec& spec,
-             const ScenarioOutcome* scenario) const {
+             const ScenarioOutcome* scenario, bool estimate) const {
+    const char* model = estimate ? "estimate" : "detailed";
     if (format_ == "json") {
       nlohmann::json groups = nlohmann::json::array();
       for (const StepGroupResult& g : r.groups) {
@@ -405,7 +430,8 @@ class StepCommand : public Command {
                             {"bubble_us", round3(r.bubble_us)},       {"groups", groups},
                             {"critical_path", path},                  {"busiest_links", links},
                             {"assumed", r.assumed}};
-      if (model_ == "estimate") {
+      doc["model"] = model;
+      if (estimate) {
         nlohmann::json shared = nlohmann::json::array();
         for (const StepSharedLinks& s : r.shared_links) {
           shared.push_back({{"groups", {s.first, s.second}}, {"link_kinds", s.link_kinds},
@@ -437,10 +463,10 @@ class StepCommand : public Command {
       return;
     }
     if (!chakra_dir_.empty()) {
-      out << "# Chakra workload " << chakra_dir_ << " (" << req.layout.world() << " ranks) on " << spec.name << " (" << model_ << ")\n";
+      out << "# Chakra workload " << chakra_dir_ << " (" << req.layout.world() << " ranks) on " << spec.name << " (" << model << ")\n";
     } else {
       out << "# step of " << req.model.file << " (" << req.model.model_type << "), " << phase_ << ", layout "
-          << req.layout.describe() << ", batch " << batch_ << " on " << spec.name << " (" << model_ << ")\n";
+          << req.layout.describe() << ", batch " << batch_ << " on " << spec.name << " (" << model << ")\n";
     }
     out << "step_time_us " << fmt3(r.step_time_us) << "  compute_us " << fmt3(r.compute_us) << "  bubble_us "
         << fmt3(r.bubble_us) << "  (on rank " << r.critical_rank << ", the last to finish; " << r.micro_batches
@@ -517,7 +543,7 @@ class StepCommand : public Command {
   bool overlap_param_gather_ = false;
   std::string compute_file_;
   TopologyOptions topology_;
-  std::string model_ = "detailed";
+  std::string model_ = "auto";
   std::string format_ = "table";
   std::string out_file_;
   std::string trace_file_;

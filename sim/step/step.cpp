@@ -1053,7 +1053,7 @@ void Planner::check() {
   const double ops = static_cast<double>(l_.world()) * static_cast<double>(m) * (static_cast<double>(mc_.layers) / l_.pp + 2) *
                      per_layer * passes * l_.cp / (p_.symmetric ? l_.tp * l_.dp : 1);
   if (ops > kMaxOps) {
-    throw InputError("option --batch", "the step would plan about " + std::to_string(static_cast<std::uint64_t>(ops)) +
+    throw TooLargeError("option --batch", "the step would plan about " + std::to_string(static_cast<std::uint64_t>(ops)) +
                                            " operations (ranks x micro-batches x layers per stage); at most " +
                                            std::to_string(static_cast<std::uint64_t>(kMaxOps)) +
                                            " are planned: use fewer micro-batches (a larger micro or a smaller global)");
@@ -1715,7 +1715,34 @@ std::vector<StepSharedLinks> shared_links(const StepPlan& plan, const OpTimes& t
   return out;
 }
 
-StepResult run_step_estimate(const StepPlan& plan) {
+// The estimate's schedule as a trace: a slice per operation on each planned
+// rank (a symmetric plan's representatives), compute on "compute", a group's
+// collectives on "<group>/collectives", as the detailed trace's tracks.
+void trace_estimate(const StepPlan& plan, const OpTimes& t, TraceWriter& trace) {
+  std::vector<char> planned(static_cast<std::size_t>(plan.topology->npus), 0);
+  for (const Op& op : plan.ops) {
+    if (!op.coll) planned[static_cast<std::size_t>(op.rank)] = 1;
+  }
+  for (std::size_t i = 0; i < plan.ops.size(); ++i) {
+    const Op& op = plan.ops[i];
+    const std::string& name = plan.labels[op.label];
+    if (!op.coll) {
+      trace.add_slice(op.rank, "compute", name, Time{t.start[i]}, Time{t.end[i] - t.start[i]}, {{"model", "estimate"}});
+      continue;
+    }
+    const Domain& d = plan.domains[static_cast<std::size_t>(op.domain)];
+    const Part& part = plan.parts[static_cast<std::size_t>(op.part)];
+    const std::map<std::string, std::string> args{
+        {"model", "estimate"}, {"group", domain_name(d)}, {"executor", part.executor}, {"ranks", members_text(d.members)}};
+    for (std::size_t k = 0; k < d.members.size(); ++k) {
+      if (!planned[static_cast<std::size_t>(d.members[k])]) continue;
+      trace.add_slice(d.members[k], group_prefix(d.group, d.slot) + "collectives", name, Time{t.start[i]},
+                      Time{t.member_end(i, k) - t.start[i]}, args);
+    }
+  }
+}
+
+StepResult run_step_estimate(const StepPlan& plan, TraceWriter* trace) {
   std::vector<double> part_ps(plan.parts.size(), 0);
   std::set<std::string> assumed;
   // The assumed constants of an executor on a group depend on its tasks'
@@ -1815,6 +1842,7 @@ StepResult run_step_estimate(const StepPlan& plan) {
   if (done != n) throw GraphError("step plan has a cycle: " + std::to_string(n - done) + " operations never become ready");
   StepResult r = report(plan, t);
   r.shared_links = shared_links(plan, t);
+  if (trace != nullptr) trace_estimate(plan, t, *trace);
   add_assumed(r, {assumed.begin(), assumed.end()});
   return r;
 }

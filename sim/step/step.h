@@ -206,6 +206,7 @@ StepPlanPtr plan_chakra(const TopologySpec& topology, const ChakraWorkload& work
 ChakraWorkload export_chakra(const StepPlan& plan);
 
 StepResult run_step_detailed(Platform& platform, const StepPlan& plan, TraceWriter* trace = nullptr);
-StepResult run_step_estimate(const StepPlan& plan);
+// `trace`: the estimate's schedule, a slice per operation on each planned rank.
+StepResult run_step_estimate(const StepPlan& plan, TraceWriter* trace = nullptr);
 
 }  // namespace hcclsim

@@ -3,13 +3,14 @@
 # the file and JSON path; a small step's JSON matches its golden reference
 # byte for byte (tests/step/golden_tiny.json; regenerate on purpose with
 # `tests/cli/step.sh build/hcclsim . update`); runs are deterministic; the
-# trace has a track per rank, stream and group.
+# trace has a track per rank, stream and group (the estimate's: per planned
+# rank); --model auto runs the estimate when the detailed step is too large.
 # usage: step.sh HCCLSIM SOURCE_DIR CASE   (CASE "list" prints the cases)
 set -u
 # shellcheck source=../lib/case_script.sh
 . "$(dirname "$0")/../lib/case_script.sh"
 CASES=(bad_layout_key layout_too_large bad_batch missing_model unsupported_model_type model_missing_key
-       deepep_estimate trace_estimate bad_compute_file detailed_too_large golden_json deterministic trace
+       deepep_estimate trace_estimate bad_compute_file detailed_too_large auto_too_large bad_model golden_json deterministic trace
        search good_deepep good_a3_issue_example_estimate scenario_estimate scenario_slow_rank
        chakra_astra_sim chakra_round_trip chakra_export_existing chakra_missing_rank chakra_with_model chakra_not_dir
        per_layer_csv per_layer_json mc2_without_sp)
@@ -38,14 +39,14 @@ case "$name" in
     args=(step --model-config "$m/tiny-moe.json" --layout tp=1,dp=8,ep=8 --batch global=8,seq=256 --dispatcher deepep
           --model estimate)
     expect=("--dispatcher" "closed form") ;;
-  trace_estimate) args=("${tiny[@]}" --layout tp=2,dp=4 --model estimate --trace "$tmp/t.json"); expect=("--trace" "detailed") ;;
+  bad_model) args=("${tiny[@]}" --layout tp=2,dp=4 --model fast); expect=("--model" "fast" "auto, detailed or estimate") ;;
   bad_compute_file)
     printf 'operator,shape,us\nqkv,*,fast\n' >"$tmp/c.csv"
     args=("${tiny[@]}" --layout tp=2,dp=4 --compute "$tmp/c.csv"); expect=("$tmp/c.csv line 2" "fast") ;;
   detailed_too_large)
     # A detailed step whose tasks would need more than --max-memory is refused before it starts (the issue's
     # Llama-3-70B step needs hundreds of millions of tasks; a small step under a 1 MiB limit takes the same path).
-    args=("${tiny[@]}" --layout tp=2,dp=4 --max-memory 1MiB); expect=("--layout" "too large" "--model estimate") ;;
+    args=("${tiny[@]}" --layout tp=2,dp=4 --max-memory 1MiB --model detailed); expect=("--layout" "too large" "--model estimate") ;;
   scenario_estimate)
     args=("${tiny[@]}" --layout tp=2,dp=4 --model estimate --scenario "$src/configs/scenarios/slow-rank.json")
     expect=("--scenario" "--model detailed") ;;
@@ -61,7 +62,7 @@ case "$name" in
   chakra_not_dir) args=(step --chakra "$tmp/none"); expect=("--chakra" "not a directory") ;;
   mc2_without_sp) args=("${tiny[@]}" --layout tp=2,dp=4 --mc2 --no-sequence-parallel); expect=("--mc2" "--no-sequence-parallel") ;;
   per_layer_csv) args=("${tiny[@]}" --layout tp=2,dp=4 --per-layer --format csv); expect=("--per-layer" "json") ;;
-  golden_json|deterministic|trace|search|good_deepep|good_a3_issue_example_estimate|scenario_slow_rank|chakra_astra_sim|chakra_round_trip|per_layer_json) ;;
+  golden_json|deterministic|trace|trace_estimate|auto_too_large|search|good_deepep|good_a3_issue_example_estimate|scenario_slow_rank|chakra_astra_sim|chakra_round_trip|per_layer_json) ;;
   *) echo "unknown case '$name'; cases: ${CASES[*]}" >&2; exit 2 ;;
 esac
 fail=0
@@ -92,13 +93,49 @@ names = {n for _, n in tracks}
 for want in ("compute", "tp/", "dp/", "pp0f/", "pp0b/"):
     assert any(n.startswith(want) for n in names), (want, sorted(names))
 d = json.load(open(sys.argv[2]))
-assert set(d) == {"step_time_us", "compute_us", "bubble_us", "groups", "critical_path", "busiest_links", "assumed"}, set(d)
+assert set(d) == {"step_time_us", "compute_us", "bubble_us", "groups", "critical_path", "busiest_links", "assumed", "model"}, set(d)
+assert d["model"] == "detailed", d["model"]
 for g in d["groups"]:
     assert set(g) == {"group", "ranks", "executor", "time_us", "exposed_us"}, g
     assert 0 <= g["exposed_us"] <= g["time_us"] + 1e-3, g
 assert d["busiest_links"] and d["critical_path"][-1]["end_us"] == d["step_time_us"], d["critical_path"][-1]
 PY
     ;;
+  trace_estimate)
+    # The estimate's schedule as a trace: a slice per operation on each
+    # planned rank (TP and DP index 0 of each stage: ranks 0 and 4 here),
+    # ending where the step ends.
+    "$hcclsim" "${tiny[@]}" --layout tp=2,pp=2,dp=2 --model estimate --trace "$tmp/t.json" --format json >"$tmp/out.json" || fail=1
+    py "$tmp/t.json" "$tmp/out.json" <<'PY' || fail=1
+import json, sys
+events = json.load(open(sys.argv[1]))["traceEvents"]
+tracks = {(e["pid"], e["args"]["name"]) for e in events if e.get("name") == "thread_name"}
+assert {pid for pid, _ in tracks} == {0, 4}, tracks
+names = {n for _, n in tracks}
+assert {"compute", "tp/collectives", "dp/collectives", "pp0f/collectives", "pp0b/collectives"} <= names, sorted(names)
+slices = [e for e in events if e["ph"] == "X"]
+assert slices and all(e["args"]["model"] == "estimate" and e["dur"] >= 0 for e in slices)
+colls = [e for e in slices if "group" in e["args"]]
+assert colls and all(e["args"]["executor"] and e["args"]["ranks"] for e in colls), colls[:2]
+d = json.load(open(sys.argv[2]))
+assert d["model"] == "estimate" and "shared_links" in d, d.keys()
+end = max(e["ts"] + e["dur"] for e in slices)
+assert abs(end - d["step_time_us"]) < 1e-3, (end, d["step_time_us"])
+PY
+    ;;
+  auto_too_large)
+    # Without --model, a step the detailed model would refuse (--max-memory)
+    # runs as the estimate, says so on stderr and in "model", and gives the
+    # estimate's own output.
+    "$hcclsim" "${tiny[@]}" --layout tp=2,dp=4 --max-memory 1MiB --format json >"$tmp/auto.json" 2>"$tmp/err.txt" ||
+      { cat "$tmp/err.txt" >&2; fail=1; }
+    grep -q "note: --model auto: the detailed model is too large" "$tmp/err.txt" || { echo "FAIL: no note" >&2; cat "$tmp/err.txt" >&2; fail=1; }
+    "$hcclsim" "${tiny[@]}" --layout tp=2,dp=4 --model estimate --format json >"$tmp/estimate.json" || fail=1
+    cmp -s "$tmp/auto.json" "$tmp/estimate.json" || { echo "FAIL: auto's fallback differs from --model estimate" >&2; fail=1; }
+    grep -q '"model": "estimate"' "$tmp/auto.json" || { echo "FAIL: model not estimate" >&2; fail=1; }
+    "$hcclsim" "${tiny[@]}" --layout tp=2,dp=4 --format json >"$tmp/fits.json" 2>"$tmp/err.txt" || fail=1
+    grep -q '"model": "detailed"' "$tmp/fits.json" || { echo "FAIL: a step that fits does not run detailed" >&2; fail=1; }
+    [ ! -s "$tmp/err.txt" ] || { echo "FAIL: a note without a fallback" >&2; cat "$tmp/err.txt" >&2; fail=1; } ;;
   search)
     "$hcclsim" step --model-config "$m/tiny-llama.json" --batch global=16,micro=1,seq=512 --search "tp=1,2,4,8;pp=1,2,4" \
       --format json >"$tmp/s.json" || fail=1
