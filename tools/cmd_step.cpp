@@ -233,7 +233,7 @@ class StepCommand : public Command {
                         ". Use --model estimate, fewer micro-batches or a smaller layout");
       } catch (const TooLargeError& e) {
         if (!runs_auto()) throw;
-        if (!ctx.replay) std::cerr << "note: --model auto: the detailed model is " << e.message().substr(0, e.message().find(". Use")) << "; the estimate runs instead\n";
+        note_fallback(ctx, e);
         estimate = true;
         plan = plan_for(true);
       }
@@ -253,6 +253,11 @@ class StepCommand : public Command {
   // --model auto: the detailed model unless it is refused as too large (a
   // scenario needs the detailed model, so it keeps the refusal).
   bool runs_auto() const { return model_ == "auto" && !scenario_.given(); }
+  static void note_fallback(const CommandContext& ctx, const TooLargeError& refusal) {
+    if (ctx.replay) return;
+    const std::string& why = refusal.message();
+    std::cerr << "note: --model auto: the detailed model is " << why.substr(0, why.find(". Use")) << "; the estimate runs instead\n";
+  }
 
   // A detailed run whose tasks would not fit under --max-memory is refused before it starts.
   void check_footprint(const StepPlan& plan, const TopologySpec& spec, const std::string& option, const std::string& what,
@@ -324,7 +329,7 @@ class StepCommand : public Command {
         check_footprint(*plan, spec, "option --chakra", "the Chakra workload " + chakra_dir_, ". Use --model estimate");
       } catch (const TooLargeError& e) {
         if (!runs_auto()) throw;
-        if (!ctx.replay) std::cerr << "note: --model auto: the detailed model is " << e.message().substr(0, e.message().find(". Use")) << "; the estimate runs instead\n";
+        note_fallback(ctx, e);
         estimate = true;
       }
     }
