@@ -77,7 +77,8 @@ class StepCommand : public Command {
         ->type_name("P");
     app.add_option("--dispatcher", dispatcher_,
                    "MoE token dispatcher: alltoall (default: AlltoAll) | allgather (AllGather + ReduceScatter) | deepep "
-                   "(the AIV kernels of hcclsim moe; --model detailed only)")
+                   "(the AIV kernels of hcclsim moe; the estimate times each distinct call once on the detailed "
+                   "model, alone on its group; not with --search)")
         ->type_name("D");
     app.add_flag("--no-distributed-optimizer", no_dist_opt_,
                  "plain DDP instead of the distributed optimizer (train): gradients all-reduced in buckets, every "
@@ -282,7 +283,7 @@ class StepCommand : public Command {
     StepResult r;
     std::optional<ScenarioOutcome> outcome;
     if (estimate) {
-      r = run_step_estimate(plan, trace_out ? &trace : nullptr);
+      r = run_step_estimate(plan, trace_out ? &trace : nullptr, step_has_moe_kernels(plan) ? &platform_kept_until_exit(spec) : nullptr);
     } else if (!scenario) {
       r = run_step_detailed(platform_kept_until_exit(spec), plan, trace_out ? &trace : nullptr);
     } else {

@@ -1621,6 +1621,10 @@ StepPlanPtr plan_step(const TopologySpec& topology, const StepRequest& request, 
 
 std::uint64_t step_plan_ops(const StepPlan& plan) { return plan.ops.size(); }
 
+bool step_has_moe_kernels(const StepPlan& plan) {
+  return std::any_of(plan.parts.begin(), plan.parts.end(), [](const Part& p) { return p.moe; });
+}
+
 void require_every_rank(const StepPlan& plan, const char* what) {
   if (plan.symmetric) throw std::logic_error(std::string(what) + " needs a plan of every rank (StepPlanScope::EveryRank)");
 }
@@ -1742,9 +1746,39 @@ void trace_estimate(const StepPlan& plan, const OpTimes& t, TraceWriter& trace) 
   }
 }
 
-StepResult run_step_estimate(const StepPlan& plan, TraceWriter* trace) {
+// The MoE kernels (--dispatcher deepep) have no closed form: the estimate
+// times each distinct call once, alone on the step's platform (the one the
+// detailed model runs on) over its group's ranks, as the detailed model runs
+// it in the step, its op launch included, and schedules every instance of
+// the call at that time.
+std::map<std::size_t, std::pair<double, std::vector<std::string>>> time_kernels_alone(const StepPlan& plan,
+                                                                                     Platform* platform) {
+  std::map<std::size_t, std::pair<double, std::vector<std::string>>> out;
+  for (const Op& op : plan.ops) {
+    if (!op.coll || !plan.parts[static_cast<std::size_t>(op.part)].moe) continue;
+    const auto part = static_cast<std::size_t>(op.part);
+    if (out.count(part) != 0) continue;
+    if (platform == nullptr) {
+      throw InputError("option --dispatcher", "deepep runs the MoE kernels, which have no closed form: the estimate "
+                                              "times them on the detailed model, which a layout search does not run; "
+                                              "use --dispatcher alltoall|allgather or a single --layout");
+    }
+    TaskGraph g;
+    g.set_launches_in_graph(true);   // the part's graph holds its op launch
+    TaskGraph::ThreadIndex threads;
+    g.append(part_graph(plan, op.part), plan.domains[static_cast<std::size_t>(op.domain)].members, 0, "", &threads);
+    Scheduler scheduler(*platform);
+    const RunResult result = scheduler.run(g);
+    if (!result.failure.empty()) throw GraphError("the MoE kernel did not finish: " + result.failure);
+    out[part] = {static_cast<double>(result.elapsed().ps), assumed_constants_used(result.constants, platform->spec())};
+  }
+  return out;
+}
+
+StepResult run_step_estimate(const StepPlan& plan, TraceWriter* trace, Platform* platform) {
   std::vector<double> part_ps(plan.parts.size(), 0);
   std::set<std::string> assumed;
+  const auto kernels = time_kernels_alone(plan, platform);
   // The assumed constants of an executor on a group depend on its tasks'
   // kinds and the links they cross, not on the size: they are taken from the
   // graph of its smallest collective alone (the DP buckets of a large step
@@ -1772,8 +1806,10 @@ StepResult run_step_estimate(const StepPlan& plan, TraceWriter* trace) {
   for (std::size_t i = 0; i < plan.parts.size(); ++i) {
     const Part& part = plan.parts[i];
     if (part.moe) {
-      throw InputError("option --dispatcher", "deepep runs the MoE kernels, which have no closed form; use --model detailed "
-                                              "or --dispatcher alltoall|allgather");
+      const auto& [ps, used] = kernels.at(i);
+      part_ps[i] = ps;
+      assumed.insert(used.begin(), used.end());
+      continue;
     }
     const TopologySpec& view = part.launched ? *plan.views[static_cast<std::size_t>(part.view)] : in_kernel_view(part.view);
     PerfRequest req = part_request(view, part);
@@ -2058,6 +2094,11 @@ MemoryUse step_memory(const StepRequest& request) {
 }
 
 std::vector<SearchRow> search_layouts(const TopologySpec& topology, const StepRequest& base, const std::string& grid) {
+  if (base.dispatcher == Dispatcher::DeepEp) {
+    throw InputError("option --dispatcher", "deepep runs the MoE kernels, which have no closed form: the estimate times "
+                                            "them on the detailed model, which a layout search does not run; use "
+                                            "--dispatcher alltoall|allgather to search, then --layout with deepep");
+  }
   std::map<std::string, std::vector<int>> values;
   std::string rest = grid;
   while (!rest.empty()) {

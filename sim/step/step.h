@@ -171,6 +171,8 @@ StepPlanPtr plan_step(const TopologySpec& topology, const StepRequest& request,
                       StepPlanScope scope = StepPlanScope::EveryRank);
 // Operations the plan holds.
 std::uint64_t step_plan_ops(const StepPlan& plan);
+// Whether the plan runs MoE kernels (--dispatcher deepep): its estimate then needs a platform.
+bool step_has_moe_kernels(const StepPlan& plan);
 // Tasks the detailed run will hold (for the memory pre-check).
 std::uint64_t step_tasks(const StepPlan& plan);
 
@@ -206,7 +208,11 @@ StepPlanPtr plan_chakra(const TopologySpec& topology, const ChakraWorkload& work
 ChakraWorkload export_chakra(const StepPlan& plan);
 
 StepResult run_step_detailed(Platform& platform, const StepPlan& plan, TraceWriter* trace = nullptr);
-// `trace`: the estimate's schedule, a slice per operation on each planned rank.
-StepResult run_step_estimate(const StepPlan& plan, TraceWriter* trace = nullptr);
+// `trace`: the estimate's schedule, a slice per operation on each planned
+// rank. `platform`: the step's topology, on which the MoE kernels of
+// --dispatcher deepep, which have no closed form, are timed, once per
+// distinct call, alone on their group's ranks (without it such a plan is
+// refused, exit 2).
+StepResult run_step_estimate(const StepPlan& plan, TraceWriter* trace = nullptr, Platform* platform = nullptr);
 
 }  // namespace hcclsim

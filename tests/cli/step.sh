@@ -10,7 +10,7 @@ set -u
 # shellcheck source=../lib/case_script.sh
 . "$(dirname "$0")/../lib/case_script.sh"
 CASES=(bad_layout_key layout_too_large bad_batch missing_model unsupported_model_type model_missing_key
-       deepep_estimate trace_estimate bad_compute_file detailed_too_large auto_too_large bad_model golden_json deterministic trace
+       deepep_search deepep_estimate trace_estimate bad_compute_file detailed_too_large auto_too_large bad_model golden_json deterministic trace
        search good_deepep good_a3_issue_example_estimate scenario_estimate scenario_slow_rank
        chakra_astra_sim chakra_round_trip chakra_export_existing chakra_missing_rank chakra_with_model chakra_not_dir
        per_layer_csv per_layer_json mc2_without_sp)
@@ -35,10 +35,9 @@ case "$name" in
   model_missing_key)
     echo '{"model_type": "llama", "hidden_size": 1024}' >"$tmp/c.json"
     args=(step --model-config "$tmp/c.json" --layout tp=2 --batch global=1,seq=8); expect=("$tmp/c.json" "num_hidden_layers") ;;
-  deepep_estimate)
-    args=(step --model-config "$m/tiny-moe.json" --layout tp=1,dp=8,ep=8 --batch global=8,seq=256 --dispatcher deepep
-          --model estimate)
-    expect=("--dispatcher" "closed form") ;;
+  deepep_search)
+    args=(step --model-config "$m/tiny-moe.json" --search "tp=1;ep=2,8" --batch global=8,seq=256 --dispatcher deepep)
+    expect=("--dispatcher" "closed form" "layout search") ;;
   bad_model) args=("${tiny[@]}" --layout tp=2,dp=4 --model fast); expect=("--model" "fast" "auto, detailed or estimate") ;;
   bad_compute_file)
     printf 'operator,shape,us\nqkv,*,fast\n' >"$tmp/c.csv"
@@ -62,7 +61,7 @@ case "$name" in
   chakra_not_dir) args=(step --chakra "$tmp/none"); expect=("--chakra" "not a directory") ;;
   mc2_without_sp) args=("${tiny[@]}" --layout tp=2,dp=4 --mc2 --no-sequence-parallel); expect=("--mc2" "--no-sequence-parallel") ;;
   per_layer_csv) args=("${tiny[@]}" --layout tp=2,dp=4 --per-layer --format csv); expect=("--per-layer" "json") ;;
-  golden_json|deterministic|trace|trace_estimate|auto_too_large|search|good_deepep|good_a3_issue_example_estimate|scenario_slow_rank|chakra_astra_sim|chakra_round_trip|per_layer_json) ;;
+  golden_json|deterministic|trace|trace_estimate|deepep_estimate|auto_too_large|search|good_deepep|good_a3_issue_example_estimate|scenario_slow_rank|chakra_astra_sim|chakra_round_trip|per_layer_json) ;;
   *) echo "unknown case '$name'; cases: ${CASES[*]}" >&2; exit 2 ;;
 esac
 fail=0
@@ -148,6 +147,21 @@ times = [r["step_time_us"] for r in valid]
 assert times == sorted(times) and len(valid) >= 6, rows
 # tp x pp = 32 leaves no DP rank on 8 NPUs; pp = 4 over 4 layers is fine.
 assert any(not r["valid"] and "tp=8" in r["layout"] and "pp=4" in r["layout"] for r in rows), rows
+PY
+    ;;
+  deepep_estimate)
+    # The estimate times each distinct MoE kernel call alone on the step's
+    # platform; within 5% of the detailed step (tests/unit/test_step.cpp).
+    run=(step --model-config "$m/tiny-moe.json" --layout tp=1,dp=8,ep=8 --batch global=8,seq=256 --dispatcher deepep --format json)
+    "$hcclsim" "${run[@]}" --model estimate >"$tmp/est.json" 2>"$tmp/err.txt" || { cat "$tmp/err.txt" >&2; fail=1; }
+    "$hcclsim" "${run[@]}" --model detailed >"$tmp/det.json" 2>"$tmp/err.txt" || { cat "$tmp/err.txt" >&2; fail=1; }
+    py "$tmp/est.json" "$tmp/det.json" <<'PY' || fail=1
+import json, sys
+est, det = (json.load(open(f)) for f in sys.argv[1:3])
+assert est["model"] == "estimate" and det["model"] == "detailed"
+ep = [g for g in est["groups"] if g["group"] == "ep"]
+assert ep and ep[0]["executor"] == "deepep_normal" and ep[0]["time_us"] > 0, est["groups"]
+assert abs(est["step_time_us"] / det["step_time_us"] - 1) < 0.05, (est["step_time_us"], det["step_time_us"])
 PY
     ;;
   good_deepep)

@@ -780,6 +780,37 @@ TEST_CASE("step: the estimate is within 5% of the detailed step on a grid of sma
   }
 }
 
+TEST_CASE("step: the estimate times the deepep kernels alone on their group, within 5% of the detailed step", "[step]") {
+  // The MoE kernels have no closed form: the estimate runs each distinct
+  // call once on its group's platform and schedules every instance at that
+  // time, on the step's platform.
+  const TopologySpec spec = a2_server();
+  Platform platform(spec);
+  std::vector<StepPlanPtr> plans;
+  std::vector<StepResult> estimates;
+  for (const StepPhase phase : {StepPhase::Train, StepPhase::Decode}) {
+    StepRequest req = request("tiny-moe.json", "tp=1,dp=8,ep=8", "global=8,micro=1,seq=256");
+    req.dispatcher = Dispatcher::DeepEp;
+    req.phase = phase;
+    plans.push_back(plan_step(spec, req, StepPlanScope::EveryRank));
+    CHECK_THROWS_AS(run_step_estimate(*plans.back()), InputError);   // no platform: refused, as a layout search is
+    estimates.push_back(run_step_estimate(*plans.back(), nullptr, &platform));
+    const StepGroupResult* ep = nullptr;
+    for (const StepGroupResult& g : estimates.back().groups) {
+      if (g.group == "ep") ep = &g;
+    }
+    REQUIRE(ep != nullptr);
+    CHECK(ep->executor == (phase == StepPhase::Train ? "deepep_normal" : "deepep_low_latency"));
+    CHECK(ep->time_us > 0);
+  }
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    const StepResult det = run_step_detailed(platform, *plans[i]);
+    INFO((i == 0 ? "train" : "decode"));
+    CHECK(estimates[i].compute_us == Approx(det.compute_us).epsilon(1e-9));
+    CHECK(estimates[i].step_time_us == Approx(det.step_time_us).epsilon(0.05));
+  }
+}
+
 TEST_CASE("step: ring attention hides the CP sends under the attention steps", "[step]") {
   // cp = 2, attention 1 ms forward (2 ms backward), every other operator 0:
   // each layer's first step of 0.5 ms (1 ms) overlaps the send of the K/V
