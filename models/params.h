@@ -11,17 +11,20 @@
 
 namespace hcclsim {
 
-// The product generation an NPU belongs to: the key of the executors and
-// selection rules hcclsim has for it (sim/executors/select_*.cpp). What a
-// product is made of is data, its profile's npu.product (ProductTraits).
+// The HCCL rule set a product follows: HCCL selects and builds executors
+// by device type (910B: A2; 910_93: A3), and hcclsim has both rule sets
+// (sim/executors/select_*.cpp). A profile names its product's device type
+// (npu.product.hccl_device_type); what the product is made of is data too,
+// the rest of npu.product (ProductTraits).
 enum class Product : std::uint8_t { A2, A3 };
-const char* product_name(Product product);   // "A2", "A3"
+const char* product_name(Product product);   // the rule set: "A2", "A3""
 
 // A product as its profile states it (npu.product): how its servers and
 // supernodes are built, and what HCCL's rank tables for it hold. Topologies
 // and rank tables are built from these, never from the product's name.
 struct ProductTraits {
-  std::string name;                     // "A2", "A3"; a topology's cluster kind is its lower case
+  std::string name;                     // "A2", "A3", ...; a topology's cluster kind is its lower case
+  std::string hccl_device_type;         // "910B" or "910_93": whose HCCL selection rules and API defaults apply
   int devices_per_server = 8;           // ranks (dies) a server holds at most
   int dies_per_chip = 1;                // 2: a chip's two dies, SIO between them, each a rank
   bool server_switch = false;           // a server's NPUs reach each other through its switch, else a full HCCS mesh

@@ -208,7 +208,22 @@ namespace {
 ProductTraits read_product(ObjectReader r) {
   ProductTraits t;
   r.optional_string("source");
-  t.name = r.required_choice("name", {"A2", "A3"});   // the products hcclsim has executors for
+  t.name = printable(r.required_string("name"));
+  if (t.name.empty() || t.name.find_first_of(" /\\") != std::string::npos) {
+    r.location_of("name").fail("expected the product's name, e.g. \"A3\" (no spaces or slashes: a topology's cluster "
+                               "kind is it in lower case)");
+  }
+  // The HCCL device type whose rules the product follows; the two shipped
+  // products may leave it out (A2: 910B, A3: 910_93).
+  if (r.has("hccl_device_type") || (t.name != "A2" && t.name != "A3")) {
+    if (!r.has("hccl_device_type")) {
+      r.location_of("name").fail("product '" + t.name + "' needs \"hccl_device_type\": \"910B\" or \"910_93\", the HCCL "
+                                 "device type whose executor selection it follows (the rule sets hcclsim has)");
+    }
+    t.hccl_device_type = r.required_choice("hccl_device_type", {"910B", "910_93"});
+  } else {
+    t.hccl_device_type = t.name == "A2" ? "910B" : "910_93";
+  }
   t.devices_per_server = static_cast<int>(r.required_int_in("devices_per_server", 1, 1024));
   t.dies_per_chip = static_cast<int>(r.required_int_in("dies_per_chip", 1, 2));
   if (t.devices_per_server % t.dies_per_chip != 0) {
@@ -252,7 +267,7 @@ HardwareProfile read_profile(const nlohmann::json& doc, const std::string& file)
     p.model = printable(npu.required_string("model"));   // the chip's name, as reports print it ("910B")
     if (p.model.empty()) npu.location_of("model").fail("expected the NPU's name, e.g. \"910B\"");
     p.traits = read_product(npu.required_object("product"));
-    p.product = p.traits.name == "A2" ? Product::A2 : Product::A3;
+    p.product = p.traits.hccl_device_type == "910B" ? Product::A2 : Product::A3;
     {
       // HCCL's API limits: the product's documented ones (docs/sources.md §2)
       // unless the profile states them (npu.hccl_api).
@@ -418,15 +433,17 @@ TopologySpec load_topology_with(const std::string& file, const HardwareProfile& 
     // A cluster is built of its kind's product: another product's profile
     // would build hardware that does not exist (and run its algorithms).
     const ProductTraits& product = profile.npu.traits;
-    // (The kinds of the products hcclsim has executors for; npu.product.name in lower case.)
-    const std::string kind = root.required_object("cluster").required_choice("kind", {"a2", "a3"});
+    // (Its product's name in lower case, npu.product.name.)
+    const std::string kind = printable(root.required_object("cluster").required_string("kind"));
     if (kind != product.cluster_kind()) {
-      std::string upper = kind;
+      // Blamed on the profile when --profile gave it, else on the topology's kind.
+      std::string upper = kind;   // the product a cluster of this kind is built of
       for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-      throw InputError(blame.value_or(profile_file),
-                       "profile " + profile_file + " describes a " + profile.npu.model + " NPU (product " + product.name +
-                           "), but topology " + file + " is an " + printable(upper) +
-                           " cluster; use a profile whose npu.product is " + printable(upper) + " (configs/profiles/)");
+      const std::string why = "topology " + file + " is an " + upper + " cluster (kind '" + kind + "'), but profile " +
+                              profile_file + " describes a " + profile.npu.model + " NPU of product " + product.name +
+                              "; use a profile whose npu.product.name is " + upper + " (configs/profiles/)";
+      if (blame) throw InputError(*blame, why);
+      root.required_object("cluster").location_of("kind").fail(why);
     }
     const ClusterLayout layout = read_cluster(root.required_object("cluster"), spec.name, servers_override, product);
     root.finish();

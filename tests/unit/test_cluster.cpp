@@ -24,6 +24,7 @@
 
 #include "base/error.h"
 #include "models/link/channel.h"
+#include "sim/perf/perf.h"
 #include "sim/scheduler.h"
 #include "sim/task_graph.h"
 #include "topologies/cluster.h"
@@ -137,6 +138,47 @@ TEST_CASE("a cluster is laid out from its profile's product record, not the prod
   product["devices_per_server"] = 5;
   CHECK_THROWS_WITH(read_profile(doc, "edited.json"), Catch::Contains("$.npu.product.devices_per_server") &&
                                                           Catch::Contains("whole chips"));
+}
+
+TEST_CASE("a third product is a profile: its own name, the HCCL device type whose rules it follows", "[cluster]") {
+  // The A3 record renamed A3X: a topology of kind "a3x" is built from it and
+  // HCCL's 910_93 rules choose its executors, as for the A3 it copies.
+  std::ifstream in(source_file("configs/profiles/a3-910c.json"));
+  nlohmann::json doc = nlohmann::json::parse(in);
+  nlohmann::json& product = doc["npu"]["product"];
+  product["name"] = "A3X";
+  const HardwareProfile a3x = read_profile(doc, "a3x.json");
+  CHECK(a3x.npu.traits.cluster_kind() == "a3x");
+  CHECK(a3x.npu.product == Product::A3);
+  const HardwareProfile a3 = load_profile(source_file("configs/profiles/a3-910c.json"));
+  const TopologySpec x = make_cluster(product_cluster_layout(a3x.npu.traits, 1, 1), a3x);
+  const TopologySpec y = make_cluster(product_cluster_layout(a3.npu.traits, 1, 1), a3);
+  CHECK(x.npus == y.npus);
+  PerfRequest req;
+  req.op = CollOp::AllReduce;
+  req.ranks = 16;
+  for (const std::uint64_t size : {std::uint64_t{1} << 16, std::uint64_t{1} << 26}) {
+    CHECK(perf_choice(x, req, size).executor == perf_choice(y, req, size).executor);
+  }
+  // A name hcclsim has no rules for must say whose rules it follows ...
+  product.erase("hccl_device_type");
+  CHECK_THROWS_WITH(read_profile(doc, "a3x.json"), Catch::Contains("a3x.json at $.npu.product.name") &&
+                                                      Catch::Contains("hccl_device_type"));
+  // ... and name one hcclsim has.
+  product["hccl_device_type"] = "910C";
+  CHECK_THROWS_WITH(read_profile(doc, "a3x.json"), Catch::Contains("$.npu.product.hccl_device_type") &&
+                                                      Catch::Contains("910_93"));
+  // A topology of another kind than its profile's product is refused at its kind.
+  product["hccl_device_type"] = "910_93";
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "hcclsim_third_product";
+  std::filesystem::create_directories(dir);
+  { std::ofstream(dir / "a3x.json") << doc.dump(); }
+  { std::ofstream(dir / "topo.json") << R"({"name": "t", "profile": "a3x.json", "cluster": {"kind": "a3", "supernodes": 1, "servers_per_supernode": 2}})"; }
+  CHECK_THROWS_WITH(load_topology((dir / "topo.json").string()), Catch::Contains("$.cluster.kind") &&
+                                                                 Catch::Contains("product A3X"));
+  { std::ofstream(dir / "topo.json") << R"({"name": "t", "profile": "a3x.json", "cluster": {"kind": "a3x", "supernodes": 1, "servers_per_supernode": 2}})"; }
+  CHECK(load_topology((dir / "topo.json").string()).npus == 32);
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("A2 cluster with a leaf per server: a route between servers is NIC - leaf - spine - leaf - NIC",
