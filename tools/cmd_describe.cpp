@@ -25,7 +25,8 @@ namespace {
 
 // The product a topology is built of, as its profile's npu.product says:
 // "product A3: servers of 16 dies, 2 per chip (SIO between them), each die
-// to the server's switch; SDMA domain: the supernode (48 servers)".
+// to the server's switch; SDMA domain: the supernode (48 servers); HCCL's
+// 910_93 rules".
 std::string product_summary(const ProductTraits& t) {
   std::string out = "product " + t.name + ": servers of " + std::to_string(t.devices_per_server) +
                     (t.dies_per_chip > 1 ? " dies, " + std::to_string(t.dies_per_chip) + " per chip (SIO between them)"
@@ -33,7 +34,7 @@ std::string product_summary(const ProductTraits& t) {
   out += t.server_switch ? ", each to the server's switch" : ", a full mesh of HCCS links";
   out += t.supernode_sdma ? "; SDMA domain: the supernode (" + std::to_string(t.servers_per_supernode) + " servers)"
                           : "; SDMA domain: the server";
-  return out;
+  return out + "; HCCL's " + t.hccl_device_type + " rules";
 }
 
 // A module's name with each run of digits as '#': "npu12.sdma" -> "npu#.sdma".
@@ -133,6 +134,7 @@ class DescribeCommand : public Command {
       }
       const ProductTraits& t = spec.npu.traits;
       const nlohmann::json product{{"name", t.name},
+                                   {"hccl_device_type", t.hccl_device_type},
                                    {"devices_per_server", t.devices_per_server},
                                    {"dies_per_chip", t.dies_per_chip},
                                    {"server_interconnect", t.server_switch ? "switch" : "mesh"},
