@@ -231,7 +231,9 @@ class StepCommand : public Command {
       try {
         plan = plan_for(false);
         check_footprint(*plan, spec, "option --layout", "the step (" + req.layout.describe() + ")",
-                        ". Use --model estimate, fewer micro-batches or a smaller layout");
+                        scenario_.given() ? ". Use fewer micro-batches or a smaller layout (a scenario needs the detailed "
+                                            "model), or a larger --max-memory"
+                                          : ". Use --model estimate, fewer micro-batches or a smaller layout");
       } catch (const TooLargeError& e) {
         if (!runs_auto()) throw;
         note_fallback(ctx, e);
