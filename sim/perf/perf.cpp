@@ -85,9 +85,11 @@ Footprint estimate_perf_row(const TopologySpec& topology, const PerfRequest& req
 
 std::string footprint_problem(const Footprint& f, const std::string& what, std::uint64_t limit) {
   if (f.bytes <= limit) return "";
-  const std::uint64_t gib = (f.bytes + (1ULL << 30) - 1) >> 30;
+  // (Rounded up; below a GiB in MiB, so that a small limit's refusal reads right.)
+  const std::string need = f.bytes >= (1ULL << 30) ? std::to_string((f.bytes + (1ULL << 30) - 1) >> 30) + " GiB"
+                                                   : std::to_string((f.bytes + (1ULL << 20) - 1) >> 20) + " MiB";
   const std::string tasks = f.tasks > 0 ? " (about " + std::to_string(f.tasks) + " tasks)" : "";
-  return "too large: " + what + " needs about " + std::to_string(gib) + " GiB" + tasks + "; the limit is " +
+  return "too large: " + what + " needs about " + need + tasks + "; the limit is " +
          (limit % (1ULL << 30) == 0 ? std::to_string(limit >> 30) + " GiB" : std::to_string(limit) + " bytes") +
          " (--max-memory). Use fewer ranks or servers, smaller sizes, or a larger --buffsize (fewer loops)";
 }
