@@ -99,7 +99,8 @@ def recommend(**options):
 
 def step(model_config=None, **options):
     """`hcclsim step --model-config FILE`: the step's dict (step_time_us, compute_us, bubble_us, groups,
-    critical_path, busiest_links, assumed; shared_links with model="estimate"); with `search=...`, one dict per layout. Without a model,
+    critical_path, busiest_links, assumed, model: the model that ran; shared_links with the estimate); with `search=...`,
+    one dict per layout. Without a model,
     `chakra=DIR` runs a directory of Chakra execution traces instead."""
     if model_config is not None:
         options = dict(options, model_config=model_config)
