@@ -5,7 +5,6 @@
 
 namespace hcclsim {
 
-const char* product_name(Product product) { return product == Product::A2 ? "A2" : "A3"; }
 
 std::string ProductTraits::cluster_kind() const {
   std::string kind = name;

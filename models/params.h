@@ -16,8 +16,7 @@ namespace hcclsim {
 // (sim/executors/select_*.cpp). A profile names its product's device type
 // (npu.product.hccl_device_type); what the product is made of is data too,
 // the rest of npu.product (ProductTraits).
-enum class Product : std::uint8_t { A2, A3 };
-const char* product_name(Product product);   // the rule set: "A2", "A3""
+enum class HcclRules : std::uint8_t { A2, A3 };
 
 // A product as its profile states it (npu.product): how its servers and
 // supernodes are built, and what HCCL's rank tables for it hold. Topologies
@@ -195,7 +194,7 @@ struct HcclApiLimits {
 
 struct NpuParams {
   std::string model;                // "910B", "910C"
-  Product product = Product::A2;    // from traits.name
+  HcclRules hccl_rules = HcclRules::A2;   // from traits.hccl_device_type
   ProductTraits traits;
   HcclApiLimits hccl_api;
   CoreParams cores;

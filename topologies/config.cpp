@@ -189,9 +189,9 @@ ProfileCalibration read_calibration(const nlohmann::json& doc, ObjectReader c) {
 
 const std::vector<std::string> kAssumedWhenPlain{"npu.sdma.engines", "npu.local_memory.latency"};
 
-HcclApiLimits hccl_api_defaults(Product product) {
+HcclApiLimits hccl_api_defaults(HcclRules rules) {
   HcclApiLimits api;
-  if (product == Product::A3) {
+  if (rules == HcclRules::A3) {
     api.inter_group_sync = api.iterate = api.alltoallv = true;
     api.alltoall_max_ranks = 128;
     api.expanding_engine = "AICPU";
@@ -267,12 +267,12 @@ HardwareProfile read_profile(const nlohmann::json& doc, const std::string& file)
     p.model = printable(npu.required_string("model"));   // the chip's name, as reports print it ("910B")
     if (p.model.empty()) npu.location_of("model").fail("expected the NPU's name, e.g. \"910B\"");
     p.traits = read_product(npu.required_object("product"));
-    p.product = p.traits.hccl_device_type == "910B" ? Product::A2 : Product::A3;
+    p.hccl_rules = p.traits.hccl_device_type == "910B" ? HcclRules::A2 : HcclRules::A3;
     {
       // HCCL's API limits: the product's documented ones (docs/sources.md §2)
       // unless the profile states them (npu.hccl_api).
       HcclApiLimits& api = p.hccl_api;
-      api = hccl_api_defaults(p.product);
+      api = hccl_api_defaults(p.hccl_rules);
       if (npu.has("hccl_api")) {
         ObjectReader h = npu.required_object("hccl_api");
         h.optional_string("source");

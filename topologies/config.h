@@ -54,7 +54,7 @@ extern const std::vector<std::string> kAssumedWhenPlain;
 HardwareProfile load_profile(const std::string& file);
 // What a profile of `product` gets for the npu.hccl_api entries it leaves
 // out: the product's documented limits and HCCL's build of its executors.
-HcclApiLimits hccl_api_defaults(Product product);
+HcclApiLimits hccl_api_defaults(HcclRules rules);
 // The same from a document already parsed (`file` names it in messages):
 // `hcclsim calibrate` edits a copy of a profile and reads it again.
 HardwareProfile read_profile(const nlohmann::json& doc, const std::string& file);

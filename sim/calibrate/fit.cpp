@@ -390,7 +390,7 @@ class Calibration {
     base_doc_ = load_json_file(request_.profile_file);
     const NpuParams base_npu = read_profile(base_doc_, request_.profile_file).npu;
     base_model_ = base_npu.model;
-    base_product_ = base_npu.product;
+    base_product_ = base_npu.traits.name;
     report_.profile = nlohmann::ordered_json::parse(read_text(request_.profile_file));
     if (request_.fit.empty()) throw InputError("option --fit", "no constant to fit");
     for (const std::string& path : request_.fit) {
@@ -423,7 +423,7 @@ class Calibration {
       if (report_.points[i].known_gap.empty()) fitted_.push_back(i);
     }
     if (fitted_.empty()) {
-      const std::string product = product_name(base_product_);
+      const std::string& product = base_product_;
       throw InputError("option --profile",
                        "no row of " + joined(request_.measurement_files) + " without a known gap" +
                            (request_.only.empty() ? "" : " and with an id starting " + joined(request_.only, " or ")) +
@@ -685,7 +685,7 @@ class Calibration {
   CalibrationReport report_;
   nlohmann::json base_doc_;
   std::string base_model_;
-  Product base_product_ = Product::A2;
+  std::string base_product_;   // its npu.product.name
   std::vector<FitParam> constants_;
   std::vector<std::uint64_t> x0_;
   std::vector<std::size_t> fitted_;

@@ -42,7 +42,7 @@ Expansion default_expansion(const HcclApiLimits& api);
 
 // What HCCL's selection looks at besides the collective itself.
 struct ExecContext {
-  Product product = Product::A2;
+  HcclRules hccl_rules = HcclRules::A2;
   WorkflowMode mode = WorkflowMode::OpBase;
   Expansion expansion = Expansion::Host;
   bool deterministic = false;             // HCCL_DETERMINISTIC=true

@@ -97,31 +97,31 @@ namespace {
 // on the device type: 910B in select_a2.cpp, 910_93 in select_a3.cpp). A
 // new product adds its record here, beside its executors.
 struct SelectionRules {
-  Product product;
+  HcclRules rules;
   ExecutorChoice (*select)(const CollectiveSpec&, const ExecContext&);
   AlgoPlan (*levels)(const CollectiveSpec&, const ExecContext&);
 };
 
 const SelectionRules kSelectionRules[] = {
-    {Product::A2, select_executor_a2, a2_plan},
-    {Product::A3, select_executor_a3, [](const CollectiveSpec& spec, const ExecContext& ctx) { return a3_plan(spec.op, ctx); }},
+    {HcclRules::A2, select_executor_a2, a2_plan},
+    {HcclRules::A3, select_executor_a3, [](const CollectiveSpec& spec, const ExecContext& ctx) { return a3_plan(spec.op, ctx); }},
 };
 
-const SelectionRules& selection_rules(Product product) {
+const SelectionRules& selection_rules(HcclRules key) {
   for (const SelectionRules& rules : kSelectionRules) {
-    if (rules.product == product) return rules;
+    if (rules.rules == key) return rules;
   }
-  throw std::logic_error("no HCCL selection rules for product " + std::string(product_name(product)));
+  throw std::logic_error("no HCCL selection rules for rule set " + std::to_string(static_cast<int>(key)));
 }
 
 }  // namespace
 
 AlgoPlan default_levels(const CollectiveSpec& spec, const ExecContext& ctx) {
-  return selection_rules(ctx.product).levels(spec, ctx);
+  return selection_rules(ctx.hccl_rules).levels(spec, ctx);
 }
 
 ExecutorChoice select_executor(const CollectiveSpec& spec, const ExecContext& ctx) {
-  return selection_rules(ctx.product).select(spec, ctx);
+  return selection_rules(ctx.hccl_rules).select(spec, ctx);
 }
 
 }  // namespace hcclsim

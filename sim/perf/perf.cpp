@@ -213,7 +213,7 @@ ExecContext exec_context(const Platform& platform, const PerfRequest& request) {
 
 ExecContext exec_context(const TopologySpec& topo, const PerfRequest& request) {
   ExecContext ctx;
-  ctx.product = topo.npu.product;
+  ctx.hccl_rules = topo.npu.hccl_rules;
   ctx.mode = request.mode;
   ctx.expansion = request.expansion.value_or(default_expansion(topo.npu.hccl_api));
   ctx.deterministic = request.deterministic;

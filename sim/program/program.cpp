@@ -391,7 +391,7 @@ HcclHandle Program::hccl_prepare(int rank, CoreKind core, int ctx, const Prepare
   const int alltoall_max = npu_.hccl_api.alltoall_max_ranks;
   if (alltoall_max > 0 && args.op == CollOp::AlltoAll && domain_size > alltoall_max) {
     return done(fail(HCCL_E_PARA, "AlltoAll/AlltoAllV take at most " + std::to_string(alltoall_max) +
-                                      " ranks on " + product_name(npu_.product) + "; domain " +
+                                      " ranks on " + npu_.traits.name + "; domain " +
                                       std::to_string(c->domain) + " has " + std::to_string(domain_size)));
   }
   if (c->messages >= npu_.hccl_api.messages_per_domain) {

@@ -569,8 +569,8 @@ PointRunner::PointRunner(const std::vector<MeasuredPoint>& points, const std::op
         const NpuParams& own = it->second;
         throw InputError("option --profile",
                          "point " + p.id + ": profile " + *profile_file + " describes a " + profile->npu.model + " (" +
-                             product_name(profile->npu.product) + ") NPU, but its topology " + p.topology +
-                             " is built of " + own.model + " (" + product_name(own.product) + ") NPUs; give a " +
+                             profile->npu.traits.name + ") NPU, but its topology " + p.topology +
+                             " is built of " + own.model + " (" + own.traits.name + ") NPUs; give a " +
                              own.model + " profile");
       }
     }

@@ -25,27 +25,27 @@ namespace hcclsim::testing {
 inline std::string source_file(const std::string& relative) { return std::string(HCCLSIM_SOURCE_DIR) + "/" + relative; }
 
 // A shipped product's profile (configs/profiles/), read once per product.
-inline const HardwareProfile& shipped_profile(Product product) {
+inline const HardwareProfile& shipped_profile(HcclRules product) {
   static const HardwareProfile a2 = load_profile(source_file("configs/profiles/a2-910b.json"));
   static const HardwareProfile a3 = load_profile(source_file("configs/profiles/a3-910c.json"));
-  return product == Product::A3 ? a3 : a2;
+  return product == HcclRules::A3 ? a3 : a2;
 }
 
 // HCCL's traits and executor-selection thresholds on `product`, as its
 // shipped profile states them.
-inline const HcclApiLimits& shipped_hccl_api(Product product) { return shipped_profile(product).npu.hccl_api; }
+inline const HcclApiLimits& shipped_hccl_api(HcclRules product) { return shipped_profile(product).npu.hccl_api; }
 
 // The shipped products' clusters, as their topology presets build them:
 // `servers` A2 servers of 8 NPUs; `supernodes` x `per_supernode` A3 servers
 // of 16 dies.
 inline ClusterLayout a2_cluster_layout(int servers, const RoceFabricOptions& roce = {}) {
-  ClusterLayout layout = product_cluster_layout(shipped_profile(Product::A2).npu.traits, 1, servers, roce);
+  ClusterLayout layout = product_cluster_layout(shipped_profile(HcclRules::A2).npu.traits, 1, servers, roce);
   layout.name = "a2-cluster-" + std::to_string(servers);
   return layout;
 }
 inline ClusterLayout cloudmatrix_layout(int supernodes, int per_supernode = 48, const RoceFabricOptions& roce = {},
                                         const UbFabricOptions& ub = {}) {
-  ClusterLayout layout = product_cluster_layout(shipped_profile(Product::A3).npu.traits, supernodes, per_supernode, roce, ub);
+  ClusterLayout layout = product_cluster_layout(shipped_profile(HcclRules::A3).npu.traits, supernodes, per_supernode, roce, ub);
   layout.name = "cloudmatrix-" + std::to_string(supernodes) + "x" + std::to_string(per_supernode);
   return layout;
 }

@@ -149,7 +149,7 @@ TEST_CASE("a third product is a profile: its own name, the HCCL device type whos
   product["name"] = "A3X";
   const HardwareProfile a3x = read_profile(doc, "a3x.json");
   CHECK(a3x.npu.traits.cluster_kind() == "a3x");
-  CHECK(a3x.npu.product == Product::A3);
+  CHECK(a3x.npu.hccl_rules == HcclRules::A3);
   const HardwareProfile a3 = load_profile(source_file("configs/profiles/a3-910c.json"));
   const TopologySpec x = make_cluster(product_cluster_layout(a3x.npu.traits, 1, 1), a3x);
   const TopologySpec y = make_cluster(product_cluster_layout(a3.npu.traits, 1, 1), a3);

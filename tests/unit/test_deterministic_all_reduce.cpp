@@ -29,8 +29,8 @@ constexpr std::uint64_t MiB = 1024 * KiB;
 
 ExecContext a2_server(int ranks, WorkflowMode mode) {
   ExecContext ctx;
-  ctx.product = Product::A2;
-  ctx.hccl = testing::shipped_hccl_api(Product::A2);
+  ctx.hccl_rules = HcclRules::A2;
+  ctx.hccl = testing::shipped_hccl_api(HcclRules::A2);
   ctx.hierarchy = Hierarchy{ranks, 1, 1};
   ctx.mode = mode;
   ctx.deterministic = true;

@@ -71,7 +71,7 @@ std::set<std::string> picked_names() {
 }
 
 struct Grid {
-  Product product;
+  HcclRules product;
   Hierarchy hierarchy;
 };
 
@@ -100,13 +100,13 @@ TEST_CASE("every executor the selection picks is registered", "[executors][selec
 TEST_CASE("over a grid of contexts the selection names a registered executor that builds, or refuses an unmodelled one",
           "[executors][selection]") {
   std::vector<Grid> grids;
-  for (const int per : {2, 4, 8}) grids.push_back({Product::A2, Hierarchy{per, 1, 1}});
-  grids.push_back({Product::A2, Hierarchy{8, 2, 1}});
-  for (const int per : {4, 16}) grids.push_back({Product::A3, Hierarchy{per, 1, 1}});
-  grids.push_back({Product::A3, Hierarchy{16, 2, 1}});
-  grids.push_back({Product::A3, Hierarchy{16, 3, 1}});  // ranks not a power of two
-  grids.push_back({Product::A3, Hierarchy{16, 2, 2}});
-  grids.push_back({Product::A3, Hierarchy{16, 1, 3}});
+  for (const int per : {2, 4, 8}) grids.push_back({HcclRules::A2, Hierarchy{per, 1, 1}});
+  grids.push_back({HcclRules::A2, Hierarchy{8, 2, 1}});
+  for (const int per : {4, 16}) grids.push_back({HcclRules::A3, Hierarchy{per, 1, 1}});
+  grids.push_back({HcclRules::A3, Hierarchy{16, 2, 1}});
+  grids.push_back({HcclRules::A3, Hierarchy{16, 3, 1}});  // ranks not a power of two
+  grids.push_back({HcclRules::A3, Hierarchy{16, 2, 2}});
+  grids.push_back({HcclRules::A3, Hierarchy{16, 1, 3}});
 
   const std::vector<std::uint64_t> sizes = {2 * KiB, 40 * KiB, 100 * KiB, 200 * KiB, 300 * KiB, 600 * KiB,
                                             900 * KiB, 3 * MiB, 20 * MiB, 300 * MiB};
@@ -117,7 +117,7 @@ TEST_CASE("over a grid of contexts the selection names a registered executor tha
   for (const Grid& g : grids) {
     const int ranks = g.hierarchy.ranks();
     std::vector<AlgoRequest> algos(1);
-    if (g.product == Product::A2) {
+    if (g.product == HcclRules::A2) {
       algos.push_back(AlgoRequest{});
       algos.back().level0 = Level0Algo::Ring;
       if (g.hierarchy.servers() > 1) {
@@ -146,7 +146,7 @@ TEST_CASE("over a grid of contexts the selection names a registered executor tha
                       spec.count = size / data_type_size(dtype);
                       spec.buffer_bytes = buffer;
                       ExecContext ctx;
-                      ctx.product = g.product;
+                      ctx.hccl_rules = g.product;
                       ctx.hccl = testing::shipped_hccl_api(g.product);
                       ctx.mode = mode;
                       ctx.expansion = expansion;
@@ -235,7 +235,7 @@ TEST_CASE("over a grid of contexts the selection names a registered executor tha
 TEST_CASE("the small-count AllReduce's template and the AlltoAll full mesh's reach come from the profile, not the product",
           "[executors][selection][profile]") {
   ExecContext ctx;
-  ctx.product = Product::A2;  // the same product both ways: only the profile's traits differ
+  ctx.hccl_rules = HcclRules::A2;  // the same product both ways: only the profile's traits differ
   ctx.hierarchy = Hierarchy{8, 1, 1};
   CollectiveSpec all_reduce;
   all_reduce.op = CollOp::AllReduce;
@@ -272,8 +272,8 @@ TEST_CASE("the shipped profiles state their product's executor builds, and a bad
   CHECK(a3.npu.hccl_api.small_count_all_reduce_hd);
   CHECK(a3.npu.hccl_api.alltoall_fullmesh_across_servers);
   // Left out, the product's defaults apply (the reader's one place that knows them).
-  CHECK(hccl_api_defaults(Product::A3).small_count_all_reduce_hd);
-  CHECK_FALSE(hccl_api_defaults(Product::A2).small_count_all_reduce_hd);
+  CHECK(hccl_api_defaults(HcclRules::A3).small_count_all_reduce_hd);
+  CHECK_FALSE(hccl_api_defaults(HcclRules::A2).small_count_all_reduce_hd);
   std::ifstream in(testing::source_file("configs/profiles/a2-910b.json"));
   nlohmann::json doc = nlohmann::json::parse(in);
   doc["npu"]["hccl_api"]["small_count_all_reduce"] = "ring";
@@ -294,7 +294,7 @@ TEST_CASE("a selection threshold comes from the profile: moving it moves the exe
   spec.count = 384 * KiB / 4;  // between the shipped 256 KiB and the 512 KiB tried below
   spec.buffer_bytes = 200 * MiB;
   ExecContext ctx;
-  ctx.product = Product::A2;
+  ctx.hccl_rules = HcclRules::A2;
   ctx.hierarchy = Hierarchy{8, 1, 1};
   ctx.hccl = read_profile(doc, "a2.json").npu.hccl_api;
   const ExecutorChoice shipped = select_executor(spec, ctx);
@@ -323,7 +323,7 @@ TEST_CASE("a profile without a threshold its product's rules need, or with a thr
 
   doc["npu"]["hccl_selection"].erase("small_count_per_rank");
   ExecContext ctx;
-  ctx.product = Product::A3;
+  ctx.hccl_rules = HcclRules::A3;
   ctx.hierarchy = Hierarchy{16, 1, 1};
   ctx.hccl = read_profile(doc, "a3.json").npu.hccl_api;
   CollectiveSpec spec;

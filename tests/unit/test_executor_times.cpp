@@ -70,9 +70,9 @@ constexpr std::uint64_t MiB = 1024 * KiB;
 // round parameters: links 1 GB/s with writes capped at 500 MB/s (reads and
 // writes differ, as on A2 HCCS), 100 ns latency; local memory 10 GB/s; SDMA
 // engines and AIV cores enough that none is ever queued for.
-TopologySpec full_mesh(int n, Product product) {
+TopologySpec full_mesh(int n, HcclRules product) {
   NpuParams npu = small_npu(64);
-  npu.product = product;
+  npu.hccl_rules = product;
   npu.cores.aiv = 64;
   npu.local_memory = channel_params(Bandwidth{10'000'000'000}, Time::from_ns(0), 1024);
   TopologySpec spec;
@@ -223,7 +223,7 @@ std::vector<double> plus(std::vector<double> v, double x) {
 double latest(const std::vector<double>& v) { return *std::max_element(v.begin(), v.end()); }
 
 struct Case {
-  Product product = Product::A2;
+  HcclRules product = HcclRules::A2;
   CollOp op = CollOp::AllReduce;
   int ranks = 4;
   std::uint64_t bytes = 0;        // per rank: count x dtype size (AlltoAll: per peer)
@@ -244,7 +244,7 @@ CollectiveSpec spec_of(const Case& cs) {
 
 ExecContext context_of(const Case& cs) {
   ExecContext ctx;
-  ctx.product = cs.product;
+  ctx.hccl_rules = cs.product;
   ctx.hccl = shipped_hccl_api(cs.product);
   ctx.mode = cs.mode;
   ctx.expansion = cs.expansion;
@@ -502,7 +502,7 @@ namespace {
 template <typename Formula>
 void check_a2(int p, CollOp op, const std::string& executor, std::initializer_list<std::uint64_t> sizes,
               Formula formula, std::uint64_t (*buffer)(std::uint64_t) = nullptr) {
-  Platform platform(full_mesh(p, Product::A2));
+  Platform platform(full_mesh(p, HcclRules::A2));
   const K c(platform);
   Case cs;
   cs.ranks = p;
@@ -635,10 +635,10 @@ double double_ring(const K& c, int p, double h, double fork_start, bool rs, bool
 TEST_CASE("AllReduceFastDoubleRingFor91093Executor: simulated time is the closed form of its task structure",
           "[executors][times][a3]") {
   constexpr int p = 4;
-  Platform platform(full_mesh(p, Product::A3));
+  Platform platform(full_mesh(p, HcclRules::A3));
   const K c(platform);
   Case cs;
-  cs.product = Product::A3;
+  cs.product = HcclRules::A3;
   cs.expansion = Expansion::AiCpu;
   cs.ranks = p;
   // Above a quarter of the HCCL buffer (else the small-count executor),
@@ -655,10 +655,10 @@ TEST_CASE("AllReduceFastDoubleRingFor91093Executor: simulated time is the closed
 TEST_CASE("AlignedAllGatherDoubleRingFor91093Executor: simulated time is the closed form of its task structure",
           "[executors][times][a3]") {
   constexpr int p = 4;
-  Platform platform(full_mesh(p, Product::A3));
+  Platform platform(full_mesh(p, HcclRules::A3));
   const K c(platform);
   Case cs;
-  cs.product = Product::A3;
+  cs.product = HcclRules::A3;
   cs.expansion = Expansion::AiCpu;
   cs.ranks = p;
   // Above 512 KiB (else AllGatherSmallCount); Main copies the input into
@@ -676,10 +676,10 @@ TEST_CASE("AlignedAllGatherDoubleRingFor91093Executor: simulated time is the clo
 TEST_CASE("ReduceScatterFastDoubleRingFor91093Executor: simulated time is the closed form of its task structure",
           "[executors][times][a3]") {
   constexpr int p = 4;
-  Platform platform(full_mesh(p, Product::A3));
+  Platform platform(full_mesh(p, HcclRules::A3));
   const K c(platform);
   Case cs;
-  cs.product = Product::A3;
+  cs.product = HcclRules::A3;
   cs.expansion = Expansion::AiCpu;
   cs.ranks = p;
   // Above 512 KiB (else ReduceScatterDeterExecutor); after the rings Main
@@ -784,7 +784,7 @@ double aiv_alltoall(const K& c, int p, double x) {
 TEST_CASE("AllReduceMeshAivSmallCountExecutor: simulated time is the closed form of its task structure",
           "[executors][times][aiv]") {
   constexpr int p = 4;
-  Platform platform(full_mesh(p, Product::A2));
+  Platform platform(full_mesh(p, HcclRules::A2));
   const K c(platform);
   Case cs;
   cs.ranks = p;
@@ -801,7 +801,7 @@ TEST_CASE("AllReduceMeshAivSmallCountExecutor: simulated time is the closed form
 TEST_CASE("AllReduceMeshAivExecutor: simulated time is the closed form of its task structure",
           "[executors][times][aiv]") {
   constexpr int p = 4;
-  Platform platform(full_mesh(p, Product::A2));
+  Platform platform(full_mesh(p, HcclRules::A2));
   const K c(platform);
   Case cs;
   cs.ranks = p;
@@ -818,7 +818,7 @@ TEST_CASE("AllReduceMeshAivExecutor: simulated time is the closed form of its ta
 TEST_CASE("AllGatherMeshAivSmallCountExecutor: simulated time is the closed form of its task structure",
           "[executors][times][aiv]") {
   constexpr int p = 4;
-  Platform platform(full_mesh(p, Product::A2));
+  Platform platform(full_mesh(p, HcclRules::A2));
   const K c(platform);
   Case cs;
   cs.ranks = p;
@@ -834,7 +834,7 @@ TEST_CASE("AllGatherMeshAivSmallCountExecutor: simulated time is the closed form
 TEST_CASE("AllGatherMeshAivExecutor: simulated time is the closed form of its task structure",
           "[executors][times][aiv]") {
   constexpr int p = 4;
-  Platform platform(full_mesh(p, Product::A2));
+  Platform platform(full_mesh(p, HcclRules::A2));
   const K c(platform);
   Case cs;
   cs.ranks = p;
@@ -851,7 +851,7 @@ TEST_CASE("AllGatherMeshAivExecutor: simulated time is the closed form of its ta
 TEST_CASE("ReduceScatterMeshAivSmallCountExecutor: simulated time is the closed form of its task structure",
           "[executors][times][aiv]") {
   constexpr int p = 4;
-  Platform platform(full_mesh(p, Product::A2));
+  Platform platform(full_mesh(p, HcclRules::A2));
   const K c(platform);
   Case cs;
   cs.ranks = p;
@@ -868,7 +868,7 @@ TEST_CASE("ReduceScatterMeshAivSmallCountExecutor: simulated time is the closed 
 TEST_CASE("ReduceScatterMeshAivExecutor: simulated time is the closed form of its task structure",
           "[executors][times][aiv]") {
   constexpr int p = 4;
-  Platform platform(full_mesh(p, Product::A2));
+  Platform platform(full_mesh(p, HcclRules::A2));
   const K c(platform);
   Case cs;
   cs.ranks = p;
@@ -885,7 +885,7 @@ TEST_CASE("ReduceScatterMeshAivExecutor: simulated time is the closed form of it
 TEST_CASE("AlltoAllMeshAivExecutor: simulated time is the closed form of its task structure",
           "[executors][times][aiv]") {
   constexpr int p = 4;
-  Platform platform(full_mesh(p, Product::A2));
+  Platform platform(full_mesh(p, HcclRules::A2));
   const K c(platform);
   Case cs;
   cs.ranks = p;

@@ -252,7 +252,7 @@ TEST_CASE("hierarchy: other reductions and data types check across servers, on t
 
 TEST_CASE("hierarchy A3 all_reduce on 2 supernodes x 2 servers uses level 2 and checks", "[hierarchy][a3]") {
   const RankTable table = load_rank_table(source_file("configs/ranktables/a3_2superpods_4servers_64dies.json"),
-                                          hcclsim::testing::shipped_profile(Product::A3).npu.traits);
+                                          hcclsim::testing::shipped_profile(HcclRules::A3).npu.traits);
   Platform platform(make_cluster(table.layout, load_profile(a3_profile())));
   REQUIRE(platform.npus() == 64);
   const Hierarchy h = hierarchy_of(platform, 64);
@@ -759,7 +759,7 @@ TEST_CASE("hierarchy_of refuses servers of different sizes", "[hierarchy][hierar
 TEST_CASE("hierarchy: the documented A2 rank table runs every collective with the data check",
           "[hierarchy][rank_table]") {
   const RankTable table = load_rank_table(source_file("configs/ranktables/a2_doc_example.json"),
-                                          hcclsim::testing::shipped_profile(Product::A2).npu.traits);
+                                          hcclsim::testing::shipped_profile(HcclRules::A2).npu.traits);
   Platform platform(make_cluster(table.layout, load_profile(a2_profile())));
   REQUIRE(platform.npus() == 4);
   const Hierarchy h = hierarchy_of(platform, 4);

@@ -385,7 +385,7 @@ std::vector<SeedSpans> seed_spans(const Program::Built& built, const RunResult& 
 TEST_CASE("program: the seed AlltoAll then AllGather from JSON - InterHcclGroupSync orders them on every rank",
           "[program][inter_group_sync][seed]") {
   Platform platform(load_topology(a3_server()));
-  REQUIRE(platform.spec().npu.product == Product::A3);
+  REQUIRE(platform.spec().npu.hccl_rules == HcclRules::A3);
   Scheduler scheduler(platform);
   // The seed itself (10 elements) and the same program with 1M fp16 elements.
   for (const std::string file : {"configs/programs/seed-alltoall-allgather.json",

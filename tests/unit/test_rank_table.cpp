@@ -22,7 +22,7 @@ using hcclsim::testing::source_file;
 
 // The shipped product a rank table is read for ("a2", "a3"): its profile's npu.product.
 const ProductTraits& product(const std::string& kind) {
-  return hcclsim::testing::shipped_profile(kind == "a3" ? Product::A3 : Product::A2).npu.traits;
+  return hcclsim::testing::shipped_profile(kind == "a3" ? HcclRules::A3 : HcclRules::A2).npu.traits;
 }
 std::string example(const std::string& name) { return source_file("configs/ranktables/" + name); }
 std::string bad_table(const std::string& name) { return source_file("tests/ranktables/" + name); }

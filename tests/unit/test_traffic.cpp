@@ -165,7 +165,7 @@ class Expect {
   int ranks() const { return c_.coll.ranks; }
   int root() const { return c_.coll.root; }
   const AlgoPlan& plan() const { return c_.choice.plan; }
-  bool a3() const { return c_.ctx.product == Product::A3; }
+  bool a3() const { return c_.ctx.hccl_rules == HcclRules::A3; }
 
   // Where two ranks sit: the two dies of an A3 chip (SIO), one server
   // (HCCS), one SDMA domain (the servers of an A3 supernode: UB), else
@@ -823,7 +823,7 @@ std::set<std::string> check_cases(const Topology& t, const std::vector<Case>& ca
 }
 
 bool a2_broadcast_reduce_across_servers(const Case& c) {
-  return c.ctx.product == Product::A2 && c.ctx.hierarchy.servers() > 1 &&
+  return c.ctx.hccl_rules == HcclRules::A2 && c.ctx.hierarchy.servers() > 1 &&
          (c.choice.executor == "BroadCastMeshExecutor" || c.choice.executor == "ReduceMeshExecutor");
 }
 
