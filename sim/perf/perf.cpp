@@ -291,7 +291,8 @@ PerfRow row_of(const PerfRequest& request, const CollectiveSpec& spec, const Exe
 
 // An estimate runs no graph: its row lists the assumed constants the
 // executor's graph for the same collective would pay, built (not run) when
-// it has at most request.assumed_graph_max_tasks tasks (2^20 by default). A
+// it has at most request.assumed_graph_max_tasks tasks (2^17 by default), once per
+// executor and plan of a sweep (the first row's). A
 // larger one would cost more than the closed form itself (a 1 GiB
 // CloudMatrix384 AllReduce: 4.9 M tasks), so such a row lists the assumed
 // constants any graph of its executor on the topology can pay: an upper

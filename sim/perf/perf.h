@@ -45,7 +45,9 @@ struct PerfRequest {
   // constants a row's tasks would use; a larger collective's row lists every
   // assumed constant of the profile (an upper bound). hcclsim step, which
   // estimates many large collectives, builds smaller ones only.
-  std::uint64_t assumed_graph_max_tasks = std::uint64_t{1} << 20;
+  // 2^17: building one takes about 0.1 s on the project's VM (2^20 took about
+  // a second, the whole of a large sweep's wall).
+  std::uint64_t assumed_graph_max_tasks = std::uint64_t{1} << 17;
 };
 
 struct PerfRow {
