@@ -215,14 +215,13 @@ ProductTraits read_product(ObjectReader r) {
   }
   // The HCCL device type whose rules the product follows; the two shipped
   // products may leave it out (A2: 910B, A3: 910_93).
-  if (r.has("hccl_device_type") || (t.name != "A2" && t.name != "A3")) {
-    if (!r.has("hccl_device_type")) {
-      r.location_of("name").fail("product '" + t.name + "' needs \"hccl_device_type\": \"910B\" or \"910_93\", the HCCL "
-                                 "device type whose executor selection it follows (the rule sets hcclsim has)");
-    }
+  if (r.has("hccl_device_type")) {
     t.hccl_device_type = r.required_choice("hccl_device_type", {"910B", "910_93"});
-  } else {
+  } else if (t.name == "A2" || t.name == "A3") {
     t.hccl_device_type = t.name == "A2" ? "910B" : "910_93";
+  } else {
+    r.location_of("name").fail("product '" + t.name + "' needs \"hccl_device_type\": \"910B\" or \"910_93\", the HCCL "
+                               "device type whose executor selection it follows (the rule sets hcclsim has)");
   }
   t.devices_per_server = static_cast<int>(r.required_int_in("devices_per_server", 1, 1024));
   t.dies_per_chip = static_cast<int>(r.required_int_in("dies_per_chip", 1, 2));

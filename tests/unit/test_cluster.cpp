@@ -22,6 +22,8 @@
 #include <utility>
 #include <vector>
 
+#include <unistd.h>
+
 #include "base/error.h"
 #include "models/link/channel.h"
 #include "sim/perf/perf.h"
@@ -170,8 +172,10 @@ TEST_CASE("a third product is a profile: its own name, the HCCL device type whos
                                                       Catch::Contains("910_93"));
   // A topology of another kind than its profile's product is refused at its kind.
   product["hccl_device_type"] = "910_93";
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "hcclsim_third_product";
-  std::filesystem::create_directories(dir);
+  // A directory of this test's own, which it removes.
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("hcclsim_third_product_" + std::to_string(::getpid()));
+  REQUIRE(std::filesystem::create_directory(dir));
   { std::ofstream(dir / "a3x.json") << doc.dump(); }
   { std::ofstream(dir / "topo.json") << R"({"name": "t", "profile": "a3x.json", "cluster": {"kind": "a3", "supernodes": 1, "servers_per_supernode": 2}})"; }
   CHECK_THROWS_WITH(load_topology((dir / "topo.json").string()), Catch::Contains("$.cluster.kind") &&
