@@ -38,7 +38,9 @@ class StepCommand : public Command {
   void declare(CommandOptions& app) override {
     app.add_option("--model-config", model_file_,
                    "a Hugging Face config.json as it is (llama / qwen3 dense, qwen3_moe, deepseek_v3 with MLA and "
-                   "shared experts, mixtral; examples in configs/models/); with --layout or --search and --batch, unless --chakra")
+                   "shared experts, mixtral; examples in configs/models/); with --layout or --search and --batch, unless --chakra. "
+                   "Simplified: an MoE layer's compute is its GEMMs at the dense rate, router and permutation, optimistic "
+                   "(the one measured MoE step ran 1.75x longer; docs/calibration.md)")
         ->type_name("FILE");
     app.add_option("--chakra", chakra_dir_,
                    "run a Chakra execution-trace workload instead of a model: DIR holds PREFIX.<rank>.et per rank (as "
@@ -151,8 +153,9 @@ class StepCommand : public Command {
                  "communication_us (its collectives under way) and exposed_us (table and json: \"layers\")");
     app.add_option("--out", out_file_, "write the result to FILE instead of stdout")->type_name("FILE");
     app.add_option("--trace", trace_file_,
-                   "Chrome trace (detailed): a process per rank, a track per stream (compute, tp/, cp<c>/, ep/, dp/, pp<s>f/ "
-                   "...: one per group)")
+                   "Chrome trace. Detailed: a process per rank, a track per stream (compute, tp/, cp<c>/, ep/, dp/, pp<s>f/ "
+                   "...: one per group). Estimate: a slice per operation on each planned rank (one per stage and CP "
+                   "index), compute on compute, a group's collectives on <group>/collectives")
         ->type_name("FILE");
     memory_limit_.declare(app);
     app.add_flag("--stats", stats_, "print wall time, tasks and peak memory to stderr");

@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "base/json_reader.h"
 #include "sim/perf/perf.h"
+#include "sim/report/validate.h"
 #include "sim/step/step.h"
 #include "tests/unit/fixtures.h"
 #include "topologies/config.h"
@@ -908,4 +909,53 @@ TEST_CASE("step: per layer the critical rank's compute is its operators and a TP
     CHECK(l.communication_us == Approx(4 * ar_us).epsilon(1e-9));
     CHECK(l.exposed_us == Approx(2 * ar_us).epsilon(1e-9));
   }
+}
+
+// Known gap A2-STEP-2/mixtral-8x7b-32k: the model charges an MoE layer its
+// expert GEMMs at the dense rate plus the router, the token permutation and
+// the dispatcher's collectives, so Mixtral's step computes within a few
+// percent of a dense twin's (one MLP of two experts' width, the same
+// attention). The measured step is far beyond that twin while the dense rows
+// measured beside it are not: what the model lacks is the work Megatron
+// core_r0.6.0's MoE layer adds around its GEMMs as the script ran it (the
+// experts one after another from Python, no grouped GEMM; the allgather
+// dispatcher's index gathers and scatters; the load-balancing loss).
+TEST_CASE("known gap: Mixtral's measured step is far slower than its dense twin, which the model's MoE layer matches", "[step][calibration][gap]") {
+  std::vector<MeasuredPoint> rows;
+  for (const MeasuredPoint& p : load_measurements(source_file("configs/calibration/measurements.json"))) {
+    if (p.group == "A2-STEP-2 ModelLink pretraining, not fitted") rows.push_back(p);
+  }
+  const auto mixtral = std::find_if(rows.begin(), rows.end(), [](const MeasuredPoint& p) { return p.id == "A2-STEP-2/mixtral-8x7b-32k"; });
+  REQUIRE(mixtral != rows.end());
+  REQUIRE(rows.size() == 4);
+  CHECK_FALSE(mixtral->known_gap.empty());
+  // The dense rows of the group: within 15% (each measured by the same
+  // README table and scripts of the same commit).
+  for (const ValidationResult& r : run_validation(rows)) {
+    if (r.point->id == mixtral->id) continue;
+    INFO(r.point->id << ": simulated " << r.simulated << " tokens/NPU/s, measured " << r.point->value);
+    CHECK(std::abs(r.simulated / r.point->value - 1) < 0.15);
+  }
+  // The row's step as validate runs it, and its dense twin.
+  const TopologySpec spec = load_topology(source_file("configs/topologies/a2-cluster.json"), {}, 8);
+  StepRequest moe;
+  moe.model = read_model_config(source_file("configs/models/mixtral-8x7b.json"));
+  moe.layout = parse_layout("tp=8,pp=4,cp=2,dp=1,etp=8");
+  moe.batch = parse_batch("global=128,micro=1,seq=32768");
+  moe.dispatcher = Dispatcher::AllGather;
+  StepRequest dense = moe;
+  REQUIRE(moe.model.experts == 8);
+  dense.model.experts = dense.model.topk = dense.model.moe_ffn = 0;
+  dense.model.ffn = moe.model.topk * moe.model.moe_ffn;
+  dense.layout = parse_layout("tp=8,pp=4,cp=2,dp=1");
+  const StepResult with_experts = run_step_estimate(*plan_step(spec, moe, StepPlanScope::Symmetric));
+  const StepResult twin = run_step_estimate(*plan_step(spec, dense, StepPlanScope::Symmetric));
+  INFO("compute: MoE " << with_experts.compute_us << " us, dense twin " << twin.compute_us << " us");
+  CHECK(with_experts.compute_us > twin.compute_us);
+  CHECK(with_experts.compute_us < 1.1 * twin.compute_us);
+  const double measured_us = 128.0 * 32768 / (mixtral->value * 64) * 1e6;
+  INFO("measured step " << measured_us << " us, simulated " << with_experts.step_time_us << " us, twin " << twin.step_time_us << " us");
+  CHECK(measured_us > 1.5 * twin.step_time_us);
+  // No rate of the MoE layer's modelled extras makes up the difference.
+  CHECK(measured_us - with_experts.step_time_us > 10 * (with_experts.compute_us - twin.compute_us));
 }
