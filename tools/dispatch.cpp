@@ -38,7 +38,11 @@ usage:
   hcclsim import hccl-test LOG ...   your hccl_test output as a measurement file for validate
   hcclsim import torch-npu-profile DIR ...
                                      a torch_npu profile's HCCL operators, the same
+  hcclsim calibrate FILE... [opts]   fit a profile's constants to measured rows, within bounds
   hcclsim moe dispatch|combine|both  MoE expert-parallel dispatch / combine as AIV kernels
+  hcclsim step --model-config F ...  a training / inference step on a parallel layout: step
+                                     time, exposed communication per group, critical path
+  hcclsim describe [--topology FILE] a topology's product, SystemC units and links
   hcclsim help [command]             this text, or one command's options
   hcclsim --version
 
@@ -73,9 +77,12 @@ constants, HBM contention of remote traffic, flow control / PFC / drops,
 errors and retries, HCCL's AHC, Star and NHR_V1 algorithms, the deterministic
 and cross-server AIV executors (refused by name), zero-copy with registered
 buffers, the MoE kernels' scalar bookkeeping (the low-latency dispatch's
-per-row slot count and last-core count loop). The AIV constants are assumed (no measurement). Timings are
-calibrated on point-to-point measurements (hcclsim validate), not on
-collectives. The simulator is deterministic: one iteration of each size gives
+per-row slot count and last-core count loop); in a step, the work an MoE layer
+does around its expert GEMMs. The profiles' constants are fitted (hcclsim
+calibrate) to point-to-point, MoE-kernel and training-step measurements
+(configs/calibration/measurements.json; hcclsim validate shows each row's
+error), none to collectives; A3's AIV and compute constants are assumed.
+The simulator is deterministic: one iteration of each size gives
 the time of every iteration.
 
 Exit codes: 0 success, 1 a run failed (deadlock, timeout, failed check, a

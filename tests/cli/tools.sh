@@ -91,7 +91,15 @@ PY
     "$hcclsim" check --help >"$tmp/check.txt"
     for option in "--tolerance" "--junit"; do check "check --help lists $option" contains "$tmp/check.txt" "$option"; done
     "$hcclsim" help sweep >"$tmp/help_sweep.txt"
-    check "'help sweep' is sweep --help" cmp "$tmp/help_sweep.txt" <("$hcclsim" sweep --help) ;;
+    check "'help sweep' is sweep --help" cmp "$tmp/help_sweep.txt" <("$hcclsim" sweep --help)
+    # The overview (hcclsim alone, and atop hcclsim help) names every command help documents.
+    "$hcclsim" help >"$tmp/help_all.txt" 2>&1
+    "$hcclsim" >"$tmp/overview.txt" 2>&1
+    commands=$(sed -n 's/^Usage: hcclsim \([a-z-]*\) .*/\1/p' "$tmp/help_all.txt")
+    check "hcclsim help documents at least 12 commands" [ "$(echo "$commands" | wc -w)" -ge 12 ]
+    for cmd in $commands; do
+      check "the overview lists $cmd" grep -q "^  hcclsim $cmd" "$tmp/overview.txt"
+    done ;;
   help_keeps_scope)
     for form in help --help; do
       "$hcclsim" $form >"$tmp/help.txt" 2>&1
