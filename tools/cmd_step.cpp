@@ -207,8 +207,12 @@ class StepCommand : public Command {
     if (!search_.empty()) {
       std::optional<OutputFile> out_file;
       if (!out_file_.empty()) out_file.emplace("--out", out_file_);
-      write_search(out_file ? out_file->stream() : *ctx.out, search_layouts(spec, req, search_));
+      const std::vector<SearchRow> rows = search_layouts(spec, req, search_);
+      write_search(out_file ? out_file->stream() : *ctx.out, rows);
       if (out_file) out_file->close();
+      if (std::none_of(rows.begin(), rows.end(), [](const SearchRow& r) { return r.valid; })) {
+        std::cerr << "note: no layout of --search plans and fits on " << spec.npus << " NPUs; each row says why\n";
+      }
       return 0;
     }
     if (scenario_.given()) {

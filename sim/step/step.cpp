@@ -2141,7 +2141,8 @@ std::vector<SearchRow> search_layouts(const TopologySpec& topology, const StepRe
               StepRequest req = base;
               req.layout = row.layout;
               if (dp < 1) {
-                row.why = "no DP rank left on " + std::to_string(topology.npus) + " NPUs";
+                row.why = "no DP rank left: tp x cp x pp = " + std::to_string(tp * cp * pp) + " is more than the " +
+                          std::to_string(topology.npus) + " NPUs";
                 rows.push_back(row);
                 continue;
               }

@@ -137,7 +137,7 @@ PY
     [ ! -s "$tmp/err.txt" ] || { echo "FAIL: a note without a fallback" >&2; cat "$tmp/err.txt" >&2; fail=1; } ;;
   search)
     "$hcclsim" step --model-config "$m/tiny-llama.json" --batch global=16,micro=1,seq=512 --search "tp=1,2,4,8;pp=1,2,4" \
-      --format json >"$tmp/s.json" || fail=1
+      --format json >"$tmp/s.json" 2>"$tmp/err.txt" || fail=1
     py "$tmp/s.json" <<'PY' || fail=1
 import json, sys
 rows = json.load(open(sys.argv[1]))
@@ -148,6 +148,14 @@ assert times == sorted(times) and len(valid) >= 6, rows
 # tp x pp = 32 leaves no DP rank on 8 NPUs; pp = 4 over 4 layers is fine.
 assert any(not r["valid"] and "tp=8" in r["layout"] and "pp=4" in r["layout"] for r in rows), rows
 PY
+    grep -q "note" "$tmp/err.txt" && { echo "FAIL: a note although layouts fit" >&2; fail=1; }
+    # A grid where nothing fits: every row says why, and a note says none fits.
+    "$hcclsim" step --model-config "$m/tiny-llama.json" --batch global=16,micro=1,seq=512 --search "tp=16;pp=1,2" \
+      >"$tmp/none.txt" 2>"$tmp/none_err.txt" || fail=1
+    [ "$(grep -c "refused: no DP rank left: tp x cp x pp = .* is more than the 8 NPUs" "$tmp/none.txt")" -eq 2 ] ||
+      { echo "FAIL: the refusals do not say why" >&2; cat "$tmp/none.txt" >&2; fail=1; }
+    grep -q "note: no layout of --search plans and fits on 8 NPUs" "$tmp/none_err.txt" ||
+      { echo "FAIL: no note that nothing fits" >&2; cat "$tmp/none_err.txt" >&2; fail=1; }
     ;;
   deepep_estimate)
     # The estimate times each distinct MoE kernel call alone on the step's
