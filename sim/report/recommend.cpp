@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <stdexcept>
 
 #include "sim/executors/hccl_algo.h"
@@ -79,6 +80,7 @@ struct Measured {
   std::optional<Time> time;   // nullopt: the run refused it
   std::string executor;
   std::string levels;
+  std::vector<std::string> assumed;  // the assumed constants its tasks used
 };
 
 PerfRequest candidate_request(const PerfRequest& base, const RecommendCandidate& c) {
@@ -155,7 +157,7 @@ RecommendOp recommend_op(const TopologySpec& topology, const PerfRequest& base,
   // Each (size, executor and plan) runs once, for the first candidate that selects it.
   std::vector<std::map<std::string, Measured>> measured(sizes.size());
   auto record = [&](std::size_t s, const std::string& key, const PerfRow& row) {
-    measured[s][key] = Measured{row.time, row.executor, row.algo};
+    measured[s][key] = Measured{row.time, row.executor, row.algo, row.assumed};
   };
   for (std::size_t c = 0; c < n; ++c) {
     std::vector<std::size_t> todo;
@@ -210,6 +212,7 @@ RecommendOp recommend_op(const TopologySpec& topology, const PerfRequest& base,
       out.time = *m.time;
       out.is_default = candidates[c].is_default;
       out.candidate = c;
+      out.assumed = m.assumed;
       return out;
     };
     for (std::size_t c = 0; c < n; ++c) {
@@ -298,9 +301,25 @@ ProcessSetting choose_process_setting(const std::vector<RecommendOp>& ops,
 
 namespace {
 
-const char* kAivCaveat =
-    "# AIV: the AIV constants are assumed, not measured (docs/calibration.md: Assumed constants); on A2 HCCL documents AIV "
-    "expansion for inference features only\n";
+// What AIV expansion's times rest on: the assumed constants the AIV rows
+// used (none where the profile's AIV constants are fitted), and on A2 the
+// scope HCCL documents for it.
+std::string aiv_caveat(const std::vector<RecommendOp>& ops) {
+  std::set<std::string> assumed;   // over the rows whose best setting expands on AIV
+  for (const RecommendOp& op : ops) {
+    for (const RecommendRow& r : op.rows) {
+      if (r.best.expansion == Expansion::Aiv) assumed.insert(r.best.assumed.begin(), r.best.assumed.end());
+    }
+  }
+  std::string out = "# AIV: ";
+  if (assumed.empty()) {
+    out += "no assumed constant in these rows";
+  } else {
+    out += "these rows rest on assumed constants (docs/calibration.md: Assumed constants): ";
+    for (auto it = assumed.begin(); it != assumed.end(); ++it) out += (it == assumed.begin() ? "" : ", ") + *it;
+  }
+  return out + "; on A2 HCCL documents AIV expansion for inference features only\n";
+}
 
 std::string fixed(double v, int decimals = 2) { return format_fixed(v, decimals); }
 
@@ -367,11 +386,12 @@ void write_recommend_table(std::ostream& out, const std::string& heading, const 
   out << "# gain_% = default_us / best_us - 1; a setting must be strictly faster to replace HCCL's default; tried = "
          "candidates that run for the op and size (HCCL accepts them and hcclsim models the executor; the others "
          "are skipped)\n";
-  bool aiv = false;
-  for (const RecommendOp& op : ops) {
-    for (const RecommendRow& r : op.rows) aiv = aiv || (!r.best.is_default && r.best.expansion == Expansion::Aiv);
+  if (std::any_of(ops.begin(), ops.end(), [](const RecommendOp& op) {
+        return std::any_of(op.rows.begin(), op.rows.end(),
+                           [](const RecommendRow& r) { return !r.best.is_default && r.best.expansion == Expansion::Aiv; });
+      })) {
+    out << aiv_caveat(ops);
   }
-  if (aiv) out << kAivCaveat;
   for (const RecommendOp& op : ops) {
     for (const std::string& note : op.notes) out << "# " << note << "\n";
   }
@@ -445,7 +465,7 @@ void write_recommend_env(std::ostream& out, const std::string& heading, const st
     out << "\n# every op above: HCCL_OP_EXPANSION_MODE " << expansion_env_value(setting.expansion) << ": "
         << fixed(setting.expansion_total.us()) << " us summed over the ops against " << fixed(setting.default_total.us())
         << " us with HCCL's defaults (gain " << fixed(gain_pct(setting.default_total, setting.expansion_total)) << "%)\n"
-        << (setting.expansion == Expansion::Aiv ? kAivCaveat : "")
+        << (setting.expansion == Expansion::Aiv ? aiv_caveat(ops) : "")
         << "export HCCL_OP_EXPANSION_MODE=" << expansion_env_value(setting.expansion) << "\n";
   }
 }

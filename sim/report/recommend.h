@@ -55,6 +55,7 @@ struct RecommendChoice {
   Time time;
   bool is_default = false;
   std::size_t candidate = 0;  // index into the candidates
+  std::vector<std::string> assumed;  // the assumed constants its tasks used
 };
 
 struct RecommendRow {
