@@ -407,6 +407,36 @@ double rooted(const CollectiveSpec& s, const ExecContext& ctx, const AlgoPlan& p
   };
   auto from_root = [root](int r, int j) { return j == root && r != root; };
   auto to_root = [root](int r, int j) { return r == root && j != root; };
+  if (!broadcast) {
+    // The rails of several slices followed at once, with each server's
+    // level-0 phases around them: every server but the root's has nothing
+    // after its rail and goes on with the next slice while the root's server
+    // gathers (the Broadcast's servers all have phases on both sides).
+    const Times zero(static_cast<std::size_t>(p0), 0.0);
+    auto slice_of = [&](std::uint64_t n) {
+      const double bytes = static_cast<double>(n * esz);
+      const double chunk = static_cast<double>((n + g0 - 1) / g0 * esz);
+      RailSlices::Slice slice;
+      slice.count = (n + g0 - 1) / g0;
+      slice.alone = copies(c, zero, 1, bytes);
+      slice.pre = atomic_phase(f, zero, chunk, true, true, every_pair);
+      // The root's server gathers once its last rail ended; its NPUs reach
+      // that point as staggered as they left the phase before (the rails of
+      // one slice take about as long), which the gather partly absorbs.
+      const double last = *std::max_element(slice.pre.begin(), slice.pre.end());
+      slice.post = copies(c, atomic_phase(f, slice.pre, chunk, false, true, to_root), 1, bytes, root);
+      for (double& t : slice.post) t = std::max(0.0, t - last);
+      return slice;
+    };
+    RailSlices slices;
+    slices.full = s.count / per_slice;
+    for (std::uint64_t k = 0; k < std::min<std::uint64_t>(slices.full, kFollowedSlices); ++k) slices.followed.push_back(slice_of(per_slice));
+    if (s.count % per_slice > 0 || slices.full == 0) slices.followed.push_back(slice_of(s.count % per_slice));
+    CollectiveSpec r1 = stage_spec(s, s.op, h.servers(), per_slice / g0, s.buffer_bytes / 4);
+    r1.root = s.root / p0;
+    const double end = rooted_rails_run(f, r1, plan.level1, rails(h), slices, c.launch - c.dispatch);
+    if (end >= 0) return end;
+  }
   Times t(static_cast<std::size_t>(p0), c.launch - c.dispatch);
   std::uint64_t first = 0;
   do {

@@ -1049,12 +1049,17 @@ struct RankXfer {
 };
 
 // A step of RdmaRun: transfers, or (`local` not empty) local copies, rank
-// r copying local[r] bytes (none if 0). `mark` >= 0: RdmaRun::mark(mark)
-// is when the last of the copying ranks ended this step.
+// r copying local[r] bytes (none if 0), or (`phase` not empty) work of
+// another level, rank r busy for phase[r] once every rank of its `sync[r]`
+// group (>= 0; a server's NPUs) has reached the step. `mark` >= 0:
+// RdmaRun::mark(mark) is when the last of the copying (busy) ranks ended
+// this step.
 struct RunStep {
   std::vector<RankXfer> xfers;
   std::vector<double> local;
   int mark = -1;
+  std::vector<double> phase;
+  std::vector<int> sync;
 };
 
 class RdmaRun {
@@ -1074,6 +1079,11 @@ class RdmaRun {
     }
     landed_.assign(static_cast<std::size_t>(p_ * registers_), -1.0);
     marks_.assign(marks_.size(), 0.0);
+    for (Barrier& b : barriers_) {
+      b.reached = 0;
+      b.at = 0;
+      b.waiting.clear();
+    }
     flows_.clear();
     active_.clear();
     starts_ = {};
@@ -1139,12 +1149,18 @@ class RdmaRun {
 
  private:
   static constexpr double kNever = 1e300;
-  enum class Kind { Write, Record, Wait, Copy, Reduce };
+  enum class Kind { Write, Record, Wait, Copy, Reduce, Barrier, Busy };
   struct Op {
     Kind kind;
     int pair = -1;     // Write, Record: the queue pair
-    double bytes = 0;  // Write, Copy, Reduce
-    int notify = 0;    // Record: the peer's register; Wait: this rank's; Copy: its mark (-1: none)
+    double bytes = 0;  // Write, Copy, Reduce; Busy: the time
+    int notify = 0;    // Record: the peer's register; Wait: this rank's; Copy, Busy: its mark (-1: none); Barrier: its index
+  };
+  struct Barrier {  // a sync group's meeting before a phase step
+    int members = 0;
+    int reached = 0;
+    double at = 0;             // the latest arrival so far
+    std::vector<int> waiting;  // the ranks blocked on it
   };
   struct Pair {  // a queue pair, from -> to
     int to = 0;
@@ -1240,10 +1256,27 @@ class RdmaRun {
     };
     rdma_ = true;
     registers_ = 2 * static_cast<int>(steps.size());
+    barriers_.clear();
     int marks = 0;
     for (std::size_t j = 0; j < steps.size(); ++j) {
       const int ready = 2 * static_cast<int>(j);
       marks = std::max(marks, steps[j].mark + 1);
+      if (!steps[j].phase.empty()) {
+        std::map<int, int> barrier_of;  // sync group -> barrier index
+        for (int r = 0; r < p_; ++r) {
+          const int group = steps[j].sync[static_cast<std::size_t>(r)];
+          if (group < 0) continue;
+          auto [it, added] = barrier_of.emplace(group, static_cast<int>(barriers_.size()));
+          if (added) barriers_.emplace_back();
+          ++barriers_[static_cast<std::size_t>(it->second)].members;
+          program_[static_cast<std::size_t>(r)].push_back(Op{Kind::Barrier, -1, 0, it->second});
+        }
+        for (int r = 0; r < p_; ++r) {
+          const double busy = steps[j].phase[static_cast<std::size_t>(r)];
+          if (busy > 0) program_[static_cast<std::size_t>(r)].push_back(Op{Kind::Busy, -1, busy, steps[j].mark});
+        }
+        continue;
+      }
       for (std::size_t r = 0; r < steps[j].local.size(); ++r) {
         if (steps[j].local[r] > 0) program_[r].push_back(Op{Kind::Copy, -1, steps[j].local[r], steps[j].mark});
       }
@@ -1320,6 +1353,30 @@ class RdmaRun {
           u = c_.wait_end(u + c_.dispatch, l);
           continue;
         }
+        if (op.kind == Kind::Barrier) {
+          Barrier& b = barriers_[static_cast<std::size_t>(op.notify)];
+          ++b.reached;
+          b.at = std::max(b.at, u);
+          if (b.reached < b.members) {
+            s.blocked = true;
+            s.reach = u;
+            b.waiting.push_back(x);
+            break;
+          }
+          for (const int w : b.waiting) {  // the last to arrive releases the others
+            Stream& other = streams_[static_cast<std::size_t>(w)];
+            other.blocked = false;
+            ++other.pc;
+            work.emplace_back(w, b.at);
+          }
+          u = b.at;
+          continue;
+        }
+        if (op.kind == Kind::Busy) {
+          u += op.bytes;
+          if (op.notify >= 0) marks_[static_cast<std::size_t>(op.notify)] = std::max(marks_[static_cast<std::size_t>(op.notify)], u);
+          continue;
+        }
         if (op.kind == Kind::Copy || op.kind == Kind::Reduce) {
           // On the NPU's own memory, which the model leaves unshared here.
           const bool reduce = op.kind == Kind::Reduce;
@@ -1350,7 +1407,7 @@ class RdmaRun {
     landed(r, notify) = at;
     Stream& s = streams_[static_cast<std::size_t>(r)];
     const auto& prog = program_[static_cast<std::size_t>(r)];
-    if (s.blocked && prog[s.pc].notify == notify) {
+    if (s.blocked && prog[s.pc].kind == Kind::Wait && prog[s.pc].notify == notify) {
       const double u = c_.wait_end(s.reach, at);
       s.blocked = false;
       ++s.pc;
@@ -1401,6 +1458,7 @@ class RdmaRun {
   std::vector<double> limits_;
   std::vector<double> landed_;
   std::vector<double> marks_;
+  std::vector<Barrier> barriers_;
   std::vector<Stream> streams_;
   std::vector<Flow> flows_;
   std::vector<int> active_;
@@ -1586,6 +1644,80 @@ double rooted_run(const EstimateFabric& fabric, const CollectiveSpec& spec, Leve
   RdmaRun run(fabric, all, ranks, steps);
   double end = run.run(std::vector<double>(static_cast<std::size_t>(ranks), free));
   if (end >= 0 && full > kRunLoops) end += static_cast<double>(full - kRunLoops) * (run.mark(kRunLoops - 2) - run.mark(kRunLoops - 3));
+  return end;
+}
+
+// A rooted op's rails (`g`: one group per NPU index of a server, tiled)
+// over several slices, each with the other level's phases around it:
+// before its rail every NPU is busy slice.alone[index], waits for its
+// server's NPUs and is busy slice.pre[index]; after it the root server's NPUs wait for each other and
+// are busy slice.post[index]. Followed together in one RdmaRun, so the
+// servers that have no phase after the rail start the next slice while the
+// root's server is still in its phase. Beyond kFollowedSlices full slices
+// the others take the period between the two before the last followed, as
+// in rooted_run. A negative time where RdmaRun does not apply.
+static_assert(kFollowedSlices >= 3, "the period is taken between the slices before the last followed");
+double follow_rails(const EstimateFabric& fabric, const CollectiveSpec& rail, Level1Algo algo, const GroupLayout& g,
+                    const RailSlices& slices, double free) {
+  const int p = g.members;
+  const int groups = g.groups;
+  const int ranks = p * groups;
+  const bool tiled = g.group_step == 1 && g.stride == groups;
+  if (!tiled || ranks > kCountedSources || !fabric.path(g.npu(0, 0), g.npu(0, 1)).rdma || slices.followed.empty()) return -1;
+  const double esz = static_cast<double>(data_type_size(rail.dtype));
+  const std::uint64_t per_loop = std::max<std::uint64_t>(1, rail.buffer_bytes / data_type_size(rail.dtype));
+  std::vector<RunStep> steps;
+  for (std::size_t k = 0; k < slices.followed.size(); ++k) {
+    const RailSlices::Slice& slice = slices.followed[k];
+    RunStep alone;
+    alone.phase.assign(static_cast<std::size_t>(ranks), 0.0);
+    alone.sync.assign(static_cast<std::size_t>(ranks), -1);
+    for (int r = 0; r < ranks; ++r) alone.phase[static_cast<std::size_t>(r)] = slice.alone[static_cast<std::size_t>(r % groups)];
+    steps.push_back(std::move(alone));
+    RunStep pre;
+    pre.phase.assign(static_cast<std::size_t>(ranks), 0.0);
+    pre.sync.assign(static_cast<std::size_t>(ranks), 0);
+    for (int x = 0; x < p; ++x) {
+      for (int q = 0; q < groups; ++q) {
+        pre.phase[static_cast<std::size_t>(x * groups + q)] = slice.pre[static_cast<std::size_t>(q)];
+        pre.sync[static_cast<std::size_t>(x * groups + q)] = x;
+      }
+    }
+    steps.push_back(std::move(pre));
+    std::vector<double> loops(static_cast<std::size_t>(slice.count / per_loop), static_cast<double>(per_loop) * esz);
+    if (slice.count % per_loop > 0 || loops.empty()) loops.push_back(static_cast<double>(slice.count % per_loop) * esz);
+    for (RunStep st : rooted_steps(rail.op, algo, p, rail.root, loops, rail.one_shot)) {
+      RunStep all;
+      all.local.assign(st.local.empty() ? 0 : static_cast<std::size_t>(ranks), 0.0);
+      for (int q = 0; q < groups; ++q) {
+        for (RankXfer x : st.xfers) {
+          x.from = x.from * groups + q;
+          x.to = x.to * groups + q;
+          all.xfers.push_back(x);
+        }
+        for (std::size_t r = 0; r < st.local.size(); ++r) all.local[r * static_cast<std::size_t>(groups) + static_cast<std::size_t>(q)] = st.local[r];
+      }
+      steps.push_back(std::move(all));  // (its own marks left out: the slices are marked)
+    }
+    RunStep post;
+    post.phase.assign(static_cast<std::size_t>(ranks), 0.0);
+    post.sync.assign(static_cast<std::size_t>(ranks), -1);
+    for (int q = 0; q < groups; ++q) {
+      post.phase[static_cast<std::size_t>(rail.root * groups + q)] = slice.post[static_cast<std::size_t>(q)];
+      post.sync[static_cast<std::size_t>(rail.root * groups + q)] = 0;
+    }
+    post.mark = static_cast<int>(k);
+    steps.push_back(std::move(post));
+  }
+  GroupLayout all = g;
+  all.members = ranks;
+  all.stride = 1;
+  all.groups = 1;
+  RdmaRun run(fabric, all, ranks, steps);
+  double end = run.run(std::vector<double>(static_cast<std::size_t>(ranks), free));
+  if (end >= 0 && slices.full > kFollowedSlices) {
+    end += static_cast<double>(slices.full - kFollowedSlices) * (run.mark(kFollowedSlices - 2) - run.mark(kFollowedSlices - 3));
+  }
   return end;
 }
 
@@ -1919,6 +2051,11 @@ void register_level1_estimates(std::map<std::string, EstimateFn>& out) {
                            "AllGatherSmallCount", "ReduceScatterDeterExecutor", "BroadCastSmallCountExecutor"}) {
     out[name] = flat;
   }
+}
+
+double rooted_rails_run(const EstimateFabric& fabric, const CollectiveSpec& rail, Level1Algo algo,
+                        const GroupLayout& layout, const RailSlices& slices, double free) {
+  return follow_rails(fabric, rail, algo, layout, slices, free);
 }
 
 }  // namespace hcclsim

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "sim/executors/collective.h"
 #include "sim/executors/level1.h"
@@ -25,5 +26,29 @@ struct GroupLayout {
 // laid out by `layout`), the stream being free at `free` before it.
 double level1_estimate(const EstimateFabric& fabric, const CollectiveSpec& spec, Level1Algo algo,
                        const GroupLayout& layout, double free);
+
+// A rooted op's (Broadcast's, Reduce's) level-1 stage over the rails of a
+// hierarchical collective, slice by slice, with the level-0 phases around
+// each slice's rail as times: `followed` holds the first min(full,
+// kFollowedSlices) full slices and then the partial one, if any; `full` counts
+// every full slice of the op.
+constexpr int kFollowedSlices = 3;
+struct RailSlices {
+  struct Slice {
+    std::uint64_t count = 0;   // elements a rail moves in this slice
+    std::vector<double> alone; // per NPU index of a server: busy first, on its own
+    std::vector<double> pre;   // per NPU index: then busy, once its server's NPUs all got there; then the rail
+    std::vector<double> post;  // per NPU index: the root server's NPUs busy after the rail, once all got there
+  };
+  std::vector<Slice> followed;
+  std::uint64_t full = 0;
+};
+
+// When the last rank of the rails (`layout`: one group per NPU index, member
+// x of group q NPU x * groups + q; `rail.root` the root's server) is free,
+// every rank free at `free` before; negative where the rails do not run over
+// RDMA or count more than 1024 ranks (then compose the stages instead).
+double rooted_rails_run(const EstimateFabric& fabric, const CollectiveSpec& rail, Level1Algo algo,
+                        const GroupLayout& layout, const RailSlices& slices, double free);
 
 }  // namespace hcclsim

@@ -153,6 +153,15 @@ TEST_CASE("estimate: loops over the HCCL buffer overlapping across eight A2 serv
   });
 }
 
+TEST_CASE("estimate: a Reduce of several slices across two leaves (16 A2 servers): the other servers go on while the root's gathers", "[estimate]") {
+  // Every server but the root's has nothing after its rail and starts the
+  // next slice while the root's server gathers; composing the slices stage
+  // after stage (each rail starting when the root's server starts it) was
+  // +4.2% at 256M and +6.8% at 1G.
+  Platform platform(load_topology(topology("a2-cluster.json"), {}, 16));
+  compare(platform, {CollOp::Reduce}, {256 * MiB, 1 * GiB}, [](CollOp, std::uint64_t) { return Bound{0.005, 1.0}; });
+}
+
 TEST_CASE("estimate: an A2 AllReduce Pipeline of several slices (256M, 1G on two servers)", "[estimate]") {
   // Its two level-0 lanes share the server links (processor sharing in the form).
   Platform platform(load_topology(topology("a2-cluster.json"), {}, 2));
