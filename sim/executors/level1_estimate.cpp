@@ -1085,7 +1085,8 @@ class RdmaRun {
       b.waiting.clear();
     }
     flows_.clear();
-    active_.clear();
+    drains_ = {};
+    activated_ = 0;
     starts_ = {};
     streams_.assign(static_cast<std::size_t>(p_), Stream{});
     for (int r = 0; r < p_; ++r) advance(r, free[static_cast<std::size_t>(r)]);
@@ -1093,29 +1094,30 @@ class RdmaRun {
     on_channel_.assign(capacity_.size(), {});
     std::vector<int> changed;  // channels whose writes changed since the shares were solved
     for (;;) {
-      share(changed);
-      double drain = kNever;
-      for (const int i : active_) {
-        const Flow& fl = flows_[static_cast<std::size_t>(i)];
-        drain = std::min(drain, now + fl.left / fl.rate);
-      }
+      share(changed, now);
+      // A flow's drain time is kept in the heap from when its rate was last
+      // set (entries of an older rate are skipped): only the flows whose
+      // shares changed are touched at an event.
+      while (!drains_.empty() && !current(drains_.top())) drains_.pop();
+      const double drain = drains_.empty() ? kNever : drains_.top().at;
       const double start = starts_.empty() ? kNever : starts_.top().first;
       const double next = std::min(drain, start);
       if (next >= kNever) break;
-      for (const int i : active_) {
-        Flow& fl = flows_[static_cast<std::size_t>(i)];
-        fl.left -= fl.rate * (next - now);
-      }
       now = next;
       if (drain <= start) {
-        still_.clear();
-        for (const int i : active_) {
+        // Every flow drained within a femtosecond of now, in the order the
+        // flows started.
+        drained_.clear();
+        while (!drains_.empty() && (!current(drains_.top()) || drains_.top().at <= now + 1e-3)) {
+          if (current(drains_.top())) drained_.push_back(drains_.top().flow);
+          drains_.pop();
+        }
+        std::sort(drained_.begin(), drained_.end(), [this](int a, int b) {
+          return flows_[static_cast<std::size_t>(a)].order < flows_[static_cast<std::size_t>(b)].order;
+        });
+        for (const int i : drained_) {
           Flow& fl = flows_[static_cast<std::size_t>(i)];
-          // Drained within a femtosecond's worth of its rate.
-          if (fl.left > fl.rate * 1e-3) {
-            still_.push_back(i);
-            continue;
-          }
+          fl.live = false;
           for (const int ch : pairs_[fl.pair].channels) {
             std::vector<int>& on = on_channel_[static_cast<std::size_t>(ch)];
             on.erase(std::find(on.begin(), on.end(), i));
@@ -1123,14 +1125,15 @@ class RdmaRun {
           }
           arrived(i, now + pairs_[fl.pair].path.latency);
         }
-        active_.swap(still_);
       } else {
         while (!starts_.empty() && starts_.top().first <= now) {
           const int i = starts_.top().second;
           starts_.pop();
-          active_.push_back(i);
           Flow& fl = flows_[static_cast<std::size_t>(i)];
-          fl.rate = pairs_[fl.pair].path.rate;  // alone, or on channels it cannot fill
+          fl.live = true;
+          fl.order = activated_++;
+          fl.since = now;
+          set_rate(i, pairs_[fl.pair].path.rate, now);  // alone, or on channels it cannot fill
           for (const int ch : pairs_[fl.pair].channels) {
             on_channel_[static_cast<std::size_t>(ch)].push_back(i);
             changed.push_back(ch);
@@ -1174,10 +1177,35 @@ class RdmaRun {
   struct Flow {
     std::size_t pair = 0;
     std::size_t seq = 0;
-    double left = 0;
+    double left = 0;   // bytes left at `since`
+    double since = 0;
     double rate = 0;
+    std::uint32_t version = 0;  // of its rate: drains_ entries of other versions are stale
+    std::uint64_t order = 0;    // when it started, among the run's flows
+    bool live = false;          // started and not drained
     bool grouped = false;  // share(): already in the group being solved
   };
+  struct Drain {
+    double at = 0;
+    int flow = 0;
+    std::uint32_t version = 0;
+    bool operator>(const Drain& o) const { return at != o.at ? at > o.at : flow > o.flow; }
+  };
+  bool current(const Drain& d) const {
+    const Flow& fl = flows_[static_cast<std::size_t>(d.flow)];
+    return fl.live && fl.version == d.version;
+  }
+  // Flow i goes on at `rate` from `now`: what it moved at its old rate is
+  // taken off, and its drain time is queued anew (a flow starts at rate 0).
+  void set_rate(int i, double rate, double now) {
+    Flow& fl = flows_[static_cast<std::size_t>(i)];
+    if (rate == fl.rate) return;  // (most of a re-solved group keep theirs)
+    fl.left -= fl.rate * (now - fl.since);
+    fl.since = now;
+    fl.rate = rate;
+    ++fl.version;
+    drains_.push(Drain{now + fl.left / fl.rate, i, fl.version});
+  }
   struct Stream {
     std::size_t pc = 0;
     double free = 0;
@@ -1188,7 +1216,7 @@ class RdmaRun {
   // Solves the shares again for the writes joined through channels to the
   // `changed` ones (max-min shares of separate groups do not affect each
   // other), each held to its path's narrowest channel.
-  void share(std::vector<int>& changed) {
+  void share(std::vector<int>& changed, double now) {
     if (changed.empty()) return;
     seen_.resize(capacity_.size(), 0);
     group_.clear();
@@ -1225,11 +1253,11 @@ class RdmaRun {
       limits_.push_back(pairs_[fl.pair].path.rate);
     }
     if (group_.size() == 1) {  // alone on its channels: its path's rate
-      flows_[static_cast<std::size_t>(group_[0])].rate = limits_[0];
+      set_rate(group_[0], limits_[0], now);
       return;
     }
     const std::vector<double>& rates = solver_.solve(paths_, limits_, capacity_);
-    for (std::size_t k = 0; k < group_.size(); ++k) flows_[static_cast<std::size_t>(group_[k])].rate = rates[k];
+    for (std::size_t k = 0; k < group_.size(); ++k) set_rate(group_[k], rates[k], now);
   }
 
   void build(const std::vector<RunStep>& steps) {
@@ -1387,7 +1415,11 @@ class RdmaRun {
         u += c_.dispatch + c_.rdma_post;
         Pair& q = pairs_[static_cast<std::size_t>(op.pair)];
         if (op.kind == Kind::Write) {
-          flows_.push_back(Flow{static_cast<std::size_t>(op.pair), q.arrival.size(), op.bytes, 0, false});
+          Flow fl;
+          fl.pair = static_cast<std::size_t>(op.pair);
+          fl.seq = q.arrival.size();
+          fl.left = op.bytes;
+          flows_.push_back(fl);
           q.arrival.push_back(-1);
           starts_.emplace(u, static_cast<int>(flows_.size() - 1));
         } else {
@@ -1452,7 +1484,7 @@ class RdmaRun {
   std::vector<std::pair<std::size_t, std::pair<double, int>>> still_deferred_;
   // share()'s and run()'s working space, kept between calls.
   std::vector<char> seen_;
-  std::vector<int> group_, visited_, still_;
+  std::vector<int> group_, visited_;
   std::vector<const std::vector<int>*> paths_;
   MaxMinShares solver_;  // share()'s, kept from solve to solve
   std::vector<double> limits_;
@@ -1461,8 +1493,10 @@ class RdmaRun {
   std::vector<Barrier> barriers_;
   std::vector<Stream> streams_;
   std::vector<Flow> flows_;
-  std::vector<int> active_;
   std::priority_queue<std::pair<double, int>, std::vector<std::pair<double, int>>, std::greater<>> starts_;
+  std::priority_queue<Drain, std::vector<Drain>, std::greater<>> drains_;
+  std::vector<int> drained_;
+  std::uint64_t activated_ = 0;
 };
 
 // H-D_R's fold of a rooted op (level1.cpp's Fold): ranks 0..2r-1 pair up,
