@@ -13,14 +13,15 @@ constexpr const char* kNpuPaths[] = {
     "npu.rdma.notify_write",  "npu.aiv.core_bandwidth",  "npu.aiv.copy_fixed",      "npu.aiv.flag_write",
     "npu.aiv.flag_poll",      "npu.aiv.remote_bandwidth", "npu.local_memory.bandwidth", "npu.local_memory.latency"};
 static_assert(std::size(kNpuPaths) == static_cast<std::size_t>(Constant::FirstLink), "a path per NPU constant");
-constexpr const char* kLinkConstantNames[] = {"bandwidth", "write_bandwidth", "latency"};
+constexpr const char* kLinkConstantNames[] = {"bandwidth", "write_bandwidth", "latency", "transport_rate"};
+static_assert(std::size(kLinkConstantNames) == kLinkConstants, "a name per link constant");
 }  // namespace
 
 std::string constant_path(int index) {
   const int first_link = static_cast<int>(Constant::FirstLink);
   if (index < first_link) return kNpuPaths[index];
-  const auto kind = static_cast<LinkKind>(1 + (index - first_link) / 3);
-  return std::string("links.") + link_kind_name(kind) + "." + kLinkConstantNames[(index - first_link) % 3];
+  const auto kind = static_cast<LinkKind>(1 + (index - first_link) / kLinkConstants);
+  return std::string("links.") + link_kind_name(kind) + "." + kLinkConstantNames[(index - first_link) % kLinkConstants];
 }
 
 void UsedConstants::add(LinkKind kind, LinkConstant c) {
@@ -29,7 +30,7 @@ void UsedConstants::add(LinkKind kind, LinkConstant c) {
     if (c == LinkConstant::Latency) add(Constant::LocalLatency);
     return;
   }
-  bits_ |= bit(static_cast<int>(Constant::FirstLink) + 3 * (static_cast<int>(kind) - 1) + static_cast<int>(c));
+  bits_ |= bit(static_cast<int>(Constant::FirstLink) + kLinkConstants * (static_cast<int>(kind) - 1) + static_cast<int>(c));
 }
 
 std::vector<std::string> UsedConstants::paths() const {
@@ -49,13 +50,17 @@ void add_charged_constants(const ChargedTask& task, UsedConstants& used) {
     if (!task.moves_bytes) return;  // no flow starts (TimerKind::FixedDone, post_rdma)
     // A flow runs at most at each channel's bandwidth and arrives the sum of
     // their latencies later (models/link/flow_network.cpp, channel.cpp);
-    // an SDMA or AIV write is capped by a link's write_bandwidth (compile).
+    // an SDMA or AIV write is capped by a link's write_bandwidth, and an
+    // SDMA task of HCCL's transport by its transport_rate (compile; the
+    // one-sided batches of validate's p2p rows, which skip it, report none).
+    const bool sdma = task.kind == ExecKind::Transfer && !task.aiv;
     for (const LinkKind kind : {LinkKind::Memory, LinkKind::Hccs, LinkKind::Sio, LinkKind::Ub, LinkKind::Roce}) {
       const auto bit = static_cast<std::uint8_t>(1u << static_cast<unsigned>(kind));
       if ((task.path_kinds & bit) == 0) continue;
       used.add(kind, LinkConstant::Bandwidth);
       used.add(kind, LinkConstant::Latency);
       if ((task.write_capped_kinds & bit) != 0) used.add(kind, LinkConstant::WriteBandwidth);
+      if (sdma) used.add(kind, LinkConstant::TransportRate);
     }
   };
   switch (task.kind) {

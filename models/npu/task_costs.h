@@ -14,8 +14,9 @@
 
 namespace hcclsim {
 
-// The profile's timing constants. Links come last, three per link kind in
-// LinkKind order (hccs, sio, ub, roce): bandwidth, write_bandwidth, latency.
+// The profile's timing constants. Links come last, four per link kind in
+// LinkKind order (hccs, sio, ub, roce): bandwidth, write_bandwidth, latency,
+// transport_rate.
 enum class Constant : std::uint8_t {
   CoresAic, CoresAiv, CoresAicRate, CoresAivBandwidth,
   SdmaEngines, SdmaTaskFixed, SdmaReadFixed, SdmaCopyBandwidth, SdmaReduceBandwidth,
@@ -26,8 +27,9 @@ enum class Constant : std::uint8_t {
   LocalBandwidth, LocalLatency,
   FirstLink,
 };
-enum class LinkConstant : std::uint8_t { Bandwidth, WriteBandwidth, Latency };
-constexpr int kConstantCount = static_cast<int>(Constant::FirstLink) + 3 * 4;
+enum class LinkConstant : std::uint8_t { Bandwidth, WriteBandwidth, Latency, TransportRate };
+constexpr int kLinkConstants = 4;
+constexpr int kConstantCount = static_cast<int>(Constant::FirstLink) + kLinkConstants * 4;
 
 // "npu.sdma.task_fixed"; a link's: "links.hccs.write_bandwidth".
 std::string constant_path(int index);

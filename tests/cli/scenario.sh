@@ -63,7 +63,7 @@ case "$name" in
     # moves to the 6 left, which still carry it (the die ports limit it).
     args=(perf alltoall -b 4M -e 4M --topology "$cm384" --servers 2 --scenario "$scen/a3-plane-lost.json" --format json)
     run_case
-    holds "$tmp/out.txt" 'rows[0]["scenario"]["healthy_time_us"] == 59.241624 and rows[0]["time_us"] == 59.243089'
+    holds "$tmp/out.txt" 'rows[0]["scenario"]["healthy_time_us"] == 59.202231 and rows[0]["time_us"] == 59.223257'
     holds "$tmp/out.txt" 'rows[0]["scenario"]["changes"][0].startswith("UB plane 3 lost: 2 server-switch links to its L2 switch down, traffic over the other 6 planes")'
     holds "$tmp/out.txt" 'rows[0]["check_result"] == "success"' ;;
   planes_lost_slow_cloudmatrix)
@@ -71,7 +71,7 @@ case "$name" in
     echo '{"planes_lost": [0, 1, 2, 3, 4]}' >"$tmp/five.json"
     args=(perf alltoall -b 4M -e 4M --topology "$cm384" --servers 2 --scenario "$tmp/five.json" --format json)
     run_case
-    holds "$tmp/out.txt" 'rows[0]["time_us"] == 72.696651 and rows[0]["scenario"]["slowdown"] == 1.227121'
+    holds "$tmp/out.txt" 'rows[0]["time_us"] == 72.726884 and rows[0]["scenario"]["slowdown"] == 1.228448'
     holds "$tmp/out.txt" 'rows[0]["scenario"]["bottleneck"].startswith("ub switch")' ;;
   all_planes_lost_fails)
     echo '{"planes_lost": [0, 1, 2, 3, 4, 5, 6]}' >"$tmp/all.json"

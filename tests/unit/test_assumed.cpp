@@ -93,21 +93,32 @@ TEST_CASE("a task pays the constants the timing model charges it") {
     add_charged_constants(t, used);
     return used.paths();
   };
-  SECTION("an SDMA write over HCCS: fixed cost, engine rate, the link's rates and latency") {
+  SECTION("an SDMA write over HCCS: fixed cost, engine rate, the link's rates, HCCL's transport rate and latency") {
     ChargedTask t;
     t.kind = ExecKind::Transfer;
     t.moves_bytes = true;
     t.path_kinds = 1u << static_cast<unsigned>(LinkKind::Hccs);
     t.write_capped_kinds = t.path_kinds;
     CHECK(paths_of(t) == std::vector<std::string>{"links.hccs.bandwidth", "links.hccs.latency",
-                                                  "links.hccs.write_bandwidth", "npu.sdma.copy_bandwidth",
-                                                  "npu.sdma.engines", "npu.sdma.task_fixed"});
+                                                  "links.hccs.transport_rate", "links.hccs.write_bandwidth",
+                                                  "npu.sdma.copy_bandwidth", "npu.sdma.engines", "npu.sdma.task_fixed"});
     t.read = true;
     t.write_capped_kinds = 0;
     t.reduce = true;
     CHECK(paths_of(t) == std::vector<std::string>{"links.hccs.bandwidth", "links.hccs.latency",
-                                                  "npu.sdma.engines", "npu.sdma.read_fixed",
-                                                  "npu.sdma.reduce_bandwidth"});
+                                                  "links.hccs.transport_rate", "npu.sdma.engines",
+                                                  "npu.sdma.read_fixed", "npu.sdma.reduce_bandwidth"});
+  }
+  SECTION("an AIV move pays no SDMA transport rate") {
+    ChargedTask t;
+    t.kind = ExecKind::Transfer;
+    t.aiv = true;
+    t.cores = 1;
+    t.moves_bytes = true;
+    t.path_kinds = 1u << static_cast<unsigned>(LinkKind::Hccs);
+    const std::vector<std::string> paths = paths_of(t);
+    CHECK(std::find(paths.begin(), paths.end(), "links.hccs.transport_rate") == paths.end());
+    CHECK(std::find(paths.begin(), paths.end(), "links.hccs.bandwidth") != paths.end());
   }
   SECTION("an RDMA notify: the post, its 4-byte write and the RoCE path") {
     ChargedTask t;
