@@ -122,10 +122,32 @@ TEST_CASE("A3 server preset: 16 dies in 8 chips with SIO inside a chip and HCCS 
   }
 }
 
+TEST_CASE("A3 server: HCCL's own transport holds an SDMA task to the links' transport rate, a one-sided batch not", "[a3][calibration]") {
+  Platform platform(load_topology(a3_server()));
+  const ChannelParams& sio = platform.route(0, 1).front()->params();
+  const ChannelParams& hccs = platform.route(0, 2).front()->params();
+  REQUIRE(sio.transport_rate.bytes_per_s > 0);
+  REQUIRE(hccs.transport_rate.bytes_per_s > 0);
+  // Assumed as A2's measured fraction (A2-3 against A2-1) of each link's one-sided rate.
+  CHECK(static_cast<double>(sio.transport_rate.bytes_per_s) ==
+        Approx(0.7665 * static_cast<double>(sio.bandwidth.bytes_per_s)).epsilon(0.002));
+  CHECK(static_cast<double>(hccs.transport_rate.bytes_per_s) ==
+        Approx(0.7665 * static_cast<double>(hccs.sdma_read_rate.bytes_per_s)).epsilon(0.002));
+  const std::uint64_t bytes = 64ULL << 20;   // long enough that the fixed costs are under 1%
+  Scheduler hccl(platform);
+  Scheduler batch(platform);
+  batch.one_sided(true);
+  const double two_sided = static_cast<double>(bytes) / (static_cast<double>(write_time(hccl, 0, 1, bytes).ps) * 1e-12);
+  const double one_sided = static_cast<double>(bytes) / (static_cast<double>(write_time(batch, 0, 1, bytes).ps) * 1e-12);
+  CHECK(two_sided == Approx(static_cast<double>(sio.transport_rate.bytes_per_s)).epsilon(0.01));
+  CHECK(one_sided == Approx(static_cast<double>(sio.bandwidth.bytes_per_s)).epsilon(0.01));
+}
+
 TEST_CASE("A3 server: a 2M write to the other die lands on A3-1's one-machine rate, to another chip on its two-machine one",
           "[a3][calibration]") {
   Platform platform(load_topology(a3_server()));
   Scheduler sched(platform);
+  sched.one_sided(true);  // A3-1's rows are one-sided batches: HCCL's transport rate does not hold them
   // A3-1 (calibration.md): the one-machine pair is the two dies of a chip
   // (SIO); the two-machine rows cross the HCCS/UB switches, which measurement
   // A3-3 says cost about the same inside a server as across servers.
