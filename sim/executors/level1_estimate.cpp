@@ -21,6 +21,7 @@
 #include <set>
 #include <unordered_map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "sim/executors/plan.h"
@@ -175,6 +176,17 @@ int nhr_pieces(const std::vector<int>& blocks, int p) {
   return std::max(pieces, 1);
 }
 
+// nhr_pieces of stride step i's blocks, worked out once per (p, i,
+// direction) on each thread: the bit-reversed layout costs O(2^k), and a
+// sweep on 100,000 NPUs asks for every step at every loop and size.
+int nhr_step_pieces(const std::vector<int>& blocks, int p, int i, bool reduce_scatter) {
+  thread_local std::map<std::tuple<int, int, bool>, int> known;
+  const auto key = std::make_tuple(p, i, reduce_scatter);
+  const auto found = known.find(key);
+  if (found != known.end()) return found->second;
+  return known.emplace(key, nhr_pieces(blocks, p)).first->second;
+}
+
 // The binary-stride steps of NHR / NB (level1.cpp): ReduceScatter at stride
 // 2^i sends ceil((p - 2^i) / 2^(i+1)) blocks to x + 2^i; AllGather the same
 // counts back. Rank 0's blocks, for the piece count.
@@ -188,7 +200,7 @@ std::vector<Step1> stride_steps(Level1Algo algo, int p, double block, bool reduc
     for (int m = reduce_scatter ? d : 0; reduce_scatter ? m < p : m + d < p; m += 2 * d) blocks.push_back(mod(m, p));
     Step1 s;
     s.elems = block * static_cast<double>(blocks.size());
-    s.pieces = algo == Level1Algo::NHR ? (p > 64 && (p & (p - 1)) != 0 ? 1 : nhr_pieces(blocks, p))
+    s.pieces = algo == Level1Algo::NHR ? nhr_step_pieces(blocks, p, i, reduce_scatter)
                                        : static_cast<int>(blocks.size());
     s.reduce = reduce_scatter;
     s.shift = reduce_scatter ? d : -d;
@@ -320,13 +332,15 @@ std::vector<Step1> loop_steps(CollOp op, Level1Algo algo, int p, double n, bool 
 // The pairs of one step over every group (the first kCountedSources
 // sources), for the kinds of path.
 std::function<void(PairRuns&)> step_pairs(const GroupLayout& g, const Step1& s, int p) {
-  // A binomial tree's step over a power of two (distance d, from the ranks
-  // holding the data, multiples of 2d or those below d): its pairs are
-  // among x <-> x ^ d, which are alike (x and x ^ d differ in one bit), where
-  // a rotation x -> x + d would count pairs that never send (on A3, dies of
-  // other chips for a step between the two dies of one).
-  const bool tree_pow2 = s.tree && s.mask == 0 && s.shift > 0 && (p & (p - 1)) == 0 && (s.shift & (s.shift - 1)) == 0;
-  const int mask = tree_pow2 ? s.shift : s.mask;
+  // A binomial tree's step (distance d a power of two, from the ranks
+  // holding the data, multiples of 2d or those below d, whose bit d is
+  // clear): its pairs are among x <-> x ^ d below p, which are alike (x and
+  // x ^ d differ in one bit), where a rotation x -> x + d would count pairs
+  // that never send (on A3, dies of other chips for a step between the two
+  // dies of one; below a power of two, the pairs wrapping past p - 1 to the
+  // first server).
+  const bool tree = s.tree && s.mask == 0 && s.shift > 0 && (s.shift & (s.shift - 1)) == 0;
+  const int mask = tree ? s.shift : s.mask;
   return [g, s, p, mask](PairRuns& pairs) {
     for (int grp = 0; grp < g.groups; ++grp) {
       if (mask == 0) {
