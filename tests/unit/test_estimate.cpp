@@ -153,6 +153,24 @@ TEST_CASE("estimate: loops over the HCCL buffer overlapping across eight A2 serv
   });
 }
 
+// Below a power of two the scatter's first step (the root to the other die
+// of its chip) had counted the rotation's pair from the last die to the
+// first server's (+4.2% at 384 dies); NHR's all-gather makes two pieces of
+// one step at 640 dies, which one piece a step missed.
+static void flat_nhr_broadcast_within_1pct(int servers) {
+  Platform platform(load_topology(topology("cloudmatrix384.json"), {}, servers));
+  compare(platform, {CollOp::Broadcast}, {8 * KiB, 1 * MiB}, [](CollOp, std::uint64_t) { return Bound{0.01, 1.0}; },
+          WorkflowMode::OpBase, std::nullopt, "BroadCastComm");
+}
+
+TEST_CASE("estimate: a flat NHR Broadcast over 384 A3 dies takes its tree's own pairs", "[estimate]") {
+  flat_nhr_broadcast_within_1pct(24);
+}
+
+TEST_CASE("estimate: a flat NHR Broadcast over 640 A3 dies takes NHR's pieces", "[estimate]") {
+  flat_nhr_broadcast_within_1pct(40);
+}
+
 TEST_CASE("estimate: a Reduce of several slices across two leaves (16 A2 servers): the other servers go on while the root's gathers", "[estimate]") {
   // Every server but the root's has nothing after its rail and starts the
   // next slice while the root's server gathers; composing the slices stage
