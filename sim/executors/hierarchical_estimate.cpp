@@ -410,6 +410,32 @@ double rooted(const CollectiveSpec& s, const ExecContext& ctx, const AlgoPlan& p
   };
   auto from_root = [root](int r, int j) { return j == root && r != root; };
   auto to_root = [root](int r, int j) { return r == root && j != root; };
+  if (broadcast && s.count <= per_slice) {
+    // One slice: the rails followed with each server's own start (the
+    // other servers' NPUs wait from the op's start, their "ready" long
+    // posted, while the root's server scatters), and every server's
+    // all-gather from when its own chunks arrived.
+    const double bytes = static_cast<double>(s.count * esz);
+    const double chunk = static_cast<double>((s.count + g0 - 1) / g0 * esz);
+    const Times scattered =
+        atomic_phase(f, copies(c, Times(static_cast<std::size_t>(p0), c.launch - c.dispatch), 1, bytes, root), chunk, false,
+                     true, from_root);
+    CollectiveSpec r1 = stage_spec(s, s.op, h.servers(), (s.count + g0 - 1) / g0, s.buffer_bytes / 4);
+    r1.root = s.root / p0;
+    r1.one_shot = plan.one_shot;
+    std::vector<double> free(static_cast<std::size_t>(h.servers() * p0), c.launch - c.dispatch);
+    // (a stage's first task is dispatched while the one before it runs)
+    for (int q = 0; q < p0; ++q) free[static_cast<std::size_t>(r1.root * p0 + q)] = scattered[static_cast<std::size_t>(q)] - c.dispatch;
+    const std::vector<double> ends = rooted_rails_once(f, r1, plan.level1, rails(h), free);
+    if (!ends.empty()) {
+      double end = 0;
+      for (int x = 0; x < h.servers(); ++x) {
+        const Times arrived(ends.begin() + x * p0, ends.begin() + (x + 1) * p0);
+        end = std::max(end, latest(copies(c, atomic_phase(f, plus(arrived, -c.dispatch), chunk, false, true, every_pair), 1, bytes)));
+      }
+      return end;
+    }
+  }
   if (!broadcast) {
     // The rails of several slices followed at once, with each server's
     // level-0 phases around them: every server but the root's has nothing

@@ -1163,6 +1163,8 @@ class RdmaRun {
     return end;
   }
   double mark(int m) const { return marks_[static_cast<std::size_t>(m)]; }
+  // After run(): when rank r's stream was free.
+  double free_of(int r) const { return streams_[static_cast<std::size_t>(r)].free; }
 
  private:
   static constexpr double kNever = 1e300;
@@ -2104,6 +2106,41 @@ void register_level1_estimates(std::map<std::string, EstimateFn>& out) {
 double rooted_rails_run(const EstimateFabric& fabric, const CollectiveSpec& rail, Level1Algo algo,
                         const GroupLayout& layout, const RailSlices& slices, double free) {
   return follow_rails(fabric, rail, algo, layout, slices, free);
+}
+
+std::vector<double> rooted_rails_once(const EstimateFabric& fabric, const CollectiveSpec& rail, Level1Algo algo,
+                                      const GroupLayout& g, const std::vector<double>& free) {
+  const int p = g.members;
+  const int groups = g.groups;
+  const int ranks = p * groups;
+  const bool tiled = g.group_step == 1 && g.stride == groups;
+  if (!tiled || ranks > kCountedSources || !fabric.path(g.npu(0, 0), g.npu(0, 1)).rdma) return {};
+  const double esz = static_cast<double>(data_type_size(rail.dtype));
+  const std::uint64_t per_loop = std::max<std::uint64_t>(1, rail.buffer_bytes / data_type_size(rail.dtype));
+  if (rail.count > per_loop) return {};  // one loop over the buffer only
+  std::vector<RunStep> steps;
+  for (RunStep st : rooted_steps(rail.op, algo, p, rail.root, {static_cast<double>(rail.count) * esz}, rail.one_shot)) {
+    RunStep all;
+    all.local.assign(st.local.empty() ? 0 : static_cast<std::size_t>(ranks), 0.0);
+    for (int q = 0; q < groups; ++q) {
+      for (RankXfer x : st.xfers) {
+        x.from = x.from * groups + q;
+        x.to = x.to * groups + q;
+        all.xfers.push_back(x);
+      }
+      for (std::size_t r = 0; r < st.local.size(); ++r) all.local[r * static_cast<std::size_t>(groups) + static_cast<std::size_t>(q)] = st.local[r];
+    }
+    steps.push_back(std::move(all));
+  }
+  GroupLayout all = g;
+  all.members = ranks;
+  all.stride = 1;
+  all.groups = 1;
+  RdmaRun run(fabric, all, ranks, steps);
+  if (run.run(free) < 0) return {};
+  std::vector<double> ends(static_cast<std::size_t>(ranks));
+  for (int r = 0; r < ranks; ++r) ends[static_cast<std::size_t>(r)] = run.free_of(r);
+  return ends;
 }
 
 }  // namespace hcclsim

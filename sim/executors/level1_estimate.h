@@ -51,4 +51,11 @@ struct RailSlices {
 double rooted_rails_run(const EstimateFabric& fabric, const CollectiveSpec& rail, Level1Algo algo,
                         const GroupLayout& layout, const RailSlices& slices, double free);
 
+// One loop of a rooted op over the rails (as rooted_rails_run's layout),
+// rank r's stream free at free[r] (rank x * groups + q: member x of group
+// q): when each rank's stream is free after it; empty where the rails do
+// not run over RDMA, count more than 1024 ranks or take more than one loop.
+std::vector<double> rooted_rails_once(const EstimateFabric& fabric, const CollectiveSpec& rail, Level1Algo algo,
+                                      const GroupLayout& layout, const std::vector<double>& free);
+
 }  // namespace hcclsim
