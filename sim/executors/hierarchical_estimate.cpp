@@ -454,7 +454,10 @@ double rooted(const CollectiveSpec& s, const ExecContext& ctx, const AlgoPlan& p
       // one slice take about as long), which the gather partly absorbs.
       const double last = *std::max_element(slice.pre.begin(), slice.pre.end());
       slice.post = copies(c, atomic_phase(f, slice.pre, chunk, false, true, to_root), 1, bytes, root);
-      for (double& t : slice.post) t = std::max(0.0, t - last);
+      for (double& t : slice.post) t = std::max(0.0, t - last - c.dispatch);
+      // The rail's first task and the gather's are dispatched while the
+      // stream waits for the task before them: no dispatch gap.
+      for (double& t : slice.pre) t = std::max(0.0, t - c.dispatch);
       return slice;
     };
     RailSlices slices;

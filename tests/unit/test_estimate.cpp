@@ -125,20 +125,14 @@ TEST_CASE("estimate: two A2 servers, every op 8K..64M", "[estimate]") {
   compare(platform, kAllOps, {8 * KiB, 1 * MiB, 64 * MiB}, [](CollOp op, std::uint64_t) {
     // AllGather's level-0 stage: rank 0's copies are in place (skipped),
     // the others' are not; the form charges every rank's (+0.8% at most).
-    // Reduce per plane: the form starts every rail's level-1 stage when its
-    // member in the root's server starts it; in the detailed model the
-    // other servers' members enter it at once and acknowledge early (up to
-    // +1.5% at 8 KiB). A one-slice Broadcast follows each server's own start
-    // and chunks (exact).
-    return op == CollOp::AllGather || op == CollOp::Reduce ? Bound{0.05, 1.0} : Bound{0.05, 0.001};
+    // Broadcast and Reduce follow each server's own start (exact).
+    return op == CollOp::AllGather ? Bound{0.05, 1.0} : Bound{0.05, 0.001};
   });
 }
 
 TEST_CASE("estimate: eight A2 servers (64 NPUs), every op 8K..64M", "[estimate]") {
   Platform platform(load_topology(topology("a2-cluster.json"), {}, 8));
   compare(platform, kAllOps, {8 * KiB, 1 * MiB, 64 * MiB}, [](CollOp op, std::uint64_t) {
-    // Reduce per plane: see the two-server case.
-    if (op == CollOp::Reduce) return Bound{0.05, 1.0};
     return op == CollOp::AllGather ? Bound{0.05, 1.0} : Bound{0.05, 0.001};
   });
 }
