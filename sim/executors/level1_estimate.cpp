@@ -1647,6 +1647,43 @@ std::vector<RunStep> rooted_steps(CollOp op, Level1Algo algo, int p, int root, c
   return out;
 }
 
+// Several rails at once (a Broadcast's or Reduce's planes, one per NPU
+// index of a server) are followed together when they tile the NPUs (member
+// x of rail q is NPU x * groups + q), count at most kCountedSources ranks
+// and write over RDMA: their writes share the fabric. Member x of rail q is
+// then rank x * groups + q of one run.
+bool rails_followed_together(const EstimateFabric& fabric, const GroupLayout& g) {
+  const bool tiled = g.groups == 1 || (g.group_step == 1 && g.stride == g.groups);
+  return tiled && g.members * g.groups <= kCountedSources && fabric.path(g.npu(0, 0), g.npu(0, 1)).rdma;
+}
+
+// One rail's step (members 0..p-1) on every rail of `groups`, its mark kept.
+RunStep on_every_rail(const RunStep& st, int groups) {
+  if (groups == 1) return st;
+  RunStep all;
+  all.mark = st.mark;
+  all.local.assign(st.local.size() * static_cast<std::size_t>(groups), 0.0);
+  for (int q = 0; q < groups; ++q) {
+    for (RankXfer x : st.xfers) {
+      x.from = x.from * groups + q;
+      x.to = x.to * groups + q;
+      all.xfers.push_back(x);
+    }
+    for (std::size_t r = 0; r < st.local.size(); ++r) all.local[r * static_cast<std::size_t>(groups) + static_cast<std::size_t>(q)] = st.local[r];
+  }
+  return all;
+}
+
+// The layout of one run over every rail of `g`.
+GroupLayout every_rail(const GroupLayout& g) {
+  if (g.groups == 1) return g;
+  GroupLayout all = g;
+  all.members = g.members * g.groups;
+  all.stride = 1;
+  all.groups = 1;
+  return all;
+}
+
 // A Broadcast's or a Reduce's loops followed by RdmaRun (the loops
 // overlap: a rank done with one starts the next), or a negative time where
 // it does not apply. Beyond kRunLoops full loops the others take the
@@ -1656,41 +1693,17 @@ constexpr int kRunLoops = 3;
 static_assert(kRunLoops >= 3, "the period is taken between the loops before the last followed");
 double rooted_run(const EstimateFabric& fabric, const CollectiveSpec& spec, Level1Algo algo, const GroupLayout& g,
                   std::uint64_t per_loop, double free) {
+  if (!rails_followed_together(fabric, g)) return -1;
   const int p = g.members;
-  // Several groups at once (a Broadcast's or Reduce's planes, one per NPU
-  // index of a server) are followed together when they tile the NPUs
-  // (member x of group q is NPU x * groups + q): their writes share the
-  // fabric. Member x of group q is then rank x * groups + q of one run.
-  const int groups = g.groups;
-  const bool tiled = groups == 1 || (g.group_step == 1 && g.stride == groups);
-  const int ranks = p * groups;
-  if (!tiled || ranks > kCountedSources || !fabric.path(g.npu(0, 0), g.npu(0, 1)).rdma) return -1;
+  const int ranks = p * g.groups;
   const double esz = static_cast<double>(data_type_size(spec.dtype));
   const std::uint64_t full = spec.count / per_loop;
   const std::uint64_t rest = spec.count % per_loop;
   std::vector<double> loops(static_cast<std::size_t>(std::min<std::uint64_t>(full, kRunLoops)), static_cast<double>(per_loop) * esz);
   if (rest > 0 || loops.empty()) loops.push_back(static_cast<double>(rest) * esz);
-  std::vector<RunStep> steps = rooted_steps(spec.op, algo, p, spec.root, loops, spec.one_shot);
-  GroupLayout all = g;
-  if (groups > 1) {
-    for (RunStep& st : steps) {
-      std::vector<RankXfer> xfers;
-      std::vector<double> local(st.local.empty() ? 0 : static_cast<std::size_t>(ranks), 0.0);
-      for (int q = 0; q < groups; ++q) {
-        for (RankXfer x : st.xfers) {
-          x.from = x.from * groups + q;
-          x.to = x.to * groups + q;
-          xfers.push_back(x);
-        }
-        for (std::size_t r = 0; r < st.local.size(); ++r) local[r * static_cast<std::size_t>(groups) + static_cast<std::size_t>(q)] = st.local[r];
-      }
-      st.xfers = std::move(xfers);
-      st.local = std::move(local);
-    }
-    all.members = ranks;
-    all.stride = 1;
-    all.groups = 1;
-  }
+  std::vector<RunStep> steps;
+  for (const RunStep& st : rooted_steps(spec.op, algo, p, spec.root, loops, spec.one_shot)) steps.push_back(on_every_rail(st, g.groups));
+  const GroupLayout all = every_rail(g);
   RdmaRun run(fabric, all, ranks, steps);
   double end = run.run(std::vector<double>(static_cast<std::size_t>(ranks), free));
   if (end >= 0 && full > kRunLoops) end += static_cast<double>(full - kRunLoops) * (run.mark(kRunLoops - 2) - run.mark(kRunLoops - 3));
@@ -1709,11 +1722,10 @@ double rooted_run(const EstimateFabric& fabric, const CollectiveSpec& spec, Leve
 static_assert(kFollowedSlices >= 3, "the period is taken between the slices before the last followed");
 double follow_rails(const EstimateFabric& fabric, const CollectiveSpec& rail, Level1Algo algo, const GroupLayout& g,
                     const RailSlices& slices, double free) {
+  if (!rails_followed_together(fabric, g) || slices.followed.empty()) return -1;
   const int p = g.members;
   const int groups = g.groups;
   const int ranks = p * groups;
-  const bool tiled = g.group_step == 1 && g.stride == groups;
-  if (!tiled || ranks > kCountedSources || !fabric.path(g.npu(0, 0), g.npu(0, 1)).rdma || slices.followed.empty()) return -1;
   const double esz = static_cast<double>(data_type_size(rail.dtype));
   const std::uint64_t per_loop = std::max<std::uint64_t>(1, rail.buffer_bytes / data_type_size(rail.dtype));
   std::vector<RunStep> steps;
@@ -1736,18 +1748,9 @@ double follow_rails(const EstimateFabric& fabric, const CollectiveSpec& rail, Le
     steps.push_back(std::move(pre));
     std::vector<double> loops(static_cast<std::size_t>(slice.count / per_loop), static_cast<double>(per_loop) * esz);
     if (slice.count % per_loop > 0 || loops.empty()) loops.push_back(static_cast<double>(slice.count % per_loop) * esz);
-    for (RunStep st : rooted_steps(rail.op, algo, p, rail.root, loops, rail.one_shot)) {
-      RunStep all;
-      all.local.assign(st.local.empty() ? 0 : static_cast<std::size_t>(ranks), 0.0);
-      for (int q = 0; q < groups; ++q) {
-        for (RankXfer x : st.xfers) {
-          x.from = x.from * groups + q;
-          x.to = x.to * groups + q;
-          all.xfers.push_back(x);
-        }
-        for (std::size_t r = 0; r < st.local.size(); ++r) all.local[r * static_cast<std::size_t>(groups) + static_cast<std::size_t>(q)] = st.local[r];
-      }
-      steps.push_back(std::move(all));  // (its own marks left out: the slices are marked)
+    for (const RunStep& st : rooted_steps(rail.op, algo, p, rail.root, loops, rail.one_shot)) {
+      steps.push_back(on_every_rail(st, groups));
+      steps.back().mark = -1;  // (the slices are marked, not the rail's loops)
     }
     RunStep post;
     post.phase.assign(static_cast<std::size_t>(ranks), 0.0);
@@ -1759,11 +1762,7 @@ double follow_rails(const EstimateFabric& fabric, const CollectiveSpec& rail, Le
     post.mark = static_cast<int>(k);
     steps.push_back(std::move(post));
   }
-  GroupLayout all = g;
-  all.members = ranks;
-  all.stride = 1;
-  all.groups = 1;
-  RdmaRun run(fabric, all, ranks, steps);
+  RdmaRun run(fabric, every_rail(g), ranks, steps);
   double end = run.run(std::vector<double>(static_cast<std::size_t>(ranks), free));
   if (end >= 0 && slices.full > kFollowedSlices) {
     end += static_cast<double>(slices.full - kFollowedSlices) * (run.mark(kFollowedSlices - 2) - run.mark(kFollowedSlices - 3));
@@ -2110,33 +2109,16 @@ double rooted_rails_run(const EstimateFabric& fabric, const CollectiveSpec& rail
 
 std::vector<double> rooted_rails_once(const EstimateFabric& fabric, const CollectiveSpec& rail, Level1Algo algo,
                                       const GroupLayout& g, const std::vector<double>& free) {
-  const int p = g.members;
-  const int groups = g.groups;
-  const int ranks = p * groups;
-  const bool tiled = g.group_step == 1 && g.stride == groups;
-  if (!tiled || ranks > kCountedSources || !fabric.path(g.npu(0, 0), g.npu(0, 1)).rdma) return {};
+  if (!rails_followed_together(fabric, g)) return {};
+  const int ranks = g.members * g.groups;
   const double esz = static_cast<double>(data_type_size(rail.dtype));
   const std::uint64_t per_loop = std::max<std::uint64_t>(1, rail.buffer_bytes / data_type_size(rail.dtype));
   if (rail.count > per_loop) return {};  // one loop over the buffer only
   std::vector<RunStep> steps;
-  for (RunStep st : rooted_steps(rail.op, algo, p, rail.root, {static_cast<double>(rail.count) * esz}, rail.one_shot)) {
-    RunStep all;
-    all.local.assign(st.local.empty() ? 0 : static_cast<std::size_t>(ranks), 0.0);
-    for (int q = 0; q < groups; ++q) {
-      for (RankXfer x : st.xfers) {
-        x.from = x.from * groups + q;
-        x.to = x.to * groups + q;
-        all.xfers.push_back(x);
-      }
-      for (std::size_t r = 0; r < st.local.size(); ++r) all.local[r * static_cast<std::size_t>(groups) + static_cast<std::size_t>(q)] = st.local[r];
-    }
-    steps.push_back(std::move(all));
+  for (const RunStep& st : rooted_steps(rail.op, algo, g.members, rail.root, {static_cast<double>(rail.count) * esz}, rail.one_shot)) {
+    steps.push_back(on_every_rail(st, g.groups));
   }
-  GroupLayout all = g;
-  all.members = ranks;
-  all.stride = 1;
-  all.groups = 1;
-  RdmaRun run(fabric, all, ranks, steps);
+  RdmaRun run(fabric, every_rail(g), ranks, steps);
   if (run.run(free) < 0) return {};
   std::vector<double> ends(static_cast<std::size_t>(ranks));
   for (int r = 0; r < ranks; ++r) ends[static_cast<std::size_t>(r)] = run.free_of(r);
