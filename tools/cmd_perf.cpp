@@ -87,12 +87,13 @@ class PerfCommand : public Command {
                    "executor's task order in closed form (ranks of one server each followed, else one "
                    "representative rank; each step's flows at max-min shares), no SystemC, no data check, trace, "
                    "link usage or --scenario (refused, exit 2), milliseconds a point at 100,000 NPUs (an AlltoAll's first point up to about 25 ms on 2 cores: "
-                   "it solves each step pattern's shares once for the sweep, on the machine's cores). Leaves out "
+                   "it solves each step pattern's shares once for the sweep, on the machine's cores; Broadcast and "
+                   "Reduce across up to 1024 A2 NPUs follow every write, up to about 0.25 s a point). Leaves out "
                    "flows of different steps "
                    "overlapping in time (AlltoAll counts neighbouring steps' flows as a share instead; beyond 64 "
                    "pairwise steps whose pairs all cross the spines, 32 are solved and the others take their shares, "
-                   "rotated); mean 0.5%, at most 7.2% from detailed on the tested grid (docs/estimate.md); "
-                   "the AIV executors (one server) within 0.1%")
+                   "rotated); mean 0.4%, at most 7.7% from detailed on the tested grid (docs/estimate.md; AlltoAll "
+                   "from 256M across leaves 6-8% fast); the AIV executors (one server) within 0.1%")
         ->type_name("M");
     app.add_flag("--no-check", no_check_, "skip the data check (check_result shows \"skipped\")");
     app.add_option("--links", links_file_,
