@@ -384,13 +384,15 @@ double hierarchical(const CollectiveSpec& s, const ExecContext& ctx, const AlgoP
 // broadcasts chunk i on its rail; every server all-gathers the chunks and
 // copies the slice out. Reduce: every server copies in and reduce-scatters;
 // chunk i is reduced on rail i towards the root's server; the root reads
-// the chunks and copies the slice out. A Broadcast composes the slices
-// stage after stage: every server's NPU i holds its chunk when the root
-// server's NPU i has broadcast it (a rail stage takes the same time from
-// when its rank of the root's server starts it), so one server's times
-// stand for all. A Reduce's other servers have nothing after their rails
-// and run ahead into the next slice, so its slices' rails are followed
-// together (rooted_rails_run) with the level-0 phases as times.
+// the chunks and copies the slice out. A Broadcast of one slice follows
+// its rails from each server's own start (rooted_rails_once); of several,
+// it composes the slices stage after stage: every server's NPU i holds its
+// chunk when the root server's NPU i has broadcast it (a rail stage takes
+// the same time from when its rank of the root's server starts it), so one
+// server's times stand for all. A Reduce's other servers have nothing
+// after their rails and run ahead into the next slice, so its slices'
+// rails are followed together (rooted_rails_run) with the level-0 phases
+// as times.
 double rooted(const CollectiveSpec& s, const ExecContext& ctx, const AlgoPlan& plan, const EstimateFabric& f) {
   const StepCosts& c = f.costs();
   const Hierarchy& h = ctx.hierarchy;
