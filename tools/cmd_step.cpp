@@ -2,6 +2,7 @@
 // parallel layout, every group's communication at once on HCCL's executors,
 // with compute (sim/step/step.h says what is modelled).
 #include <algorithm>
+#include <functional>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -232,22 +233,16 @@ class StepCommand : public Command {
       return plan_step(spec, req, for_estimate && export_dir_.empty() ? StepPlanScope::Symmetric : StepPlanScope::EveryRank);
     };
     StepPlanPtr plan;
-    if (estimate) {
-      plan = plan_for(true);
-    } else {
-      try {
+    if (!estimate) {
+      estimate = !detailed_fits(ctx, [&] {
         plan = plan_for(false);
         check_footprint(*plan, spec, "option --layout", "the step (" + req.layout.describe() + ")",
                         scenario_.given() ? ". Use fewer micro-batches or a smaller layout (a scenario needs the detailed "
                                             "model), or a larger --max-memory"
                                           : ". Use --model estimate, fewer micro-batches or a smaller layout");
-      } catch (const TooLargeError& e) {
-        if (!runs_auto()) throw;
-        note_fallback(ctx, e);
-        estimate = true;
-        plan = plan_for(true);
-      }
+      });
     }
+    if (estimate) plan = plan_for(true);
     if (!export_dir_.empty()) write_chakra(export_chakra(*plan));
     const MemoryUse mem = step_memory(req);
     if (spec.npu.memory.hbm_capacity > 0 && mem.total() > spec.npu.memory.hbm_capacity && !ctx.replay) {
@@ -260,13 +255,23 @@ class StepCommand : public Command {
   }
 
  private:
-  // --model auto: the detailed model unless it is refused as too large (a
-  // scenario needs the detailed model, so it keeps the refusal).
-  bool runs_auto() const { return model_ == "auto" && !scenario_.given(); }
-  static void note_fallback(const CommandContext& ctx, const TooLargeError& refusal) {
-    if (ctx.replay) return;
-    const std::string& why = refusal.message();
-    std::cerr << "note: --model auto: the detailed model is " << why.substr(0, why.find(". Use")) << "; the estimate runs instead\n";
+  // Plans for (and checks) the detailed model: false when it is refused as
+  // too large under --model auto, which then runs the estimate, saying so;
+  // the refusal stands under --model detailed and under a scenario (which
+  // needs the detailed model).
+  bool detailed_fits(const CommandContext& ctx, const std::function<void()>& plan_and_check) const {
+    try {
+      plan_and_check();
+      return true;
+    } catch (const TooLargeError& refusal) {
+      if (model_ != "auto" || scenario_.given()) throw;
+      if (!ctx.replay) {
+        const std::string& why = refusal.message();
+        std::cerr << "note: --model auto: the detailed model is " << why.substr(0, why.find(". Use"))
+                  << "; the estimate runs instead\n";
+      }
+      return false;
+    }
   }
 
   // A detailed run whose tasks would not fit under --max-memory is refused before it starts.
@@ -335,13 +340,9 @@ class StepCommand : public Command {
     const StepPlanPtr plan = plan_chakra(spec, workload);
     if (!export_dir_.empty()) write_chakra(export_chakra(*plan));
     if (!estimate) {
-      try {
+      estimate = !detailed_fits(ctx, [&] {
         check_footprint(*plan, spec, "option --chakra", "the Chakra workload " + chakra_dir_, ". Use --model estimate");
-      } catch (const TooLargeError& e) {
-        if (!runs_auto()) throw;
-        note_fallback(ctx, e);
-        estimate = true;
-      }
+      });
     }
     StepRequest none;
     none.model.file = chakra_dir_;
